@@ -1,0 +1,47 @@
+"""What the backend declares about its A2A support, from the method table.
+
+Light on purpose: the stdio server sends this in its ``initialize`` answer, before the
+services load.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cleveragents._version import __version__
+from cleveragents.a2a import dialects, methods
+from cleveragents.a2a.version import DEFAULT_VERSION, SUPPORTED_VERSIONS
+
+EXTENSION_URI = "urn:cleveragents:extensions:v1"
+AGENT_NAME = "CleverAgents"
+AGENT_DESCRIPTION = "Autonomous software engineering agent"
+
+NOTIFICATIONS = ("_cleveragents/event", "task/statusUpdate", "task/artifactUpdate", "$/progress")
+
+
+def a2a_capabilities() -> dict[str, Any]:
+    """The ``capabilities.experimental.a2a`` object of the stdio ``initialize`` result."""
+    return {
+        "versions": list(SUPPORTED_VERSIONS),
+        "defaultVersion": DEFAULT_VERSION,
+        "agentCard": {
+            "name": AGENT_NAME,
+            "description": AGENT_DESCRIPTION,
+            "version": __version__,
+            "capabilities": {
+                "streaming": True,
+                "pushNotifications": False,
+                "extensions": [
+                    {"uri": EXTENSION_URI, "required": False,
+                     "params": {"methods": methods.extension_method_names()}},
+                ],
+            },
+        },
+        "methods": {
+            "1.0": methods.names_by_dialect(dialects.A2A_V1),
+            "0.3": methods.names_by_dialect(dialects.A2A_V03),
+            "extension": methods.extension_method_names(),
+            "deprecated": methods.names_by_dialect(dialects.LEGACY),
+        },
+        "notifications": list(NOTIFICATIONS),
+    }

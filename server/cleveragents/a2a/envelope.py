@@ -1,0 +1,68 @@
+"""Decoding and checking raw JSON-RPC messages, for every transport.
+
+Kept free of pydantic so the stdio server can use it before its services load.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from cleveragents.a2a.errors import InvalidRequestError, ParseError
+
+Kind = Literal["request", "notification", "response"]
+
+
+def decode(body: bytes | str) -> Any:
+    """JSON from bytes; bad UTF-8 or bad JSON raise ParseError."""
+    try:
+        text = body.decode("utf-8") if isinstance(body, (bytes, bytearray)) else body
+    except UnicodeDecodeError as exc:
+        raise ParseError("Parse error: the body is not valid UTF-8", {"position": exc.start}) from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(
+            f"Parse error: {exc.msg}", {"line": exc.lineno, "column": exc.colno}
+        ) from exc
+    except RecursionError as exc:
+        raise ParseError("Parse error: the JSON is nested too deeply") from exc
+
+
+def echo_id(message: Any) -> str | int | None:
+    """The id to put on an error response: the request's, when it is a valid id."""
+    if isinstance(message, dict):
+        msg_id = message.get("id")
+        if isinstance(msg_id, (str, int)) and not isinstance(msg_id, bool):
+            return msg_id
+    return None
+
+
+def classify(message: Any) -> Kind:
+    """What kind of JSON-RPC message this is; InvalidRequestError when it is none."""
+    if isinstance(message, list):
+        raise InvalidRequestError("Invalid request: batch requests are not supported", {"reason": "batch"})
+    if not isinstance(message, dict):
+        raise InvalidRequestError(
+            "Invalid request: a message must be a JSON object", {"received": type(message).__name__}
+        )
+    if message.get("jsonrpc") != "2.0":
+        raise InvalidRequestError('Invalid request: "jsonrpc" must be "2.0"', {"field": "jsonrpc"})
+    if "id" in message:
+        msg_id = message["id"]
+        if msg_id is not None and (isinstance(msg_id, bool) or not isinstance(msg_id, (str, int))):
+            raise InvalidRequestError('Invalid request: "id" must be a string, an integer or null', {"field": "id"})
+    if "method" in message:
+        method = message["method"]
+        if not isinstance(method, str) or not method.strip():
+            raise InvalidRequestError('Invalid request: "method" must be a non-empty string', {"field": "method"})
+        if "params" in message and not isinstance(message["params"], (dict, list)):
+            raise InvalidRequestError('Invalid request: "params" must be an object or an array', {"field": "params"})
+        return "request" if "id" in message else "notification"
+    if "id" in message and (("result" in message) != ("error" in message)):
+        return "response"
+    raise InvalidRequestError('Invalid request: "method" is missing', {"field": "method"})
+
+
+def error_response(msg_id: str | int | None, error: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": msg_id, "error": error}

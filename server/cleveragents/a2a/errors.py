@@ -1,0 +1,235 @@
+"""The A2A exception hierarchy and the two error-code tables.
+
+Standard A2A methods answer with the A2A specification's codes; ``_cleveragents/*``
+and legacy methods answer with the extension table (seed 000). Both tables live here,
+next to the classes they map from, and ``error_payload`` is the only place that turns
+an exception into a JSON-RPC ``error`` object.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from cleveragents.a2a import dialects
+from cleveragents.domain.errors import (
+    AuthenticationError,
+    AuthorizationError,
+    BudgetExceededError,
+    BusinessRuleViolation,
+    DomainError,
+    DuplicateEntityError,
+    PlanError,
+    ResourceNotFoundError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    ValidationError,
+)
+
+# JSON-RPC 2.0 codes, shared by every dialect.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
+BAD_REQUEST_TYPE = "type.googleapis.com/google.rpc.BadRequest"
+ERROR_DOMAIN = "a2a-protocol.org"
+
+
+class A2aError(Exception):
+    """Base A2A exception."""
+
+    default_message = "A2A error"
+
+    def __init__(self, message: str | None = None, data: Mapping[str, Any] | None = None):
+        self.message = message or self.default_message
+        self.data: dict[str, Any] = dict(data or {})
+        super().__init__(self.message)
+
+
+class A2aNotAvailableError(A2aError):
+    """The operation exists but is not available here: its service is not configured."""
+
+    default_message = "Operation not available"
+
+
+class A2aOperationNotFoundError(A2aError):
+    """No method of that name exists."""
+
+    def __init__(self, operation: str, message: str | None = None):
+        self.operation = operation
+        super().__init__(message or f"Method not found: {operation}", {"method": operation})
+
+
+class A2aVersionMismatchError(A2aError):
+    default_message = "A2A version not supported"
+
+
+class InvalidRequestError(A2aError):
+    """The JSON-RPC envelope itself is wrong."""
+
+    default_message = "Invalid request"
+
+
+class ParseError(A2aError):
+    default_message = "Parse error"
+
+
+class PushNotificationNotSupportedError(A2aError):
+    default_message = "Push notifications are not supported"
+
+
+class ContentTypeNotSupportedError(A2aError):
+    default_message = "Content type not supported"
+
+
+class InvalidAgentResponseError(A2aError):
+    default_message = "Invalid agent response"
+
+
+class ExtendedAgentCardNotConfiguredError(A2aError):
+    default_message = "Extended agent card is not configured"
+
+
+class ExtensionSupportRequiredError(A2aError):
+    default_message = "A required extension is not supported by the client"
+
+
+# The extension table (seed 000): `_cleveragents/*` and legacy methods.
+EXTENSION_ERROR_CODES: dict[type[Exception], int] = {
+    ParseError: PARSE_ERROR,
+    InvalidRequestError: INVALID_REQUEST,
+    A2aOperationNotFoundError: METHOD_NOT_FOUND,
+    ValidationError: INVALID_PARAMS,
+    ResourceNotFoundError: -32001,
+    AuthenticationError: -32002,
+    AuthorizationError: -32003,
+    BusinessRuleViolation: -32004,
+    A2aNotAvailableError: -32004,
+    DuplicateEntityError: -32005,
+    BudgetExceededError: -32006,
+    A2aVersionMismatchError: -32007,
+    PlanError: -32008,
+}
+
+# The A2A specification's table: standard methods, both dialects. The reason is the
+# `google.rpc.ErrorInfo` reason sent in the 1.0 dialect.
+A2A_ERROR_CODES: dict[type[Exception], tuple[int, str]] = {
+    ParseError: (PARSE_ERROR, "PARSE_ERROR"),
+    InvalidRequestError: (INVALID_REQUEST, "INVALID_REQUEST"),
+    A2aOperationNotFoundError: (METHOD_NOT_FOUND, "METHOD_NOT_FOUND"),
+    ValidationError: (INVALID_PARAMS, "INVALID_PARAMS"),
+    TaskNotFoundError: (-32001, "TASK_NOT_FOUND"),
+    ResourceNotFoundError: (-32001, "TASK_NOT_FOUND"),
+    TaskNotCancelableError: (-32002, "TASK_NOT_CANCELABLE"),
+    PushNotificationNotSupportedError: (-32003, "PUSH_NOTIFICATION_NOT_SUPPORTED"),
+    A2aNotAvailableError: (-32004, "UNSUPPORTED_OPERATION"),
+    BusinessRuleViolation: (-32004, "UNSUPPORTED_OPERATION"),
+    ContentTypeNotSupportedError: (-32005, "CONTENT_TYPE_NOT_SUPPORTED"),
+    InvalidAgentResponseError: (-32006, "INVALID_AGENT_RESPONSE"),
+    ExtendedAgentCardNotConfiguredError: (-32007, "EXTENDED_AGENT_CARD_NOT_CONFIGURED"),
+    ExtensionSupportRequiredError: (-32008, "EXTENSION_SUPPORT_REQUIRED"),
+    A2aVersionMismatchError: (-32009, "VERSION_NOT_SUPPORTED"),
+    # The specification has no codes for these; they are request errors whose
+    # ErrorInfo reason says what went wrong.
+    AuthenticationError: (INVALID_REQUEST, "UNAUTHENTICATED"),
+    AuthorizationError: (INVALID_REQUEST, "PERMISSION_DENIED"),
+    DuplicateEntityError: (INVALID_REQUEST, "ALREADY_EXISTS"),
+    BudgetExceededError: (INVALID_REQUEST, "RESOURCE_EXHAUSTED"),
+    PlanError: (INVALID_REQUEST, "FAILED_PRECONDITION"),
+}
+
+
+def _lookup(table: Mapping[type[Exception], Any], exc: BaseException) -> Any:
+    for cls in type(exc).__mro__:
+        if cls in table:
+            return table[cls]
+    return None
+
+
+def is_known(exc: BaseException) -> bool:
+    """Whether the exception is an expected refusal rather than a bug."""
+    return isinstance(exc, (A2aError, DomainError))
+
+
+def error_payload(exc: BaseException, dialect: str) -> dict[str, Any]:
+    """The JSON-RPC ``error`` object for ``exc`` in ``dialect``.
+
+    Unknown exceptions become -32603 without any detail: the traceback belongs on
+    stderr, never on the wire.
+    """
+    if is_known(exc):
+        message, data = exc.message, exc.data  # type: ignore[union-attr]
+    else:
+        message, data = "Internal error", {}
+    if dialect == dialects.A2A_V1:
+        code, reason = _lookup(A2A_ERROR_CODES, exc) or (INTERNAL_ERROR, "INTERNAL")
+        return {"code": code, "message": message, "data": error_details(reason, data)}
+    if dialect in dialects.STANDARD:
+        code = (_lookup(A2A_ERROR_CODES, exc) or (INTERNAL_ERROR,))[0]
+    else:
+        code = _lookup(EXTENSION_ERROR_CODES, exc) or INTERNAL_ERROR
+    payload: dict[str, Any] = {"code": code, "message": message}
+    if data:
+        payload["data"] = data
+    return payload
+
+
+def error_details(reason: str, data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The 1.0 ``error.data``: an ErrorInfo, plus a BadRequest for invalid params."""
+    field_errors = data.get("errors") if reason == "INVALID_PARAMS" else None
+    metadata = {
+        key: value if isinstance(value, str) else _compact_json(value)
+        for key, value in data.items()
+        if key != "errors" or field_errors is None
+    }
+    details: list[dict[str, Any]] = [
+        {"@type": ERROR_INFO_TYPE, "reason": reason, "domain": ERROR_DOMAIN, "metadata": metadata}
+    ]
+    if field_errors:
+        details.append(
+            {
+                "@type": BAD_REQUEST_TYPE,
+                "fieldViolations": [
+                    {"field": ".".join(str(p) for p in err.get("loc", ())), "description": err.get("msg", "")}
+                    for err in field_errors
+                ],
+            }
+        )
+    return details
+
+
+def _compact_json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+
+
+__all__ = [
+    "A2aError",
+    "A2aNotAvailableError",
+    "A2aOperationNotFoundError",
+    "A2aVersionMismatchError",
+    "A2A_ERROR_CODES",
+    "AuthenticationError",
+    "AuthorizationError",
+    "BudgetExceededError",
+    "BusinessRuleViolation",
+    "ContentTypeNotSupportedError",
+    "DomainError",
+    "DuplicateEntityError",
+    "EXTENSION_ERROR_CODES",
+    "ExtendedAgentCardNotConfiguredError",
+    "ExtensionSupportRequiredError",
+    "InvalidAgentResponseError",
+    "InvalidRequestError",
+    "ParseError",
+    "PlanError",
+    "PushNotificationNotSupportedError",
+    "ResourceNotFoundError",
+    "TaskNotCancelableError",
+    "TaskNotFoundError",
+    "ValidationError",
+    "error_payload",
+]

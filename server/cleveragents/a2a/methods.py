@@ -1,0 +1,245 @@
+"""The method table: every method the backend answers, as data.
+
+Each entry names its params model (in ``params.py``), the service key and the call
+that serve it, its dialect, what it returns and the errors it raises. The facade
+dispatches from it; ``docs/protocol.md`` and the stdio server's capabilities are
+generated from it. Entries refer to models by name so that reading the table imports
+nothing heavy (the stdio server reads it before answering ``initialize``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from cleveragents.a2a.dialects import A2A_V03, A2A_V1, EXTENSION, LEGACY
+
+
+@dataclass(frozen=True, slots=True)
+class MethodSpec:
+    name: str
+    dialect: str
+    params: str
+    service: str
+    call: str
+    summary: str
+    result: str = ""
+    errors: tuple[str, ...] = ()
+    example: dict[str, Any] = field(default_factory=dict)
+    replaced_by: str | None = None
+    streaming: bool = False
+    # The handler also receives the caller's context (notification sink, progress).
+    with_context: bool = False
+
+    @property
+    def deprecated(self) -> bool:
+        return self.replaced_by is not None
+
+
+_NOT_FOUND = ("ResourceNotFoundError",)
+_PLAN_STATE = ("ResourceNotFoundError", "BusinessRuleViolation")
+_ULID = "01JEXAMPLE0000000000000000"
+
+_TABLE: list[MethodSpec] = []
+
+
+def _add(*specs: MethodSpec) -> None:
+    _TABLE.extend(specs)
+
+
+def _standard(v1: str, v03: tuple[str, ...], params: str, call: str, summary: str, result: str,
+              errors: tuple[str, ...] = (), example: dict[str, Any] | None = None,
+              streaming: bool = False, service: str = "task_service") -> None:
+    base = MethodSpec(v1, A2A_V1, params, service, call, summary, result, errors,
+                      example or {}, streaming=streaming, with_context=True)
+    _add(base, *(replace(base, name=name, dialect=A2A_V03) for name in v03))
+
+
+def _ext(name: str, params: str, service: str, call: str, summary: str, result: str,
+         errors: tuple[str, ...] = (), example: dict[str, Any] | None = None,
+         with_context: bool = False) -> None:
+    _add(MethodSpec(name, EXTENSION, params, service, call, summary, result, errors,
+                    example or {}, with_context=with_context))
+
+
+# --- Standard A2A methods: the 1.0 name, then its 0.3 / seed names -------------------
+_message = {"message": {"role": "ROLE_USER", "messageId": _ULID, "parts": [{"text": "fs.search TODO"}]}}
+_standard("SendMessage", ("message/send",), "SendMessageParams", "send",
+          "Send a message to the agent; returns the task (or a direct message).",
+          "Task or Message", ("ValidationError", "TaskNotFoundError"), _message)
+_standard("SendStreamingMessage", ("message/stream",), "SendMessageParams", "stream",
+          "Send a message and stream the task's updates.",
+          "Stream of Task / Message / status and artifact updates", ("ValidationError",),
+          _message, streaming=True)
+_standard("GetTask", ("tasks/get",), "GetTaskParams", "get",
+          "Get a task with up to historyLength messages of history.", "Task",
+          ("TaskNotFoundError",), {"id": _ULID, "historyLength": 10})
+_standard("ListTasks", ("tasks/list",), "ListTasksParams", "list",
+          "List tasks, newest first, with cursor pagination.",
+          "{tasks, nextPageToken, pageSize, totalSize}", (), {"pageSize": 20})
+_standard("CancelTask", ("tasks/cancel",), "TaskIdParams", "cancel",
+          "Cancel a running task.", "Task", ("TaskNotFoundError", "TaskNotCancelableError"),
+          {"id": _ULID})
+_standard("SubscribeToTask", ("tasks/resubscribe", "tasks/subscribe"), "TaskIdParams", "subscribe",
+          "Stream the updates of a task that is still running.",
+          "Stream of status and artifact updates",
+          ("TaskNotFoundError", "BusinessRuleViolation"), {"id": _ULID}, streaming=True)
+_standard("CreateTaskPushNotificationConfig", ("tasks/pushNotificationConfig/set",),
+          "PushConfigParams", "create_push_config", "Register a webhook for a task's updates.",
+          "TaskPushNotificationConfig", ("TaskNotFoundError", "PushNotificationNotSupportedError"),
+          {"taskId": _ULID, "url": "https://example.invalid/hook", "token": "secret"})
+_standard("GetTaskPushNotificationConfig", ("tasks/pushNotificationConfig/get",),
+          "PushConfigParams", "get_push_config", "Get one push notification config.",
+          "TaskPushNotificationConfig", ("TaskNotFoundError",), {"taskId": _ULID, "id": _ULID})
+_standard("ListTaskPushNotificationConfigs", ("tasks/pushNotificationConfig/list",),
+          "PushConfigParams", "list_push_configs", "List a task's push notification configs.",
+          "{configs, nextPageToken}", ("TaskNotFoundError",), {"taskId": _ULID})
+_standard("DeleteTaskPushNotificationConfig", ("tasks/pushNotificationConfig/delete",),
+          "PushConfigParams", "delete_push_config",
+          "Delete a push notification config (idempotent).", "{}", ("TaskNotFoundError",),
+          {"taskId": _ULID, "id": _ULID})
+_standard("GetExtendedAgentCard",
+          ("agent/getAuthenticatedExtendedCard", "agent/getExtendedCard", "getExtendedAgentCard"),
+          "ExtendedCardParams", "extended_card", "The agent card with authenticated-only detail.",
+          "AgentCard", ("ExtendedAgentCardNotConfiguredError", "AuthenticationError"),
+          service="agent_card_service")
+
+# --- Sessions (seed names, current) --------------------------------------------------
+_ext("session.create", "SessionCreateParams", "session_service", "create",
+     "Create a session for an actor; idempotent when session_id is given.",
+     "{session_id, status: created|active|closed, actor_name, created_at}",
+     ("ValidationError", "DuplicateEntityError"), {"actor_name": "local/default"})
+_ext("session.close", "SessionIdParams", "session_service", "close",
+     "Close a session (closing a closed session is a no-op).", "{session_id, status: closed}",
+     _NOT_FOUND, {"session_id": _ULID})
+_ext("session.get", "SessionIdParams", "session_service", "get", "One session.",
+     "Session", _NOT_FOUND, {"session_id": _ULID})
+_ext("session.list", "SessionListParams", "session_service", "list",
+     "Sessions, newest first, with cursor pagination.", "{sessions, next_cursor}", (),
+     {"status": "active", "limit": 20})
+
+# --- Plans ---------------------------------------------------------------------------
+_PLAN = "plan_lifecycle_service"
+_ext("_cleveragents/plan/use", "PlanUseParams", _PLAN, "use", "Create a plan from an action template.",
+     "{plan_id, phase, state}", ("ResourceNotFoundError", "ValidationError"),
+     {"action_name": "replace", "arguments": {"pattern": "foo", "replacement": "bar", "glob": "**/*.py"}})
+_ext("_cleveragents/plan/execute", "PlanIdParams", _PLAN, "execute",
+     "Run the plan's steps in its overlay (the workspace is not touched).",
+     "{plan_id, phase, state}", _PLAN_STATE + ("BudgetExceededError", "AuthorizationError"),
+     {"plan_id": _ULID}, with_context=True)
+_ext("_cleveragents/plan/apply", "PlanApplyParams", _PLAN, "apply",
+     "Write the overlay into the workspace, journaled, with a checkpoint.",
+     "{plan_id, phase, state, files}", _PLAN_STATE + ("PlanError",), {"plan_id": _ULID},
+     with_context=True)
+_ext("_cleveragents/plan/cancel", "PlanIdParams", _PLAN, "cancel", "Cancel a running plan.",
+     "{plan_id, phase, state}", _PLAN_STATE, {"plan_id": _ULID})
+_ext("_cleveragents/plan/status", "PlanIdParams", _PLAN, "status", "A plan's phase and state.",
+     "{plan_id, phase, state}", _NOT_FOUND, {"plan_id": _ULID})
+_ext("_cleveragents/plan/tree", "PlanIdParams", _PLAN, "tree", "The plan's decision tree.",
+     "{plan_id, decisions}", _NOT_FOUND, {"plan_id": _ULID})
+_ext("_cleveragents/plan/explain", "PlanExplainParams", _PLAN, "explain", "One decision in full.",
+     "Decision", _NOT_FOUND, {"plan_id": _ULID, "decision_id": _ULID})
+_ext("_cleveragents/plan/correct", "PlanCorrectParams", _PLAN, "correct",
+     "Correct a decision (new arguments or guidance) and re-execute from there.",
+     "{plan_id, phase, state}", _PLAN_STATE, {"plan_id": _ULID, "guidance": "Use dependency injection"},
+     with_context=True)
+_ext("_cleveragents/plan/diff", "PlanIdParams", _PLAN, "diff",
+     "The overlay against the workspace: a unified diff and per-file hunks.",
+     "{plan_id, diff, files}", _PLAN_STATE, {"plan_id": _ULID})
+_ext("_cleveragents/plan/artifacts", "PlanIdParams", _PLAN, "artifacts", "The plan's artifacts.",
+     "{plan_id, artifacts}", _NOT_FOUND, {"plan_id": _ULID})
+_ext("_cleveragents/plan/prompt", "PlanPromptParams", _PLAN, "prompt",
+     "Queue guidance for the next steps of a running plan.", "{plan_id, queued}", _PLAN_STATE,
+     {"plan_id": _ULID, "guidance": "Keep the public API unchanged"})
+_ext("_cleveragents/plan/rollback", "PlanIdParams", _PLAN, "rollback",
+     "Restore the workspace from the plan's checkpoint.", "{plan_id, phase, state, files}",
+     _PLAN_STATE, {"plan_id": _ULID})
+_ext("_cleveragents/plan/list", "PlanListParams", _PLAN, "list", "Plans, newest first.",
+     "{plans, next_cursor}", (), {"limit": 20})
+
+# --- Registries ----------------------------------------------------------------------
+_ext("_cleveragents/registry/tool/list", "ToolListParams", "tool_registry", "list_tools",
+     "Tools with their JSON schemas, optionally in one namespace.", "{tools}", (), {"namespace": "fs"})
+_ext("_cleveragents/registry/resource/list", "ResourceListParams", "resource_registry_service",
+     "list_resources", "Registered resources, optionally of one type.", "{resources}", (),
+     {"type_name": "repository"})
+for _kind in ("actor", "skill", "action", "project"):
+    _ext(f"_cleveragents/registry/{_kind}/list", "EmptyParams", "registry_service", f"list_{_kind}s",
+         f"Registered {_kind}s.", f"{{{_kind}s}}")
+
+# --- Context -------------------------------------------------------------------------
+_ext("_cleveragents/context/show", "ContextScopeParams", "context_service", "show",
+     "The context an actor would get, assembled.", "{tiers, size}", _NOT_FOUND, {"session_id": _ULID})
+_ext("_cleveragents/context/inspect", "ContextScopeParams", "context_service", "inspect",
+     "The context's tiers with size estimates.", "{tiers}", _NOT_FOUND, {"session_id": _ULID})
+_ext("_cleveragents/context/simulate", "ContextSimulateParams", "context_service", "simulate",
+     "What a given budget would keep and drop.", "{kept, dropped}", _NOT_FOUND,
+     {"session_id": _ULID, "budget": 8000})
+_ext("_cleveragents/context/set", "ContextSetParams", "context_service", "set",
+     "Pin a file or a value into the context.", "{key, pinned}", _NOT_FOUND,
+     {"session_id": _ULID, "key": "file:src/app.py"})
+
+# --- Health & diagnostics ------------------------------------------------------------
+_ext("_cleveragents/health/check", "EmptyParams", "health_service", "check",
+     "Liveness: version, uptime and whether the store answers.",
+     "{status, version, uptime_seconds, started_at, store}")
+_ext("_cleveragents/diagnostics/run", "DiagnosticsRunParams", "health_service", "diagnostics",
+     "Check the store, the workspace and the configured actors; report each result.",
+     "{status, checks: [{name, status, detail, duration_ms}]}", ("ValidationError",),
+     {"checks": ["store", "workspace"]})
+
+# --- Sync & namespaces ---------------------------------------------------------------
+for _verb in ("pull", "push", "status"):
+    _ext(f"_cleveragents/sync/{_verb}", "SyncParams", "sync_service", _verb,
+         f"Sync {_verb} with a remote CleverAgents server.", "{status}")
+_ext("_cleveragents/namespace/list", "EmptyParams", "namespace_service", "list", "Namespaces.",
+     "{namespaces}")
+_ext("_cleveragents/namespace/show", "NamespaceParams", "namespace_service", "show",
+     "One namespace.", "Namespace", _NOT_FOUND, {"namespace": "team"})
+_ext("_cleveragents/namespace/members", "NamespaceParams", "namespace_service", "members",
+     "A namespace's members.", "{members}", _NOT_FOUND, {"namespace": "team"})
+
+# --- Events --------------------------------------------------------------------------
+_ext("_cleveragents/event/subscribe", "EventSubscribeParams", "event_queue", "subscribe",
+     "Subscribe to events, optionally for one plan, resuming after `since`. On stdio the events "
+     "arrive as `_cleveragents/event` (and `task/statusUpdate`, `task/artifactUpdate`) "
+     "notifications; in process the buffered events are returned.",
+     "{subscription_id, cursor, replayed, gap, events?}", ("ValidationError",),
+     {"plan_id": None, "since": _ULID}, with_context=True)
+_ext("_cleveragents/event/unsubscribe", "EventUnsubscribeParams", "event_queue", "unsubscribe",
+     "End a subscription.", "{subscription_id, status: closed}", _NOT_FOUND,
+     {"subscription_id": _ULID}, with_context=True)
+
+# --- Legacy dotted names (deprecated aliases) ----------------------------------------
+_LEGACY = {
+    "plan.create": "_cleveragents/plan/use",
+    "plan.execute": "_cleveragents/plan/execute",
+    "plan.status": "_cleveragents/plan/status",
+    "plan.diff": "_cleveragents/plan/diff",
+    "plan.apply": "_cleveragents/plan/apply",
+    "registry.list_tools": "_cleveragents/registry/tool/list",
+    "registry.list_resources": "_cleveragents/registry/resource/list",
+    "context.get": "_cleveragents/context/show",
+    "event.subscribe": "_cleveragents/event/subscribe",
+}
+_by_name = {spec.name: spec for spec in _TABLE}
+_add(*(replace(_by_name[new], name=old, dialect=LEGACY, replaced_by=new) for old, new in _LEGACY.items()))
+
+METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in _TABLE}
+if len(METHODS) != len(_TABLE):  # pragma: no cover - a duplicate name is a bug in this file
+    raise RuntimeError("duplicate method name in the method table")
+
+del _by_name, _kind, _verb
+
+
+def get(name: str) -> MethodSpec | None:
+    return METHODS.get(name)
+
+
+def extension_method_names() -> list[str]:
+    """What the agent card's `urn:cleveragents:extensions:v1` extension lists."""
+    return [s.name for s in METHODS.values() if s.dialect == EXTENSION]
+
+
+def names_by_dialect(dialect: str) -> list[str]:
+    return [s.name for s in METHODS.values() if s.dialect == dialect]

@@ -1,0 +1,179 @@
+"""The JSON-RPC 2.0 envelope models of the A2A boundary (seed 000, "Python Models")."""
+
+from __future__ import annotations
+
+import warnings
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
+
+from cleveragents.ids import format_utc, new_id, utc_now
+
+JsonRpcId = str | int | None
+
+
+def _rename_legacy(values: Any, renames: dict[str, str], model: str) -> Any:
+    """Accept pre-3.7 field names, warning once per use."""
+    if not isinstance(values, dict):
+        return values
+    legacy = [old for old in renames if old in values]
+    if not legacy:
+        return values
+    values = dict(values)
+    for old in legacy:
+        new = renames[old]
+        warnings.warn(
+            f"{model}.{old} is deprecated; use {model}.{new}",
+            DeprecationWarning,
+            stacklevel=4,
+        )
+        value = values.pop(old)
+        values.setdefault(new, value)
+    return values
+
+
+class A2aErrorDetail(BaseModel):
+    """The ``error`` member of a JSON-RPC response."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    code: int
+    message: str
+    data: dict[str, Any] | list[Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_data(self, handler: Any) -> dict[str, Any]:
+        out = handler(self)
+        if out.get("data") is None:
+            out.pop("data", None)
+        return out
+
+
+class A2aRequest(BaseModel):
+    """A JSON-RPC request. ``id`` is a new ULID when it is omitted or empty."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    jsonrpc: Literal["2.0"] = "2.0"
+    id: JsonRpcId = Field(default="", validate_default=True)
+    method: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_names(cls, values: Any) -> Any:
+        return _rename_legacy(
+            values,
+            {"a2a_version": "jsonrpc", "request_id": "id", "operation": "method", "payload": "params"},
+            "A2aRequest",
+        )
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _generate_id(cls, value: Any) -> Any:
+        if value is None or value == "":
+            return new_id()
+        if isinstance(value, bool):
+            raise ValueError("id must be a string or an integer")
+        return value
+
+    @field_validator("method")
+    @classmethod
+    def _method_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("method must not be blank")
+        return value
+
+
+class A2aResponse(BaseModel):
+    """A JSON-RPC response: exactly one of ``result`` and ``error`` is present."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    jsonrpc: Literal["2.0"] = "2.0"
+    id: JsonRpcId = None
+    result: Any = None
+    error: A2aErrorDetail | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_names(cls, values: Any) -> Any:
+        return _rename_legacy(
+            values,
+            {"a2a_version": "jsonrpc", "request_id": "id", "data": "result", "error_detail": "error"},
+            "A2aResponse",
+        )
+
+    @model_validator(mode="after")
+    def _result_xor_error(self) -> A2aResponse:
+        has_result = "result" in self.model_fields_set
+        has_error = self.error is not None
+        if has_result == has_error:
+            raise ValueError("exactly one of result and error must be set")
+        return self
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @model_serializer(mode="wrap")
+    def _one_of_result_error(self, handler: Any) -> dict[str, Any]:
+        out = handler(self)
+        out.pop("result" if self.error is not None else "error", None)
+        return out
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class A2aEvent(BaseModel):
+    """One event on the event queue; ``event_id`` is its resume cursor."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    event_id: str = Field(default_factory=new_id)
+    event_type: str
+    plan_id: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+    timestamp: str = Field(default_factory=utc_now)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_names(cls, values: Any) -> Any:
+        return _rename_legacy(values, {"type": "event_type", "payload": "data"}, "A2aEvent")
+
+    @field_validator("event_type")
+    @classmethod
+    def _type_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("event_type must not be blank")
+        return value
+
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _utc_timestamp(cls, value: Any) -> str:
+        if isinstance(value, datetime):
+            moment = value
+        elif isinstance(value, str):
+            try:
+                moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError as exc:
+                raise ValueError("timestamp must be ISO-8601") from exc
+        else:
+            raise ValueError("timestamp must be ISO-8601")
+        if moment.tzinfo is None:
+            raise ValueError("timestamp must carry a UTC offset")
+        return format_utc(moment)
+
+    # Read-only spellings used by older callers (seed 001's `event.type`, `event.payload`).
+    @property
+    def type(self) -> str:
+        return self.event_type
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        return self.data
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")

@@ -1,0 +1,189 @@
+"""Params models for every method in the method table (``methods.py`` names them).
+
+Extension methods reject unknown keys so a typo gets a clear -32602. Standard A2A
+methods allow extra keys: the specification grows, and its codecs (the tasks issue)
+own the detailed shapes.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+
+Identifier = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:\-]+$")]
+# Actors are named `provider/model`, e.g. `local/default` or `openai/gpt-4o`.
+ActorName = Annotated[
+    str, StringConstraints(min_length=3, max_length=200, pattern=r"^[a-z0-9][a-z0-9_.\-]*/\S+$")
+]
+AutomationProfile = Literal["manual", "supervised", "autonomous"]
+
+
+class ExtensionParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class StandardParams(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class EmptyParams(ExtensionParams):
+    pass
+
+
+class PageParams(ExtensionParams):
+    limit: int = Field(default=100, ge=1, le=500)
+    cursor: str | None = Field(default=None, max_length=128)
+
+
+# Sessions
+class SessionCreateParams(ExtensionParams):
+    actor_name: ActorName | None = None
+    actor: ActorName | None = None
+    session_id: Identifier | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_actor(self) -> SessionCreateParams:
+        if self.actor and self.actor_name and self.actor != self.actor_name:
+            raise ValueError("actor and actor_name name different actors; give one")
+        return self
+
+    @property
+    def chosen_actor(self) -> str | None:
+        return self.actor_name or self.actor
+
+
+class SessionIdParams(ExtensionParams):
+    session_id: Identifier
+
+
+class SessionListParams(PageParams):
+    status: Literal["active", "closed"] | None = None
+
+
+# Plans
+class PlanUseParams(ExtensionParams):
+    action_name: str = Field(min_length=1, max_length=200)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    automation_profile: AutomationProfile = "supervised"
+    session_id: str | None = Field(default=None, max_length=128)
+
+
+class PlanIdParams(ExtensionParams):
+    plan_id: Identifier
+
+
+class PlanApplyParams(PlanIdParams):
+    force: bool = False
+
+
+class PlanExplainParams(PlanIdParams):
+    decision_id: Identifier
+
+
+class PlanCorrectParams(PlanIdParams):
+    decision_id: str | None = Field(default=None, max_length=128)
+    guidance: str | None = Field(default=None, max_length=20_000)
+    arguments: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _has_correction(self) -> PlanCorrectParams:
+        if self.guidance is None and self.arguments is None:
+            raise ValueError("give guidance, arguments, or both")
+        return self
+
+
+class PlanPromptParams(PlanIdParams):
+    guidance: str = Field(min_length=1, max_length=20_000)
+
+
+class PlanListParams(PageParams):
+    session_id: str | None = Field(default=None, max_length=128)
+
+
+# Registries
+class ToolListParams(ExtensionParams):
+    namespace: str | None = Field(default=None, max_length=100)
+
+
+class ResourceListParams(ExtensionParams):
+    type_name: str | None = Field(default=None, max_length=100)
+
+
+# Context
+class ContextScopeParams(ExtensionParams):
+    session_id: str | None = Field(default=None, max_length=128)
+    plan_id: str | None = Field(default=None, max_length=128)
+
+
+class ContextSimulateParams(ContextScopeParams):
+    budget: int = Field(ge=0, description="Token budget to simulate")
+
+
+class ContextSetParams(ContextScopeParams):
+    key: str = Field(min_length=1, max_length=500)
+    value: Any = None
+
+
+# Health & diagnostics
+class DiagnosticsRunParams(ExtensionParams):
+    checks: list[Literal["store", "workspace", "actors"]] | None = None
+
+
+# Sync & namespaces
+class SyncParams(ExtensionParams):
+    namespace: str | None = Field(default=None, max_length=200)
+
+
+class NamespaceParams(ExtensionParams):
+    namespace: str = Field(min_length=1, max_length=200)
+
+
+# Events
+class EventSubscribeParams(ExtensionParams):
+    plan_id: str | None = Field(default=None, max_length=128)
+    since: str | None = Field(default=None, description="Resume after this event_id")
+    event_types: list[str] | None = Field(default=None, max_length=50)
+
+    @field_validator("since")
+    @classmethod
+    def _since_is_ulid(cls, value: str | None) -> str | None:
+        from cleveragents.ids import is_ulid
+
+        if value is not None and not is_ulid(value):
+            raise ValueError("since must be an event_id (a ULID)")
+        return value
+
+
+class EventUnsubscribeParams(ExtensionParams):
+    subscription_id: Identifier
+
+
+# Standard A2A methods (both dialects). Only what every version agrees on is checked.
+class SendMessageParams(StandardParams):
+    message: dict[str, Any]
+    configuration: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class TaskIdParams(StandardParams):
+    id: str = Field(min_length=1, max_length=256)
+
+
+class GetTaskParams(TaskIdParams):
+    historyLength: int | None = Field(default=None, ge=0)
+
+
+class ListTasksParams(StandardParams):
+    contextId: str | None = None
+    pageSize: int | None = Field(default=None, ge=1, le=100)
+    pageToken: str | None = None
+
+
+class PushConfigParams(StandardParams):
+    pass
+
+
+class ExtendedCardParams(StandardParams):
+    pass

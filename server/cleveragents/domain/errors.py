@@ -1,0 +1,61 @@
+"""Domain errors: what a rule of the domain says when it refuses.
+
+They carry a message and structured ``data``; the protocol boundary maps each class to
+a JSON-RPC error code (``cleveragents.a2a.errors``). Nothing here knows about codes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+class DomainError(Exception):
+    """Base of every domain error."""
+
+    default_message = "Domain rule violated"
+
+    def __init__(self, message: str | None = None, data: Mapping[str, Any] | None = None):
+        self.message = message or self.default_message
+        self.data: dict[str, Any] = dict(data or {})
+        super().__init__(self.message)
+
+
+class ResourceNotFoundError(DomainError):
+    default_message = "Entity not found"
+
+
+class ValidationError(DomainError):
+    default_message = "Invalid params"
+
+
+class AuthenticationError(DomainError):
+    default_message = "Authentication required"
+
+
+class AuthorizationError(DomainError):
+    default_message = "Forbidden"
+
+
+class BusinessRuleViolation(DomainError):
+    default_message = "Invalid state"
+
+
+class DuplicateEntityError(DomainError):
+    default_message = "Already exists"
+
+
+class BudgetExceededError(DomainError):
+    default_message = "Budget exceeded"
+
+
+class PlanError(DomainError):
+    default_message = "Plan error"
+
+
+class TaskNotFoundError(ResourceNotFoundError):
+    default_message = "Task not found"
+
+
+class TaskNotCancelableError(BusinessRuleViolation):
+    default_message = "Task not cancelable"

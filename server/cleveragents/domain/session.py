@@ -1,0 +1,50 @@
+"""The Session entity: who is talking to which actor, and whether it is still open."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from cleveragents.domain.errors import BusinessRuleViolation
+
+SessionStatus = Literal["active", "closed"]
+DEFAULT_ACTOR = "local/default"
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    session_id: str
+    actor_name: str
+    created_at: str
+    updated_at: str
+    status: SessionStatus = "active"
+    closed_at: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == "active"
+
+    def closed(self, now: str) -> Session:
+        """This session, closed at ``now``. Closing is idempotent."""
+        if not self.is_open:
+            return self
+        return replace(self, status="closed", closed_at=now, updated_at=now)
+
+    def require_open(self) -> None:
+        if not self.is_open:
+            raise BusinessRuleViolation(
+                "Session is closed",
+                {"session_id": self.session_id, "state": self.status, "allowed_actions": []},
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "actor_name": self.actor_name,
+            "status": self.status,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "closed_at": self.closed_at,
+            "metadata": dict(self.metadata),
+        }

@@ -1,0 +1,49 @@
+"""Identifiers and timestamps: every id the server makes is a monotonic ULID."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from datetime import datetime, timezone
+
+from ulid import ULID
+
+_RANDOM_BITS = 80
+_RANDOM_MASK = (1 << _RANDOM_BITS) - 1
+_lock = threading.Lock()
+_last = 0
+
+
+def new_id() -> str:
+    """A ULID string that sorts after every id this process made before it.
+
+    Within one millisecond the random part is incremented instead of redrawn, so ids
+    double as cursors: comparing two ids compares their creation order.
+    """
+    global _last
+    with _lock:
+        candidate = (time.time_ns() // 1_000_000) << _RANDOM_BITS
+        candidate |= int.from_bytes(os.urandom(10), "big") & _RANDOM_MASK
+        _last = candidate if candidate > _last else _last + 1
+        value = _last
+    return str(ULID.from_int(value))
+
+
+def is_ulid(text: str) -> bool:
+    if not isinstance(text, str) or len(text) != 26:
+        return False
+    try:
+        ULID.from_str(text)
+    except ValueError:
+        return False
+    return True
+
+
+def utc_now() -> str:
+    """ISO-8601 UTC with millisecond precision and a ``Z`` suffix."""
+    return format_utc(datetime.now(timezone.utc))
+
+
+def format_utc(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

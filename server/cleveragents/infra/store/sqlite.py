@@ -1,0 +1,218 @@
+"""The default store: one SQLite file in WAL mode, used from one worker thread.
+
+All SQL runs on a dedicated single-thread executor, so the event loop never blocks on
+the disk and the connection is never shared between threads at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from cleveragents.domain.session import Session, SessionStatus
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+DB_FILENAME = "state.db"
+
+# Each entry moves the schema one version up; never edit an applied entry.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE sessions (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL UNIQUE,
+        actor_name TEXT NOT NULL,
+        status TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        closed_at TEXT,
+        metadata TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX sessions_by_status ON sessions (status, seq);
+    """,
+)
+
+_SESSION_COLUMNS = "seq, session_id, actor_name, status, created_at, updated_at, closed_at, metadata"
+
+
+def _session(row: tuple[Any, ...]) -> tuple[int, Session]:
+    seq, session_id, actor, status, created, updated, closed, metadata = row
+    return seq, Session(session_id, actor, created, updated, status, closed, json.loads(metadata))
+
+
+class SqliteStore:
+    backend = "sqlite"
+
+    def __init__(self, path: Path | str):
+        self.path = str(path)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cleveragents-store")
+        self._conn: sqlite3.Connection | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+    @classmethod
+    def open_in(cls, state_dir: Path) -> SqliteStore:
+        """Open (creating) ``state_dir/state.db``; blocking, for the composition root."""
+        state_dir.mkdir(parents=True, exist_ok=True)
+        store = cls(state_dir / DB_FILENAME)
+        store._executor.submit(store._connect).result()
+        return store
+
+    def _connect(self) -> None:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout = 5000")
+        if self.path != ":memory:":
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode.lower() != "wal":
+                logger.warning("SQLite journal mode is %s, not WAL", mode)
+        # NORMAL in WAL mode survives a killed process; only power loss may drop the
+        # last commits.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        self._migrate(conn)
+        self._conn = conn
+
+    @staticmethod
+    def _migrate(conn: sqlite3.Connection) -> None:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > len(MIGRATIONS):
+            raise RuntimeError(
+                f"the state database has schema {version}, newer than this version knows "
+                f"({len(MIGRATIONS)}); upgrade cleveragents"
+            )
+        for target, script in enumerate(MIGRATIONS[version:], start=version + 1):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in filter(str.strip, script.split(";")):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {target}")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    @property
+    def schema_version(self) -> int:
+        return len(MIGRATIONS)
+
+    async def close(self) -> None:
+        if self._conn is None:
+            return
+        await self._run(self._close_sync)
+        self._executor.shutdown(wait=True)
+
+    def _close_sync(self) -> None:
+        assert self._conn is not None
+        try:
+            if self.path != ":memory:":
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            self._conn.close()
+            self._conn = None
+
+    def close_sync(self) -> None:
+        """Close from synchronous code with no running loop (tests, CLI teardown)."""
+        if self._conn is not None:
+            self._executor.submit(self._close_sync).result()
+        self._executor.shutdown(wait=True)
+
+    # -- plumbing ------------------------------------------------------------------
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError("the store is closed")
+        return self._conn
+
+    def _write(self, sql: str, args: tuple[Any, ...]) -> int:
+        cur = self._db().execute(sql, args)
+        return cur.rowcount
+
+    # -- health --------------------------------------------------------------------
+    async def ping(self) -> dict[str, object]:
+        await self._run(lambda: self._db().execute("SELECT 1").fetchone())
+        return {"ok": True, "backend": self.backend, "schema_version": self.schema_version}
+
+    async def check(self) -> dict[str, object]:
+        def run() -> dict[str, object]:
+            db = self._db()
+            started = time.perf_counter()
+            integrity = db.execute("PRAGMA quick_check").fetchone()[0]
+            mode = db.execute("PRAGMA journal_mode").fetchone()[0]
+            db.execute("BEGIN IMMEDIATE")  # proves the file is writable, then undone
+            db.execute("ROLLBACK")
+            return {
+                "ok": integrity == "ok",
+                "integrity": integrity,
+                "journal_mode": mode,
+                "schema_version": db.execute("PRAGMA user_version").fetchone()[0],
+                "sessions": db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
+                "check_ms": round((time.perf_counter() - started) * 1000, 2),
+            }
+
+        return await self._run(run)
+
+    # -- sessions ------------------------------------------------------------------
+    async def get_session(self, session_id: str) -> Session | None:
+        def run() -> Session | None:
+            row = self._db().execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            return _session(row)[1] if row else None
+
+        return await self._run(run)
+
+    async def add_session(self, session: Session) -> bool:
+        sql = (
+            "INSERT INTO sessions (session_id, actor_name, status, created_at, updated_at, "
+            "closed_at, metadata) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING"
+        )
+        args = (
+            session.session_id, session.actor_name, session.status, session.created_at,
+            session.updated_at, session.closed_at, json.dumps(session.metadata),
+        )
+        return await self._run(self._write, sql, args) == 1
+
+    async def save_session(self, session: Session) -> None:
+        sql = (
+            "UPDATE sessions SET actor_name = ?, status = ?, updated_at = ?, closed_at = ?, "
+            "metadata = ? WHERE session_id = ?"
+        )
+        args = (
+            session.actor_name, session.status, session.updated_at, session.closed_at,
+            json.dumps(session.metadata), session.session_id,
+        )
+        if await self._run(self._write, sql, args) != 1:
+            raise KeyError(session.session_id)
+
+    async def list_sessions(
+        self, status: SessionStatus | None, limit: int, before: int | None
+    ) -> list[tuple[int, Session]]:
+        clauses, args = [], []
+        if status is not None:
+            clauses.append("status = ?")
+            args.append(status)
+        if before is not None:
+            clauses.append("seq < ?")
+            args.append(before)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        sql = f"SELECT {_SESSION_COLUMNS} FROM sessions {where} ORDER BY seq DESC LIMIT ?"
+
+        def run() -> list[tuple[int, Session]]:
+            return [_session(row) for row in self._db().execute(sql, (*args, limit))]
+
+        return await self._run(run)
+
+    async def count_sessions(self, status: SessionStatus | None = None) -> int:
+        sql, args = "SELECT COUNT(*) FROM sessions", ()
+        if status is not None:
+            sql, args = sql + " WHERE status = ?", (status,)
+        return await self._run(lambda: self._db().execute(sql, args).fetchone()[0])

@@ -1,0 +1,5 @@
+import sys
+
+from cleveragents.transports.lsp.server import main
+
+sys.exit(main())

@@ -1,0 +1,177 @@
+"""LSP base-protocol framing on stdio: ``Content-Length: N`` headers, then N bytes.
+
+The reader is asyncio-native (no thread hop per message) and falls back to a thread
+when stdin is a regular file. It reports malformed frames instead of dropping them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import BinaryIO
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_MESSAGE_SIZE = 16 * 1024 * 1024
+_MAX_HEADER_LINES = 32
+_DISCARD_CHUNK = 1 << 16
+_READ_LIMIT = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class FrameError:
+    """A frame that could not be read; ``code`` and ``message`` go back to the client."""
+
+    code: int
+    message: str
+    data: dict[str, object]
+
+
+class ThreadedReader:
+    """readline/readexactly on a blocking file, each call in a worker thread."""
+
+    def __init__(self, stream: BinaryIO):
+        self._stream = stream
+
+    async def readline(self) -> bytes:
+        return await asyncio.to_thread(self._stream.readline)
+
+    async def readexactly(self, n: int) -> bytes:
+        data = await asyncio.to_thread(self._stream.read, n)
+        if len(data) < n:
+            raise asyncio.IncompleteReadError(data, n)
+        return data
+
+
+async def open_stdin(stream: BinaryIO | None = None) -> asyncio.StreamReader | ThreadedReader:
+    stream = stream or sys.stdin.buffer
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=_READ_LIMIT, loop=loop)
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), stream)
+    except (ValueError, OSError):
+        return ThreadedReader(stream)
+    return reader
+
+
+class PipeWriter:
+    """Non-blocking writes to stdout through an asyncio transport (blocking fallback
+    for regular files). pygls calls ``write`` with complete frames."""
+
+    def __init__(self, transport: asyncio.WriteTransport | None, stream: BinaryIO):
+        self._transport = transport
+        self._stream = stream
+
+    @classmethod
+    async def open(cls, stream: BinaryIO) -> PipeWriter:
+        loop = asyncio.get_running_loop()
+        try:
+            transport, _ = await loop.connect_write_pipe(asyncio.Protocol, stream)
+        except (ValueError, OSError):
+            return cls(None, stream)
+        return cls(transport, stream)  # type: ignore[arg-type]
+
+    def write(self, data: bytes) -> None:
+        if self._transport is not None:
+            if not self._transport.is_closing():
+                self._transport.write(data)
+            return
+        self._stream.write(data)
+        self._stream.flush()
+
+    @property
+    def buffered(self) -> int:
+        return self._transport.get_write_buffer_size() if self._transport else 0
+
+    async def drain(self, timeout: float = 5.0) -> None:
+        """Wait (bounded) until everything written has reached the pipe."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.buffered and loop.time() < deadline:
+            await asyncio.sleep(0.005)
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+
+async def read_frames(
+    reader: asyncio.StreamReader | ThreadedReader,
+    on_message: Callable[[bytes], None],
+    on_error: Callable[[FrameError], None],
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> None:
+    """Read frames until end of input, calling ``on_message`` with each body."""
+    while not should_stop():
+        headers: dict[str, str] = {}
+        bad_header: str | None = None
+        lines = 0
+        while True:
+            try:
+                line = await reader.readline()
+            except ValueError:  # a header line longer than the reader's limit
+                bad_header = "header line too long"
+                continue
+            if not line:
+                if headers:
+                    logger.warning("end of input inside a message header")
+                return
+            if line in (b"\r\n", b"\n"):
+                if headers or bad_header:
+                    break
+                continue  # blank lines between messages
+            lines += 1
+            name, sep, value = line.decode("latin-1").partition(":")
+            if not sep or lines > _MAX_HEADER_LINES:
+                bad_header = f"malformed header line {line[:80]!r}"
+                continue
+            headers[name.strip().lower()] = value.strip()
+
+        length_text = headers.get("content-length")
+        if bad_header or length_text is None or not length_text.isdigit():
+            reason = bad_header or ("missing Content-Length header" if length_text is None
+                                    else f"invalid Content-Length {length_text[:40]!r}")
+            on_error(FrameError(-32700, f"Parse error: {reason}", {"reason": reason}))
+            continue
+        length = int(length_text)
+        if length > max_message_size:
+            if not await _discard(reader, length):
+                return
+            on_error(FrameError(
+                -32600, "Invalid request: message too large",
+                {"size": length, "max_message_size": max_message_size},
+            ))
+            continue
+        try:
+            body = await reader.readexactly(length)
+        except asyncio.IncompleteReadError as exc:
+            logger.warning("end of input inside a message body (%d of %d bytes)", len(exc.partial), length)
+            return
+        on_message(body)
+
+
+async def _discard(reader: asyncio.StreamReader | ThreadedReader, length: int) -> bool:
+    """Skip ``length`` bytes without holding them; ``False`` at end of input."""
+    remaining = length
+    while remaining:
+        chunk = min(remaining, _DISCARD_CHUNK)
+        try:
+            await reader.readexactly(chunk)
+        except asyncio.IncompleteReadError:
+            return False
+        remaining -= chunk
+    return True
+
+
+def claim_stdout() -> BinaryIO:
+    """Give the protocol a private copy of stdout and point fd 1 at stderr, so a stray
+    ``print`` (ours, a library's or a C extension's) can never corrupt the framing."""
+    protocol_fd = os.dup(sys.stdout.fileno())
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    return os.fdopen(protocol_fd, "wb", buffering=0)

@@ -1,0 +1,152 @@
+"""The pygls protocol subclass: A2A capabilities in ``initialize``, responses written
+straight from the facade's wire dicts, graceful ``exit``."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
+
+import attrs
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcMethodNotFound
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    LanguageServerProtocol,
+    default_converter,
+    lsp_method,
+)
+
+from cleveragents.a2a.capabilities import a2a_capabilities
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from cattrs import Converter
+
+    from cleveragents.transports.lsp.server import A2aLanguageServer
+
+logger = logging.getLogger(__name__)
+
+SHUTDOWN_GRACE_SECONDS = 10.0
+
+
+class WireResponse:
+    """A complete JSON-RPC response, written as it is."""
+
+    __slots__ = ("payload",)
+
+    def __init__(self, payload: dict[str, Any]):
+        self.payload = payload
+
+
+def plain_dict_converter() -> Converter:
+    """pygls's converter, except that custom messages keep their params as dicts
+    (pygls would turn them into namedtuples and rename keys such as ``_meta``)."""
+    converter = default_converter()
+    for cls in (JsonRPCRequestMessage, JsonRPCNotification, JsonRPCResponseMessage):
+        names = tuple(f.name for f in attrs.fields(cls))
+        converter.register_structure_hook(
+            cls, lambda obj, c, names=names: c(**{name: obj.get(name) for name in names})
+        )
+    return converter
+
+
+class A2aProtocol(LanguageServerProtocol):
+    _server: A2aLanguageServer
+
+    def __init__(self, server: A2aLanguageServer, converter: Converter):
+        self._draining = False  # before super(): it scans our attributes
+        super().__init__(server, converter)
+        self._after_response: dict[Any, list[Callable[[], None]]] = {}
+        self.exit_code: int | None = None
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
+        self._server.configure_from_initialize(params)
+        result = yield from super().lsp_initialize(params)
+        result.capabilities.experimental = {"a2a": a2a_capabilities()}
+        return result
+
+    @lsp_method(types.INITIALIZED)
+    def lsp_initialized(self, *args: Any) -> None:
+        self._server.warm_up()
+
+    @lsp_method(types.SHUTDOWN)
+    async def lsp_shutdown(self, *args: Any) -> None:
+        """Refuse new requests, let in-flight ones finish (within a grace period),
+        cancel what is left."""
+        await self.drain(SHUTDOWN_GRACE_SECONDS, keep=self.msg_id)
+        self._shutdown = True
+        return None
+
+    async def drain(self, grace: float, keep: Any = None) -> None:
+        """Wait up to ``grace`` seconds for in-flight requests, then cancel the rest."""
+        pending = [
+            asyncio.wrap_future(f) if isinstance(f, concurrent.futures.Future) else f
+            for msg_id, f in list(self._request_futures.items())
+            if msg_id != keep and not f.done()
+        ]
+        if not pending:
+            return
+        _, late = await asyncio.wait(pending, timeout=grace)
+        for future in late:
+            future.cancel()
+        if late:
+            await asyncio.wait(late, timeout=1.0)
+
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args: Any) -> None:
+        # LSP: exit code 0 after a shutdown request, 1 otherwise.
+        self.exit_code = 0 if self._draining else 1
+        self._server.request_stop()
+
+    @property
+    def shutting_down(self) -> bool:
+        """True from the moment a shutdown request arrives: new requests are refused."""
+        return self._draining
+
+    def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
+        if method_name == types.SHUTDOWN:
+            self._draining = True
+        super()._handle_request(msg_id, method_name, params)
+
+    def _get_handler(self, feature_name: str) -> Any:
+        try:
+            return super()._get_handler(feature_name)
+        except JsonRpcMethodNotFound:
+            if feature_name.startswith("$/"):
+                raise
+            # Unknown methods go to the facade too, which answers -32601 with the name.
+            return self._server.handler_for(feature_name)
+
+    def after_response(self, msg_id: Any, action: Callable[[], None]) -> None:
+        """Run ``action`` once the response to ``msg_id`` has been written."""
+        self._after_response.setdefault(msg_id, []).append(action)
+
+    def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
+        try:
+            if not future.cancelled() and future.exception() is None and isinstance(future.result(), WireResponse):
+                self._request_futures.pop(msg_id, None)
+                self._send_data(future.result().payload)
+            else:
+                super()._send_handler_result(future, msg_id=msg_id)
+        finally:
+            for action in self._after_response.pop(msg_id, ()):
+                try:
+                    action()
+                except Exception:
+                    logger.exception("after-response action failed for %s", msg_id)
+
+    def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": error})
+
+
+__all__ = ["A2aProtocol", "JsonRpcException", "WireResponse", "plain_dict_converter"]

@@ -1,0 +1,294 @@
+"""`cleveragents-lsp`: the A2A backend as a pygls server on stdio.
+
+Startup is kept short: only pygls and the method table load before ``initialize`` is
+answered; the services (pydantic models, the SQLite store) load in a worker thread
+right after, or on the first request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from cleveragents._version import __version__
+from cleveragents.a2a import dialects, envelope, methods
+from cleveragents.a2a.errors import A2aError, error_payload
+from cleveragents.config import Settings
+from cleveragents.transports.lsp.framing import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    FrameError,
+    PipeWriter,
+    claim_stdout,
+    open_stdin,
+    read_frames,
+)
+from cleveragents.transports.lsp.notifications import pump_events
+from cleveragents.transports.lsp.protocol import A2aProtocol, JsonRpcException, WireResponse, plain_dict_converter
+
+logger = logging.getLogger("cleveragents.lsp")
+
+EOF_GRACE_SECONDS = 5.0
+
+
+class A2aLanguageServer(LanguageServer):
+    protocol: A2aProtocol
+
+    def __init__(self, settings: Settings, *, workspace_fixed: bool = False,
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE):
+        super().__init__(
+            "cleveragents", __version__, protocol_cls=A2aProtocol,
+            converter_factory=plain_dict_converter,
+        )
+        self.settings = settings
+        self.max_message_size = max_message_size
+        self._workspace_fixed = workspace_fixed
+        self.a2a_version: str | None = None
+        self._runtime: asyncio.Future[Any] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._stopping = False
+        self._pumps: set[asyncio.Task[None]] = set()
+        for name in methods.METHODS:
+            self.feature(name)(self.handler_for(name))
+
+    # -- configuration from the client ---------------------------------------------
+    def configure_from_initialize(self, params: types.InitializeParams) -> None:
+        options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
+        if version := options.get("a2aVersion"):
+            from cleveragents.a2a.version import A2aVersionNegotiator
+
+            try:
+                self.a2a_version = A2aVersionNegotiator().negotiate(str(version))
+            except A2aError as exc:
+                raise JsonRpcException(message=exc.message, code=-32009, data=exc.data) from None
+        if self._workspace_fixed or self._runtime is not None:
+            return
+        root = _workspace_root(params)
+        if root is not None:
+            self.settings = replace(self.settings, workspace=root)
+
+    # -- the services --------------------------------------------------------------
+    def warm_up(self) -> None:
+        """Start loading the services now, so the first request doesn't wait."""
+        if self._loop is not None:
+            self._runtime_future()
+
+    def _runtime_future(self) -> asyncio.Future[Any]:
+        if self._runtime is None:
+            self._runtime = asyncio.ensure_future(asyncio.to_thread(_build_runtime, self.settings))
+        return self._runtime
+
+    async def facade(self) -> Any:
+        return (await self._runtime_future()).facade
+
+    # -- requests ------------------------------------------------------------------
+    def handler_for(self, method: str) -> Any:
+        async def handle(params: Any) -> WireResponse:
+            return await self._serve(method, params)
+
+        handle.__name__ = f"a2a:{method}"
+        return handle
+
+    async def _serve(self, method: str, params: Any) -> WireResponse:
+        from cleveragents.app.calls import CallContext
+
+        msg_id = self.protocol.msg_id
+        try:
+            facade = await self.facade()
+            context = CallContext(
+                method=method, dialect="", request_id=msg_id, a2a_version=self.a2a_version,
+                transport="stdio", notify=self.notify,
+                attach_stream=lambda sub_id, events: self._attach(msg_id, sub_id, events),
+            )
+            request = {"jsonrpc": "2.0", "id": msg_id, "method": method,
+                       "params": {} if params is None else params}
+            response = await facade.dispatch(request, context)
+            return WireResponse(response.to_wire())
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            logger.exception("request %s (%s) failed in the stdio transport", msg_id, method)
+            return WireResponse(envelope.error_response(msg_id, error_payload(exc, dialects.EXTENSION)))
+
+    def _attach(self, msg_id: Any, subscription_id: str, events: Any) -> None:
+        def start() -> None:
+            task = asyncio.ensure_future(pump_events(subscription_id, events, self.notify))
+            self._pumps.add(task)
+            task.add_done_callback(self._pump_done)
+
+        if msg_id is None:
+            start()
+        else:
+            self.protocol.after_response(msg_id, start)
+
+    def _pump_done(self, task: asyncio.Task[None]) -> None:
+        self._pumps.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            logger.error("event subscription failed", exc_info=exc)
+
+    def notify(self, method: str, params: Any) -> None:
+        """Send a notification; safe from any thread."""
+        if self._loop is None or threading.get_ident() == self._loop_thread:
+            self.protocol.notify(method, params)
+        elif not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self.protocol.notify, method, params)
+
+    # -- frames --------------------------------------------------------------------
+    def on_frame(self, body: bytes) -> None:
+        try:
+            message = envelope.decode(body)
+        except A2aError as exc:
+            self._reply_error(None, exc)
+            return
+        try:
+            kind = envelope.classify(message)
+        except A2aError as exc:
+            self._reply_error(envelope.echo_id(message), exc)
+            return
+        if kind == "request" and self.protocol.shutting_down and message["method"] != "exit":
+            self.protocol.send_error(message["id"], -32600, "Invalid request: the server is shutting down",
+                                     {"method": message["method"]})
+            return
+        try:
+            structured = self.protocol.structure_message(message)
+        except JsonRpcException as exc:
+            if kind == "request":
+                self.protocol.send_error(message["id"], exc.code, exc.message, {"method": message["method"]})
+            return
+        try:
+            self.protocol.handle_message(structured)
+        except Exception:
+            logger.exception("failed to handle %s", message.get("method", "a response"))
+            if kind == "request":
+                self.protocol.send_error(message["id"], -32603, "Internal error")
+
+    def on_frame_error(self, error: FrameError) -> None:
+        logger.warning("bad frame: %s", error.message)
+        self.protocol.send_error(None, error.code, error.message, error.data)
+
+    def _reply_error(self, msg_id: Any, exc: A2aError) -> None:
+        self.protocol._send_data(envelope.error_response(msg_id, error_payload(exc, dialects.EXTENSION)))
+
+    # -- lifecycle -----------------------------------------------------------------
+    def request_stop(self) -> None:
+        self._stopping = True
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    async def serve(self, stdin: BinaryIO, stdout: BinaryIO) -> int:
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        reader = await open_stdin(stdin)
+        writer = await PipeWriter.open(stdout)
+        self.protocol.set_writer(writer)
+        try:
+            await read_frames(reader, self.on_frame, self.on_frame_error, self.max_message_size,
+                              should_stop=lambda: self._stopping)
+        finally:
+            await self._close()
+            await writer.drain()
+            writer.close()
+        code = self.protocol.exit_code
+        return 0 if code is None else code
+
+    async def _close(self) -> None:
+        """Stop work cleanly: finish or cancel requests, end subscriptions, close the store."""
+        # After `exit` nothing more may be sent; at end of input, in-flight requests
+        # get a short grace period so a piped script still receives its answers.
+        await self.protocol.drain(0.0 if self.protocol.exit_code is not None else EOF_GRACE_SECONDS)
+        for task in list(self._pumps):
+            task.cancel()
+        if self._pumps:
+            await asyncio.gather(*self._pumps, return_exceptions=True)
+        if self._runtime is not None:
+            try:
+                runtime = await self._runtime
+            except Exception:
+                logger.exception("the services failed to start")
+            else:
+                await runtime.aclose()
+
+
+class _Runtime:
+    def __init__(self, settings: Settings):
+        from cleveragents.a2a.facade import A2aLocalFacade
+        from cleveragents.container import Container
+
+        self.container = Container(settings)
+        self.facade = A2aLocalFacade(self.container)
+
+    async def aclose(self) -> None:
+        await self.container.aclose()
+        self.facade.close()
+
+
+def _build_runtime(settings: Settings) -> _Runtime:
+    return _Runtime(settings)
+
+
+def _workspace_root(params: types.InitializeParams) -> Path | None:
+    from pygls.uris import to_fs_path
+
+    uri = params.root_uri or (params.workspace_folders[0].uri if params.workspace_folders else None)
+    if uri:
+        path = to_fs_path(uri)
+        return Path(path) if path else None
+    return Path(params.root_path) if params.root_path else None
+
+
+def configure_logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    # pygls logs whole message bodies at INFO; keep them out unless debugging.
+    if root.level > logging.DEBUG:
+        logging.getLogger("pygls").setLevel(logging.WARNING)
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workspace", type=Path, help="workspace root (default: the client's root, else the cwd)")
+    parser.add_argument("--state-dir", type=Path, help="where the state database lives (default: <workspace>/.cleveragents)")
+    parser.add_argument("--memory", action="store_true", help="keep all state in memory (nothing is written)")
+    parser.add_argument("--max-message-size", type=int, default=DEFAULT_MAX_MESSAGE_SIZE, metavar="BYTES",
+                        help="largest message accepted (default: %(default)s)")
+    parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                        type=str.upper, help="stderr log level (default: %(default)s)")
+
+
+def run_stdio(args: argparse.Namespace) -> int:
+    configure_logging(args.log_level)
+    protocol_out = claim_stdout()
+    settings = Settings.from_env(workspace=args.workspace, state_dir=args.state_dir, memory=args.memory or None)
+    server = A2aLanguageServer(
+        settings, workspace_fixed=args.workspace is not None, max_message_size=args.max_message_size
+    )
+    try:
+        return asyncio.run(server.serve(sys.stdin.buffer, protocol_out))
+    except KeyboardInterrupt:
+        return 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cleveragents-lsp", description="The CleverAgents A2A backend on stdio (LSP framing).")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--stdio", action="store_true", help="accepted for editor compatibility; stdio is the only transport")
+    add_server_arguments(parser)
+    return run_stdio(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
