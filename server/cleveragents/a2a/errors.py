@@ -9,6 +9,7 @@ an exception into a JSON-RPC ``error`` object.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +34,8 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+
+logger = logging.getLogger(__name__)
 
 ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
 BAD_REQUEST_TYPE = "type.googleapis.com/google.rpc.BadRequest"
@@ -175,6 +178,21 @@ def error_payload(exc: BaseException, dialect: str) -> dict[str, Any]:
     payload: dict[str, Any] = {"code": code, "message": message}
     if data:
         payload["data"] = data
+    return payload
+
+
+def internal_error_payload(exc: BaseException, dialect: str, where: str | None = None) -> dict[str, Any]:
+    """-32603 for a bug: the traceback goes to stderr under an id, and only the id
+    goes to the client."""
+    from cleveragents.ids import new_id
+
+    error_id = new_id()
+    logger.error("internal error %s in %s", error_id, where or "a request", exc_info=exc)
+    payload = error_payload(exc, dialect)
+    if dialect == dialects.A2A_V1:
+        payload["data"][0]["metadata"]["error_id"] = error_id
+    else:
+        payload["data"] = {"error_id": error_id}
     return payload
 
 

@@ -22,12 +22,12 @@ from cleveragents.a2a.errors import (
     A2aOperationNotFoundError,
     ValidationError,
     error_payload,
+    internal_error_payload,
     is_known,
 )
 from cleveragents.a2a.models import A2aErrorDetail, A2aRequest, A2aResponse
 from cleveragents.a2a.version import A2aVersionNegotiator
 from cleveragents.app.calls import CallContext
-from cleveragents.ids import new_id
 
 logger = logging.getLogger(__name__)
 
@@ -223,13 +223,5 @@ class A2aLocalFacade:
         return result
 
     def _error(self, msg_id: Any, exc: BaseException, dialect: str, method: str | None = None) -> A2aResponse:
-        payload = error_payload(exc, dialect)
-        if not is_known(exc):
-            # A bug. The traceback goes to stderr with an id the client also gets.
-            error_id = new_id()
-            logger.error("internal error %s in %s", error_id, method, exc_info=exc)
-            if dialect == dialects.A2A_V1:
-                payload["data"][0]["metadata"]["error_id"] = error_id
-            else:
-                payload["data"] = {"error_id": error_id}
+        payload = error_payload(exc, dialect) if is_known(exc) else internal_error_payload(exc, dialect, method)
         return A2aResponse(id=msg_id, error=A2aErrorDetail(**payload))

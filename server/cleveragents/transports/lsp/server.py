@@ -22,7 +22,7 @@ from pygls.lsp.server import LanguageServer
 
 from cleveragents._version import __version__
 from cleveragents.a2a import dialects, envelope, methods
-from cleveragents.a2a.errors import A2aError, error_payload
+from cleveragents.a2a.errors import A2aError, error_payload, internal_error_payload
 from cleveragents.config import Settings
 from cleveragents.transports.lsp.framing import (
     DEFAULT_MAX_MESSAGE_SIZE,
@@ -117,8 +117,8 @@ class A2aLanguageServer(LanguageServer):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            logger.exception("request %s (%s) failed in the stdio transport", msg_id, method)
-            return WireResponse(envelope.error_response(msg_id, error_payload(exc, dialects.EXTENSION)))
+            payload = internal_error_payload(exc, dialects.EXTENSION, f"{method} (stdio transport)")
+            return WireResponse(envelope.error_response(msg_id, payload))
 
     def _attach(self, msg_id: Any, subscription_id: str, events: Any) -> None:
         def start() -> None:

@@ -1,0 +1,214 @@
+"""Two ways to reach the backend with the same cases: the in-process facade, and a
+real `cleveragents-lsp` subprocess driven by pytest-lsp."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
+from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp.client import register_lsp_features
+
+from tests.conftest import SERVER_COMMAND
+
+EVENT = "_cleveragents/event"
+TIMEOUT = 10.0
+
+
+class EventStream:
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    async def next(self, timeout: float = TIMEOUT) -> dict[str, Any]:
+        return await asyncio.wait_for(self.queue.get(), timeout)
+
+    def pending(self) -> int:
+        return self.queue.qsize()
+
+
+class FacadeRunner:
+    name = "facade"
+
+    def __init__(self, workspace: Path):
+        self.workspace = workspace
+        self.ids = itertools.count(1)
+        self.streams: dict[str, EventStream] = {}
+        self._pumps: list[asyncio.Task[None]] = []
+        self._open()
+
+    def _open(self) -> None:
+        from cleveragents.a2a.facade import A2aLocalFacade
+        from cleveragents.config import Settings
+        from cleveragents.container import Container
+
+        self.container = Container(Settings(workspace=self.workspace))
+        self.facade = A2aLocalFacade(self.container)
+
+    async def start(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        for task in self._pumps:
+            task.cancel()
+        await asyncio.gather(*self._pumps, return_exceptions=True)
+        await self.container.aclose()
+        self.facade.close()
+
+    async def restart(self) -> None:
+        await self.close()
+        self._open()
+
+    async def call(self, method: str, params: Any = None) -> dict[str, Any]:
+        return await self.call_with_context(method, params, None)
+
+    async def call_with_context(self, method: str, params: Any, context: Any) -> dict[str, Any]:
+        request = {"jsonrpc": "2.0", "id": next(self.ids), "method": method}
+        if params is not None:
+            request["params"] = params
+        response = await self.facade.dispatch(request, context)
+        return response.to_wire()
+
+    async def raw(self, body: bytes) -> dict[str, Any] | None:
+        return await self.facade.handle_raw(body)
+
+    async def subscribe(self, params: dict[str, Any] | None = None) -> tuple[dict[str, Any], EventStream]:
+        from cleveragents.app.calls import CallContext
+        from cleveragents.transports.lsp.notifications import pump_events
+
+        stream = EventStream()
+
+        def attach(subscription_id: str, events: Any) -> None:
+            notify = lambda method, p: stream.queue.put_nowait(p) if method == EVENT else None  # noqa: E731
+            self._pumps.append(asyncio.ensure_future(pump_events(subscription_id, events, notify)))
+
+        context = CallContext(method="", dialect="", attach_stream=attach)
+        response = await self.call_with_context("_cleveragents/event/subscribe", params or {}, context)
+        return response, stream
+
+
+def _dict_converter():
+    converter = default_converter()
+    for cls in (JsonRPCRequestMessage, JsonRPCNotification, JsonRPCResponseMessage):
+        names = tuple(f.name for f in attrs.fields(cls))
+        converter.register_structure_hook(cls, lambda obj, c, names=names: c(**{n: obj.get(n) for n in names}))
+    return converter
+
+
+class StdioRunner:
+    """A real server process. Raw bodies are written as frames; their responses are
+    caught before pygls's client would discard them as unknown ids."""
+
+    name = "stdio"
+
+    def __init__(self, workspace: Path, extra_args: tuple[str, ...] = ()):
+        self.workspace = workspace
+        self.extra_args = extra_args
+        self.client: LanguageClient | None = None
+        self.streams: dict[str, EventStream] = {}
+        self.raw_ids = itertools.count(10_000)
+        self._waiters: dict[Any, asyncio.Future[dict[str, Any]]] = {}
+        self.orphans: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.initialize_result: types.InitializeResult | None = None
+
+    def _factory(self) -> LanguageClient:
+        client = LanguageClient(converter_factory=_dict_converter)
+        register_lsp_features(client)
+        client.feature(EVENT)(lambda params: self._on_event(params))
+        original = client.protocol._handle_response
+
+        def handle_response(msg_id: Any, result: Any = None, error: Any = None) -> None:
+            wire = {"id": msg_id}
+            if error is not None:
+                wire["error"] = {"code": error.code, "message": error.message, "data": error.data}
+                wire["error"] = {k: v for k, v in wire["error"].items() if v is not None}
+            else:
+                wire["result"] = result
+            if msg_id in self._waiters:
+                self._waiters.pop(msg_id).set_result(wire)
+            elif msg_id is None:
+                self.orphans.put_nowait(wire)
+            else:
+                original(msg_id, result, error)
+
+        client.protocol._handle_response = handle_response  # type: ignore[method-assign]
+        return client
+
+    def _on_event(self, params: dict[str, Any]) -> None:
+        sub_id = params.get("subscription_id")
+        stream = self.streams.get(sub_id)
+        if stream is None:  # arrived before the client code saw the subscribe result
+            stream = self.streams[sub_id] = EventStream()
+        stream.queue.put_nowait(params)
+
+    async def start(self, initialization_options: Any = None) -> None:
+        command = [*SERVER_COMMAND, "--workspace", str(self.workspace), *self.extra_args]
+        config = ClientServerConfig(server_command=command, client_factory=self._factory)
+        self.client = await config.start()
+        self.initialize_result = await self.client.initialize_session(
+            types.InitializeParams(
+                capabilities=types.ClientCapabilities(), initialization_options=initialization_options
+            )
+        )
+
+    async def close(self) -> None:
+        if self.client is not None:
+            await asyncio.wait_for(self.client.shutdown_session(), TIMEOUT)
+            await self.client.stop()
+            self.client = None
+
+    async def restart(self) -> None:
+        await self.close()
+        await self.start()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.client._server.returncode if self.client and self.client._server else None
+
+    async def call(self, method: str, params: Any = None) -> dict[str, Any]:
+        assert self.client is not None
+        try:
+            result = await asyncio.wait_for(
+                self.client.protocol.send_request_async(method, {} if params is None else params), TIMEOUT
+            )
+        except JsonRpcException as exc:
+            error = {"code": exc.code, "message": exc.message}
+            if exc.data is not None:
+                error["data"] = exc.data
+            return {"error": error}
+        return {"result": result}
+
+    async def raw(self, body: bytes) -> dict[str, Any] | None:
+        """Send ``body`` as one frame; the response for its id (or the next id-less one)."""
+        assert self.client is not None
+        try:
+            msg_id = json.loads(body).get("id")
+        except Exception:
+            msg_id = None
+        if not isinstance(msg_id, (str, int)) or isinstance(msg_id, bool):
+            msg_id = None
+        waiter = None
+        if msg_id is not None:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters[msg_id] = waiter
+        self.client.protocol.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        if waiter is not None:
+            return await asyncio.wait_for(waiter, TIMEOUT)
+        return await asyncio.wait_for(self.orphans.get(), TIMEOUT)
+
+    async def notify_raw(self, body: bytes) -> None:
+        assert self.client is not None
+        self.client.protocol.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    async def subscribe(self, params: dict[str, Any] | None = None) -> tuple[dict[str, Any], EventStream]:
+        response = await self.call("_cleveragents/event/subscribe", params or {})
+        if "error" in response:
+            return response, EventStream()
+        sub_id = response["result"]["subscription_id"]
+        return response, self.streams.setdefault(sub_id, EventStream())

@@ -1,0 +1,89 @@
+"""A bare client for the stdio server: a subprocess, Content-Length frames, no
+library in between, so tests can send exactly the bytes they mean."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import SERVER_COMMAND
+
+TIMEOUT = 15.0
+
+
+def frame(message: dict[str, Any] | bytes) -> bytes:
+    body = message if isinstance(message, bytes) else json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+class RawServer:
+    def __init__(self, proc: asyncio.subprocess.Process):
+        self.proc = proc
+        self.messages: list[dict[str, Any]] = []
+
+    @classmethod
+    async def start(cls, *args: str, cwd: Path | None = None) -> RawServer:
+        proc = await asyncio.create_subprocess_exec(
+            *SERVER_COMMAND, *args, cwd=cwd,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        return cls(proc)
+
+    def send(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+
+    def send_message(self, message: dict[str, Any] | bytes) -> None:
+        self.send(frame(message))
+
+    async def read_message(self) -> dict[str, Any]:
+        """The next message; every byte on stdout must be part of a frame."""
+        assert self.proc.stdout is not None
+        headers = {}
+        while True:
+            line = await asyncio.wait_for(self.proc.stdout.readline(), TIMEOUT)
+            assert line, "the server closed stdout"
+            if line == b"\r\n":
+                break
+            name, _, value = line.decode("ascii").partition(":")
+            assert _, f"not a header line on stdout: {line!r}"
+            headers[name.lower()] = value.strip()
+        body = await asyncio.wait_for(self.proc.stdout.readexactly(int(headers["content-length"])), TIMEOUT)
+        message = json.loads(body)
+        self.messages.append(message)
+        return message
+
+    async def response(self, msg_id: Any) -> dict[str, Any]:
+        """The response with ``msg_id`` (skipping notifications)."""
+        while True:
+            message = await self.read_message()
+            if "method" not in message and message.get("id") == msg_id:
+                return message
+
+    async def request(self, msg_id: Any, method: str, params: Any = None) -> dict[str, Any]:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send_message(message)
+        return await self.response(msg_id)
+
+    async def initialize(self, **params: Any) -> dict[str, Any]:
+        response = await self.request(0, "initialize", {"processId": None, "capabilities": {}, **params})
+        self.send_message({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        return response
+
+    def close_stdin(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+
+    async def wait(self) -> tuple[int, bytes, bytes]:
+        """Exit code, the rest of stdout, and stderr."""
+        out, err = await asyncio.wait_for(self.proc.communicate(), TIMEOUT)
+        return self.proc.returncode, out, err
+
+    async def kill(self) -> None:
+        if self.proc.returncode is None:
+            self.proc.kill()
+            await self.proc.wait()

@@ -1,0 +1,208 @@
+"""The stdio server as an editor sees it: the handshake, framing edge cases,
+shutdown, and where it keeps its state."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from cleveragents.a2a import methods
+from tests.e2e.rawclient import RawServer, frame
+
+
+@pytest.fixture
+async def server(workspace):
+    srv = await RawServer.start("--workspace", str(workspace))
+    yield srv
+    await srv.kill()
+
+
+async def assert_alive(server: RawServer, msg_id: int = 999) -> None:
+    response = await server.request(msg_id, "_cleveragents/health/check", {})
+    assert response["result"]["status"] == "ok"
+
+
+async def test_initialize_declares_a2a(server):
+    response = await server.initialize()
+    a2a = response["result"]["capabilities"]["experimental"]["a2a"]
+    assert a2a["versions"] == ["1.0", "0.3"]
+    assert a2a["methods"]["extension"] == methods.extension_method_names()
+    assert set(a2a["methods"]["1.0"]) >= {"SendMessage", "GetTask", "ListTasks", "CancelTask", "SubscribeToTask"}
+    assert "plan.create" in a2a["methods"]["deprecated"]
+    card = a2a["agentCard"]
+    assert card["name"] == "CleverAgents"
+    (extension,) = card["capabilities"]["extensions"]
+    assert extension["uri"] == "urn:cleveragents:extensions:v1"
+    assert response["result"]["serverInfo"]["name"] == "cleveragents"
+
+
+async def test_requests_work_without_initialize(server):
+    await assert_alive(server)
+
+
+async def test_embedded_envelopes_in_params_round_trip(server):
+    metadata = {"inner": {"jsonrpc": "2.0", "id": 7, "method": "session.close", "params": {}},
+                "_meta": {"jsonrpc": "2.0", "result": None, "id": 3}}
+    created = await server.request(1, "session.create", {"metadata": metadata})
+    session = await server.request(2, "session.get", {"session_id": created["result"]["session_id"]})
+    assert session["result"]["metadata"] == metadata
+
+
+async def test_bad_frames_are_answered_and_the_server_stays_up(workspace):
+    server = await RawServer.start("--workspace", str(workspace), "--max-message-size", "2048")
+    try:
+        server.send(b"Content-Type: application/json\r\n\r\n")  # no Content-Length
+        missing = await server.read_message()
+        assert missing["id"] is None and missing["error"]["code"] == -32700
+        assert "Content-Length" in missing["error"]["message"]
+
+        server.send(b"Content-Length: -5\r\n\r\n")
+        negative = await server.read_message()
+        assert negative["error"]["code"] == -32700 and "invalid Content-Length" in negative["error"]["message"]
+
+        server.send(b"this is not a header\r\n\r\n")
+        assert (await server.read_message())["error"]["code"] == -32700
+
+        huge = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "session.create",
+                           "params": {"metadata": {"blob": "x" * 10_000}}}).encode()
+        server.send(frame(huge))
+        too_large = await server.read_message()
+        assert too_large["error"]["code"] == -32600
+        assert too_large["error"]["data"] == {"size": len(huge), "max_message_size": 2048}
+
+        server.send(b"\r\n\r\n" + frame({"jsonrpc": "2.0", "id": 6, "method": "session.list"}))
+        assert "result" in await server.response(6)
+        await assert_alive(server)
+    finally:
+        await server.kill()
+
+
+async def test_truncated_body_at_end_of_input_exits_cleanly(server):
+    await assert_alive(server, 1)
+    server.send(b'Content-Length: 100\r\n\r\n{"jsonrpc": "2.0", "id": 2')
+    server.close_stdin()
+    code, rest, _ = await server.wait()
+    assert code == 0
+    assert rest == b""
+
+
+async def test_headers_without_a_body_at_end_of_input(server):
+    server.send(b"Content-Length: 10\r\n")
+    server.close_stdin()
+    code, rest, _ = await server.wait()
+    assert code == 0 and rest == b""
+
+
+async def test_shutdown_then_exit(server):
+    await server.initialize()
+    created = await server.request(1, "session.create", {})
+    assert (await server.request(2, "shutdown"))["result"] is None
+    refused = await server.request(3, "session.get", {"session_id": created["result"]["session_id"]})
+    assert refused["error"]["code"] == -32600
+    server.send_message({"jsonrpc": "2.0", "method": "exit"})
+    code, rest, stderr = await server.wait()
+    assert code == 0 and rest == b""
+    assert b"Traceback" not in stderr
+
+
+async def test_exit_without_shutdown_is_code_1(server):
+    await server.initialize()
+    server.send_message({"jsonrpc": "2.0", "method": "exit"})
+    code, _, _ = await server.wait()
+    assert code == 1
+
+
+async def test_end_of_input_answers_in_flight_requests(server):
+    # A piped script: everything at once, then EOF. Every request still gets its answer.
+    for i in range(1, 21):
+        server.send_message({"jsonrpc": "2.0", "id": i, "method": "session.create", "params": {}})
+    server.close_stdin()
+    code, rest, _ = await server.wait()
+    assert code == 0
+    bodies = re.split(rb"Content-Length: \d+\r\n(?:[^\r\n]+\r\n)*\r\n", rest)[1:]
+    answered = sorted(json.loads(b)["id"] for b in bodies if b.strip())
+    assert answered == list(range(1, 21))
+
+
+async def test_stdout_carries_only_frames_even_with_debug_logs(workspace):
+    server = await RawServer.start("--workspace", str(workspace), "--log-level", "DEBUG")
+    await server.initialize()
+    await assert_alive(server)
+    await server.request(2, "session.create", {})
+    await server.request(3, "shutdown")
+    server.send_message({"jsonrpc": "2.0", "method": "exit"})
+    code, rest, stderr = await server.wait()
+    assert code == 0 and rest == b""
+    assert b"DEBUG" in stderr  # logs went to stderr; read_message checked stdout framing
+
+
+async def test_unsupported_version_in_initialize_is_refused(server):
+    response = await server.request(0, "initialize", {"processId": None, "capabilities": {},
+                                                      "initializationOptions": {"a2aVersion": "9.0"}})
+    assert response["error"]["code"] == -32009
+
+
+async def test_version_from_initialize_applies_to_requests(workspace):
+    server = await RawServer.start("--workspace", str(workspace))
+    try:
+        await server.initialize(initializationOptions={"a2aVersion": "0.3.0"})
+        assert "result" in await server.request(1, "session.list", {})
+    finally:
+        await server.kill()
+
+
+async def test_state_lives_under_the_client_root(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    server = await RawServer.start(cwd=tmp_path)
+    try:
+        await server.initialize(rootUri=root.as_uri())
+        await server.request(1, "session.create", {})
+        assert (root / ".cleveragents" / "state.db").is_file()
+        assert not (tmp_path / ".cleveragents").exists()
+    finally:
+        await server.kill()
+
+
+async def test_state_dir_and_memory_options(tmp_path, workspace):
+    state = tmp_path / "elsewhere"
+    server = await RawServer.start("--workspace", str(workspace), "--state-dir", str(state))
+    try:
+        await server.request(1, "session.create", {})
+        assert (state / "state.db").is_file()
+    finally:
+        await server.kill()
+    memory = await RawServer.start("--workspace", str(workspace), "--memory")
+    try:
+        health = await memory.request(1, "_cleveragents/health/check", {})
+        assert health["result"]["store"]["backend"] == "memory"
+    finally:
+        await memory.kill()
+    assert not (workspace / ".cleveragents").exists()
+
+
+async def test_internal_errors_do_not_leak_tracebacks(tmp_path, workspace):
+    # A state directory that is a file: the store cannot open; requests fail cleanly.
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    server = await RawServer.start("--workspace", str(workspace), "--state-dir", str(blocker))
+    try:
+        response = await server.request(1, "session.create", {})
+        error = response["error"]
+        assert error["code"] == -32603
+        assert "Traceback" not in json.dumps(error) and str(tmp_path) not in json.dumps(error)
+        assert re.fullmatch(r"[0-9A-Z]{26}", error["data"]["error_id"])
+    finally:
+        server.close_stdin()
+        code, _, stderr = await server.wait()
+    assert error["data"]["error_id"].encode() in stderr
+    assert code == 0
+
+
+def test_console_scripts_are_installed():
+    import shutil
+
+    assert shutil.which("cleveragents-lsp") or Path(__import__("sys").executable).with_name("cleveragents-lsp").exists()

@@ -1,0 +1,58 @@
+"""The method table covers every method the seeds name."""
+
+import re
+from pathlib import Path
+
+from cleveragents.a2a import dialects, methods, params
+
+SEEDS = Path(__file__).resolve().parents[2].parent / "shared" / "seeds"
+
+STANDARD_V1 = ["SendMessage", "SendStreamingMessage", "GetTask", "ListTasks", "CancelTask", "SubscribeToTask",
+               "CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig",
+               "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig", "GetExtendedAgentCard"]
+STANDARD_V03 = ["message/send", "message/stream", "tasks/get", "tasks/list", "tasks/cancel", "tasks/resubscribe",
+                "tasks/subscribe", "tasks/pushNotificationConfig/set", "tasks/pushNotificationConfig/get",
+                "tasks/pushNotificationConfig/list", "tasks/pushNotificationConfig/delete",
+                "agent/getAuthenticatedExtendedCard", "agent/getExtendedCard", "getExtendedAgentCard"]
+LEGACY = ["plan.create", "plan.execute", "plan.status", "plan.diff", "plan.apply", "registry.list_tools",
+          "registry.list_resources", "context.get", "event.subscribe"]
+
+
+def test_standard_methods_in_both_dialects():
+    for name in STANDARD_V1:
+        assert methods.METHODS[name].dialect == dialects.A2A_V1
+    for name in STANDARD_V03:
+        assert methods.METHODS[name].dialect == dialects.A2A_V03
+    # Each 0.3 name serves the same operation as a 1.0 name.
+    calls_v1 = {(s.service, s.call) for s in methods.METHODS.values() if s.dialect == dialects.A2A_V1}
+    assert {(methods.METHODS[n].service, methods.METHODS[n].call) for n in STANDARD_V03} <= calls_v1
+
+
+def test_legacy_names_are_deprecated_aliases():
+    for name in LEGACY:
+        spec = methods.METHODS[name]
+        target = methods.METHODS[spec.replaced_by]
+        assert spec.deprecated and spec.dialect == dialects.LEGACY
+        assert (spec.params, spec.service, spec.call) == (target.params, target.service, target.call)
+
+
+def test_every_method_the_seeds_name_is_in_the_table():
+    text = "\n".join(p.read_text() for p in sorted(SEEDS.glob("*.txt"))) if SEEDS.is_dir() else ""
+    named = set(re.findall(r"_cleveragents/[a-z_]+(?:/[a-z_]+)+", text)) - {"_cleveragents/plan/event"}
+    named |= {"session.create", "session.close"}
+    wildcard = {n for n in named if n.endswith("/")}
+    assert not wildcard
+    assert named - set(methods.METHODS) == set()
+    if SEEDS.is_dir():  # seed 000 lists 32 extension methods; we add event/unsubscribe
+        assert len({n for n in named if n.startswith("_cleveragents/")}) == 32
+
+
+def test_every_entry_names_a_real_params_model_and_valid_errors():
+    from cleveragents.a2a import errors
+
+    for spec in methods.METHODS.values():
+        assert hasattr(params, spec.params), spec.name
+        assert spec.dialect in dialects.ALL
+        for name in spec.errors:
+            assert hasattr(errors, name), (spec.name, name)
+        assert spec.summary and spec.result
