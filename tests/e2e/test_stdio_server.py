@@ -206,3 +206,74 @@ def test_console_scripts_are_installed():
     import shutil
 
     assert shutil.which("cleveragents-lsp") or Path(__import__("sys").executable).with_name("cleveragents-lsp").exists()
+
+
+def test_stdin_from_dev_null_exits_cleanly(workspace):
+    # Regression: epoll refuses /dev/null; the reader must fall back to a thread.
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "cleveragents.transports.lsp", "--memory"],
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=30, cwd=workspace)
+    assert done.returncode == 0 and done.stdout == b""
+
+
+def test_stdin_from_a_regular_file_is_served(tmp_path, workspace):
+    import subprocess
+    import sys
+
+    script = tmp_path / "requests.bin"
+    script.write_bytes(frame({"jsonrpc": "2.0", "id": 1, "method": "session.create", "params": {}}))
+    with script.open("rb") as stdin:
+        done = subprocess.run([sys.executable, "-m", "cleveragents.transports.lsp", "--memory"],
+                              stdin=stdin, capture_output=True, timeout=30, cwd=workspace)
+    assert done.returncode == 0
+    assert b'"status": "created"' in done.stdout
+
+
+async def test_exit_right_behind_requests_exits_without_a_traceback(server):
+    # Regression: cancelling an in-flight request on `exit` used to cancel the
+    # services' startup too, and the server crashed.
+    server.send_message({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"processId": None, "capabilities": {}}})
+    server.send_message({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    server.send_message({"jsonrpc": "2.0", "id": 1, "method": "_cleveragents/health/check"})
+    server.send_message({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+    server.send_message({"jsonrpc": "2.0", "method": "exit"})
+    code, _, stderr = await server.wait()
+    assert code in (0, 1)
+    assert b"Traceback" not in stderr and b"CancelledError" not in stderr
+
+
+async def test_initialize_answer_matches_what_pygls_would_choose(workspace):
+    # The early answer picks the position encoding the way pygls's workspace does.
+    from lsprotocol import types
+    from pygls.capabilities import ServerCapabilitiesBuilder
+
+    from cleveragents.transports.lsp.handshake import position_encoding
+
+    for offered in (None, [], ["utf-8"], ["utf-32", "utf-16"], ["latin-1", "utf-8"], ["bogus"]):
+        general = None if offered is None else types.GeneralClientCapabilities(position_encodings=offered)
+        caps = types.ClientCapabilities(general=general)
+        raw = {} if offered is None else {"general": {"positionEncodings": offered}}
+        assert position_encoding(raw) == ServerCapabilitiesBuilder.choose_position_encoding(caps)
+    server = await RawServer.start("--workspace", str(workspace))
+    try:
+        response = await server.initialize(capabilities={"general": {"positionEncodings": ["utf-8"]}})
+        assert response["result"]["capabilities"]["positionEncoding"] == "utf-8"
+    finally:
+        await server.kill()
+
+
+async def test_early_and_ordinary_initialize_answers_agree(workspace):
+    params = {"processId": None, "capabilities": {"general": {"positionEncodings": ["utf-32"]}},
+              "initializationOptions": {"a2aVersion": "1.0"}}
+    early = await RawServer.start("--workspace", str(workspace))
+    late = await RawServer.start("--workspace", str(workspace), "--memory")
+    try:
+        first = await early.request(1, "initialize", params)
+        await late.request(0, "session.list", {})  # initialize is not the first message here
+        second = await late.request(1, "initialize", params)
+        assert first == second
+    finally:
+        await early.kill()
+        await late.kill()

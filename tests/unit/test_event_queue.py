@@ -176,3 +176,21 @@ def test_bridge_maps_domain_events_to_a2a_events():
     assert events[0].plan_id == "p1" and events[0].data["state"] == "running"
     assert events[-1].data["session_id"] == "s1"
     assert not bridge.running
+
+
+async def test_live_subscriptions_are_bounded():
+    from cleveragents.a2a.subscriptions import EventSubscriptions
+    from cleveragents.app.calls import CallContext
+    from cleveragents.domain.errors import BusinessRuleViolation
+
+    subs = EventSubscriptions(A2aEventQueue(), limit=2)
+    attached = []
+    context = CallContext(method="", dialect="", attach_stream=lambda sid, cur: attached.append(cur))
+    first = await subs.subscribe(context=context)
+    await subs.subscribe(context=context)
+    with pytest.raises(BusinessRuleViolation) as info:
+        await subs.subscribe(context=context)
+    assert info.value.data["limit"] == 2
+    await subs.unsubscribe(first["subscription_id"])
+    await subs.subscribe(context=context)
+    assert subs.live_count == 2 and attached[0].closed

@@ -80,4 +80,4 @@ def test_acp_module_reexports_the_renamed_names():
     assert acp.AcpRequest is a2a.A2aRequest and acp.AcpLocalFacade is a2a.A2aLocalFacade
     assert acp.AcpEventQueue is a2a.A2aEventQueue and acp.AcpError is a2a.A2aError
     with pytest.raises(AttributeError):
-        acp.AcpNothing
+        _ = acp.AcpNothing

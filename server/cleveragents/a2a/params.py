@@ -19,12 +19,14 @@ ActorName = Annotated[
 AutomationProfile = Literal["manual", "supervised", "autonomous"]
 
 
+# Validators are built on a model's first use, not at import: most connections use a
+# handful of methods, and building all of them would slow every start.
 class ExtensionParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, defer_build=True)
 
 
 class StandardParams(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
 
 class EmptyParams(ExtensionParams):

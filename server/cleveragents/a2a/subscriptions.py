@@ -10,13 +10,16 @@ from typing import Any
 
 from cleveragents.a2a.events import A2aEventQueue, EventCursor
 from cleveragents.app.calls import CallContext
-from cleveragents.domain.errors import ResourceNotFoundError
+from cleveragents.domain.errors import BusinessRuleViolation, ResourceNotFoundError
 from cleveragents.ids import new_id
+
+MAX_LIVE_SUBSCRIPTIONS = 256
 
 
 class EventSubscriptions:
-    def __init__(self, queue: A2aEventQueue):
+    def __init__(self, queue: A2aEventQueue, limit: int = MAX_LIVE_SUBSCRIPTIONS):
         self.queue = queue
+        self.limit = limit
         self._live: dict[str, EventCursor] = {}
 
     async def subscribe(
@@ -33,6 +36,11 @@ class EventSubscriptions:
                 "replayed": len(events), "gap": gap, "events": [e.to_wire() for e in events],
             }
         self._forget_closed()
+        if len(self._live) >= self.limit:
+            raise BusinessRuleViolation(
+                "Too many live subscriptions",
+                {"limit": self.limit, "allowed_actions": ["_cleveragents/event/unsubscribe"]},
+            )
         cursor = self.queue.open_cursor(since, plan_id=plan_id, event_types=event_types)
         replayed = len(cursor.pending())
         self._live[subscription_id] = cursor

@@ -10,7 +10,7 @@ from cleveragents._version import __version__
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    from cleveragents.transports.lsp.server import add_server_arguments
+    from cleveragents.transports.lsp.main import add_server_arguments
 
     parser = argparse.ArgumentParser(prog="agents", description="CleverAgents command line.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -25,7 +25,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     if args.command == "serve":
-        from cleveragents.transports.lsp.server import run_stdio
+        from cleveragents.transports.lsp.main import run_stdio
 
         return run_stdio(args)
     parser.print_help(sys.stderr)

@@ -1,5 +1,5 @@
 import sys
 
-from cleveragents.transports.lsp.server import main
+from cleveragents.transports.lsp.main import main
 
 sys.exit(main())

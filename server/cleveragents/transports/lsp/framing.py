@@ -7,12 +7,14 @@ when stdin is a regular file. It reports malformed frames instead of dropping th
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
+import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 logger = logging.getLogger(__name__)
 
@@ -47,14 +49,23 @@ class ThreadedReader:
         return data
 
 
+def _pollable(stream: BinaryIO) -> bool:
+    """Whether the event loop can watch this file: pipes and sockets only (epoll
+    refuses regular files and devices such as /dev/null)."""
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
 async def open_stdin(stream: BinaryIO | None = None) -> asyncio.StreamReader | ThreadedReader:
     stream = stream or sys.stdin.buffer
+    if not _pollable(stream):
+        return ThreadedReader(stream)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=_READ_LIMIT, loop=loop)
-    try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), stream)
-    except (ValueError, OSError):
-        return ThreadedReader(stream)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), stream)
     return reader
 
 
@@ -68,11 +79,9 @@ class PipeWriter:
 
     @classmethod
     async def open(cls, stream: BinaryIO) -> PipeWriter:
-        loop = asyncio.get_running_loop()
-        try:
-            transport, _ = await loop.connect_write_pipe(asyncio.Protocol, stream)
-        except (ValueError, OSError):
+        if not _pollable(stream):
             return cls(None, stream)
+        transport, _ = await asyncio.get_running_loop().connect_write_pipe(asyncio.Protocol, stream)
         return cls(transport, stream)  # type: ignore[arg-type]
 
     def write(self, data: bytes) -> None:
@@ -99,6 +108,53 @@ class PipeWriter:
             self._transport.close()
 
 
+async def read_frame(
+    reader: asyncio.StreamReader | ThreadedReader, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+) -> bytes | FrameError | None:
+    """The next frame's body, a FrameError for a frame that can't be read, or
+    ``None`` at end of input."""
+    headers: dict[str, str] = {}
+    bad_header: str | None = None
+    lines = 0
+    while True:
+        try:
+            line = await reader.readline()
+        except ValueError:  # a header line longer than the reader's limit
+            bad_header = "header line too long"
+            continue
+        if not line:
+            if headers:
+                logger.warning("end of input inside a message header")
+            return None
+        if line in (b"\r\n", b"\n"):
+            if headers or bad_header:
+                break
+            continue  # blank lines between messages
+        lines += 1
+        name, sep, value = line.decode("latin-1").partition(":")
+        if not sep or lines > _MAX_HEADER_LINES:
+            bad_header = f"malformed header line {line[:80]!r}"
+            continue
+        headers[name.strip().lower()] = value.strip()
+
+    length_text = headers.get("content-length")
+    if bad_header or length_text is None or not length_text.isdigit():
+        reason = bad_header or ("missing Content-Length header" if length_text is None
+                                else f"invalid Content-Length {length_text[:40]!r}")
+        return FrameError(-32700, f"Parse error: {reason}", {"reason": reason})
+    length = int(length_text)
+    if length > max_message_size:
+        if not await _discard(reader, length):
+            return None
+        return FrameError(-32600, "Invalid request: message too large",
+                          {"size": length, "max_message_size": max_message_size})
+    try:
+        return await reader.readexactly(length)
+    except asyncio.IncompleteReadError as exc:
+        logger.warning("end of input inside a message body (%d of %d bytes)", len(exc.partial), length)
+        return None
+
+
 async def read_frames(
     reader: asyncio.StreamReader | ThreadedReader,
     on_message: Callable[[bytes], None],
@@ -106,53 +162,22 @@ async def read_frames(
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     should_stop: Callable[[], bool] = lambda: False,
 ) -> None:
-    """Read frames until end of input, calling ``on_message`` with each body."""
+    """Read frames until end of input (or ``should_stop``), handing each on."""
     while not should_stop():
-        headers: dict[str, str] = {}
-        bad_header: str | None = None
-        lines = 0
-        while True:
-            try:
-                line = await reader.readline()
-            except ValueError:  # a header line longer than the reader's limit
-                bad_header = "header line too long"
-                continue
-            if not line:
-                if headers:
-                    logger.warning("end of input inside a message header")
-                return
-            if line in (b"\r\n", b"\n"):
-                if headers or bad_header:
-                    break
-                continue  # blank lines between messages
-            lines += 1
-            name, sep, value = line.decode("latin-1").partition(":")
-            if not sep or lines > _MAX_HEADER_LINES:
-                bad_header = f"malformed header line {line[:80]!r}"
-                continue
-            headers[name.strip().lower()] = value.strip()
-
-        length_text = headers.get("content-length")
-        if bad_header or length_text is None or not length_text.isdigit():
-            reason = bad_header or ("missing Content-Length header" if length_text is None
-                                    else f"invalid Content-Length {length_text[:40]!r}")
-            on_error(FrameError(-32700, f"Parse error: {reason}", {"reason": reason}))
-            continue
-        length = int(length_text)
-        if length > max_message_size:
-            if not await _discard(reader, length):
-                return
-            on_error(FrameError(
-                -32600, "Invalid request: message too large",
-                {"size": length, "max_message_size": max_message_size},
-            ))
-            continue
-        try:
-            body = await reader.readexactly(length)
-        except asyncio.IncompleteReadError as exc:
-            logger.warning("end of input inside a message body (%d of %d bytes)", len(exc.partial), length)
+        frame = await read_frame(reader, max_message_size)
+        if frame is None:
             return
-        on_message(body)
+        if isinstance(frame, FrameError):
+            on_error(frame)
+        else:
+            on_message(frame)
+
+
+def encode_frame(payload: dict[str, Any]) -> bytes:
+    """A frame as pygls writes them (ASCII JSON, so characters equal bytes)."""
+    body = json.dumps(payload)
+    return (f"Content-Length: {len(body)}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
+            f"{body}").encode("ascii")
 
 
 async def _discard(reader: asyncio.StreamReader | ThreadedReader, length: int) -> bool:

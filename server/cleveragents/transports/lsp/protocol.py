@@ -21,7 +21,7 @@ from pygls.protocol import (
     lsp_method,
 )
 
-from cleveragents.a2a.capabilities import a2a_capabilities
+from cleveragents.transports.lsp.handshake import initialize_result
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -61,16 +61,22 @@ class A2aProtocol(LanguageServerProtocol):
 
     def __init__(self, server: A2aLanguageServer, converter: Converter):
         self._draining = False  # before super(): it scans our attributes
+        self._suppressed: set[Any] = set()
         super().__init__(server, converter)
         self._after_response: dict[Any, list[Callable[[], None]]] = {}
         self.exit_code: int | None = None
 
     @lsp_method(types.INITIALIZE)
-    def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
+    def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, WireResponse]:
+        msg_id = self.msg_id
         self._server.configure_from_initialize(params)
-        result = yield from super().lsp_initialize(params)
-        result.capabilities.experimental = {"a2a": a2a_capabilities()}
-        return result
+        yield from super().lsp_initialize(params)  # pygls's own state: workspace, client capabilities
+        result = initialize_result(self._converter.unstructure(params))
+        return WireResponse({"jsonrpc": "2.0", "id": msg_id, "result": result})
+
+    def suppress_response(self, msg_id: Any) -> None:
+        """Don't write the response to ``msg_id``: it has been answered already."""
+        self._suppressed.add(msg_id)
 
     @lsp_method(types.INITIALIZED)
     def lsp_initialized(self, *args: Any) -> None:
@@ -121,7 +127,8 @@ class A2aProtocol(LanguageServerProtocol):
         except JsonRpcMethodNotFound:
             if feature_name.startswith("$/"):
                 raise
-            # Unknown methods go to the facade too, which answers -32601 with the name.
+            # Every A2A method is served by the facade, which also answers -32601
+            # (naming the method) for names it doesn't know.
             return self._server.handler_for(feature_name)
 
     def after_response(self, msg_id: Any, action: Callable[[], None]) -> None:
@@ -130,7 +137,10 @@ class A2aProtocol(LanguageServerProtocol):
 
     def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
         try:
-            if not future.cancelled() and future.exception() is None and isinstance(future.result(), WireResponse):
+            if msg_id in self._suppressed:
+                self._suppressed.discard(msg_id)
+                self._request_futures.pop(msg_id, None)
+            elif not future.cancelled() and future.exception() is None and isinstance(future.result(), WireResponse):
                 self._request_futures.pop(msg_id, None)
                 self._send_data(future.result().payload)
             else:

@@ -1,43 +1,33 @@
-"""`cleveragents-lsp`: the A2A backend as a pygls server on stdio.
+"""The A2A backend as a pygls server on stdio (the entry point is ``main.py``).
 
-Startup is kept short: only pygls and the method table load before ``initialize`` is
-answered; the services (pydantic models, the SQLite store) load in a worker thread
-right after, or on the first request.
+The services (pydantic models, the SQLite store) load in a worker thread after
+``initialized``, or on the first request.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
-import sys
 import threading
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from cleveragents._version import __version__
-from cleveragents.a2a import dialects, envelope, methods
+from cleveragents.a2a import dialects, envelope
 from cleveragents.a2a.errors import A2aError, error_payload, internal_error_payload
 from cleveragents.config import Settings
-from cleveragents.transports.lsp.framing import (
-    DEFAULT_MAX_MESSAGE_SIZE,
-    FrameError,
-    PipeWriter,
-    claim_stdout,
-    open_stdin,
-    read_frames,
-)
+from cleveragents.transports.lsp.framing import DEFAULT_MAX_MESSAGE_SIZE, FrameError, PipeWriter, read_frames
 from cleveragents.transports.lsp.notifications import pump_events
 from cleveragents.transports.lsp.protocol import A2aProtocol, JsonRpcException, WireResponse, plain_dict_converter
 
 logger = logging.getLogger("cleveragents.lsp")
 
 EOF_GRACE_SECONDS = 5.0
+_UNANSWERED = object()
 
 
 class A2aLanguageServer(LanguageServer):
@@ -58,8 +48,6 @@ class A2aLanguageServer(LanguageServer):
         self._loop_thread: int | None = None
         self._stopping = False
         self._pumps: set[asyncio.Task[None]] = set()
-        for name in methods.METHODS:
-            self.feature(name)(self.handler_for(name))
 
     # -- configuration from the client ---------------------------------------------
     def configure_from_initialize(self, params: types.InitializeParams) -> None:
@@ -89,7 +77,8 @@ class A2aLanguageServer(LanguageServer):
         return self._runtime
 
     async def facade(self) -> Any:
-        return (await self._runtime_future()).facade
+        # Shielded: a cancelled request must not cancel the services' startup.
+        return (await asyncio.shield(self._runtime_future())).facade
 
     # -- requests ------------------------------------------------------------------
     def handler_for(self, method: str) -> Any:
@@ -187,15 +176,20 @@ class A2aLanguageServer(LanguageServer):
     def stopping(self) -> bool:
         return self._stopping
 
-    async def serve(self, stdin: BinaryIO, stdout: BinaryIO) -> int:
+    async def serve(self, reader: Any, writer: PipeWriter, first: bytes | FrameError | None,
+                    answered: Any = _UNANSWERED) -> int:
+        """Serve until ``exit`` or end of input. ``first`` is the frame the entry point
+        already read; ``answered`` is its id when the entry point already answered it."""
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
-        reader = await open_stdin(stdin)
-        writer = await PipeWriter.open(stdout)
         self.protocol.set_writer(writer)
         try:
-            await read_frames(reader, self.on_frame, self.on_frame_error, self.max_message_size,
-                              should_stop=lambda: self._stopping)
+            if first is not None:
+                if answered is not _UNANSWERED:
+                    self.protocol.suppress_response(answered)
+                self.on_frame(first) if isinstance(first, bytes) else self.on_frame_error(first)
+                await read_frames(reader, self.on_frame, self.on_frame_error, self.max_message_size,
+                                  should_stop=lambda: self._stopping)
         finally:
             await self._close()
             await writer.drain()
@@ -215,7 +209,7 @@ class A2aLanguageServer(LanguageServer):
         if self._runtime is not None:
             try:
                 runtime = await self._runtime
-            except Exception:
+            except (Exception, asyncio.CancelledError):
                 logger.exception("the services failed to start")
             else:
                 await runtime.aclose()
@@ -248,47 +242,3 @@ def _workspace_root(params: types.InitializeParams) -> Path | None:
     return Path(params.root_path) if params.root_path else None
 
 
-def configure_logging(level: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    # pygls logs whole message bodies at INFO; keep them out unless debugging.
-    if root.level > logging.DEBUG:
-        logging.getLogger("pygls").setLevel(logging.WARNING)
-
-
-def add_server_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workspace", type=Path, help="workspace root (default: the client's root, else the cwd)")
-    parser.add_argument("--state-dir", type=Path, help="where the state database lives (default: <workspace>/.cleveragents)")
-    parser.add_argument("--memory", action="store_true", help="keep all state in memory (nothing is written)")
-    parser.add_argument("--max-message-size", type=int, default=DEFAULT_MAX_MESSAGE_SIZE, metavar="BYTES",
-                        help="largest message accepted (default: %(default)s)")
-    parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-                        type=str.upper, help="stderr log level (default: %(default)s)")
-
-
-def run_stdio(args: argparse.Namespace) -> int:
-    configure_logging(args.log_level)
-    protocol_out = claim_stdout()
-    settings = Settings.from_env(workspace=args.workspace, state_dir=args.state_dir, memory=args.memory or None)
-    server = A2aLanguageServer(
-        settings, workspace_fixed=args.workspace is not None, max_message_size=args.max_message_size
-    )
-    try:
-        return asyncio.run(server.serve(sys.stdin.buffer, protocol_out))
-    except KeyboardInterrupt:
-        return 130
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="cleveragents-lsp", description="The CleverAgents A2A backend on stdio (LSP framing).")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("--stdio", action="store_true", help="accepted for editor compatibility; stdio is the only transport")
-    add_server_arguments(parser)
-    return run_stdio(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,291 @@
+"""Stdio benchmark: cleveragents-lsp against a bare, stock pygls 2.x server.
+
+Run by hand:  .venv/bin/python benchmarks/bench_stdio.py [--quick] [--json FILE]
+
+Both servers are driven by the same client code below (plain asyncio pipes and a
+small Content-Length framer), so any difference comes from the servers themselves.
+See benchmarks/README.md for what each figure means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+HEALTH = "_cleveragents/health/check"
+INIT_PARAMS = {"processId": None, "rootUri": None, "capabilities": {}}
+SERVERS = {
+    "cleveragents": [sys.executable, "-m", "cleveragents.transports.lsp", "--memory"],
+    "bare pygls": [sys.executable, str(HERE / "baselines" / "bare_pygls_server.py")],
+}
+FULL = {"rounds": 7, "load_runs": 3, "requests": 2000, "warmup": 100, "pipelined": 5000, "depth": 64}
+QUICK = {"rounds": 3, "load_runs": 1, "requests": 200, "warmup": 20, "pipelined": 1000, "depth": 64}
+
+
+class Conn:
+    """One spawned server and the client end of its stdio pipes."""
+
+    def __init__(self, proc: asyncio.subprocess.Process):
+        self.proc = proc
+        self.next_id = 0
+        self.last_body_size = 0
+
+    def send(self, method: str, params: Any = None, *, notify: bool = False) -> int | None:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        msg_id = None
+        if not notify:
+            self.next_id = msg_id = self.next_id + 1
+            msg["id"] = msg_id
+        self._write(msg)
+        return msg_id
+
+    def _write(self, msg: dict[str, Any]) -> None:
+        body = json.dumps(msg, separators=(",", ":")).encode()
+        # One write per frame: the pipe sees whole messages, as an editor would send them.
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    async def drain(self) -> None:
+        await self.proc.stdin.drain()
+
+    async def read_frame(self) -> dict[str, Any]:
+        length = None
+        while True:  # header lines up to the blank line; only Content-Length matters
+            line = await self.proc.stdout.readline()
+            if not line:
+                raise EOFError("server closed stdout")
+            line = line.strip()
+            if not line:
+                break
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        if length is None:
+            raise ValueError("frame without Content-Length")
+        body = await self.proc.stdout.readexactly(length)
+        self.last_body_size = length
+        return json.loads(body)
+
+    async def response(self) -> dict[str, Any]:
+        """The next response; notifications are skipped, server requests answered."""
+        while True:
+            msg = await self.read_frame()
+            if "method" not in msg:
+                if "error" in msg:
+                    raise RuntimeError(f"error response: {msg['error']}")
+                return msg
+            if "id" in msg:  # e.g. client/registerCapability: answer so the server isn't stuck
+                self._write({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+
+    async def call(self, method: str, params: Any = None) -> dict[str, Any]:
+        msg_id = self.send(method, params)
+        await self.drain()
+        msg = await self.response()
+        if msg.get("id") != msg_id:
+            raise RuntimeError(f"expected a response to {msg_id}, got {msg.get('id')}")
+        return msg
+
+
+def percentile(values: list[float], p: float) -> float:
+    """Nearest-rank percentile (no interpolation: every figure was really observed)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+async def round_trips(conn: Conn, n: int) -> list[float]:
+    latencies = []
+    for _ in range(n):
+        t0 = time.perf_counter_ns()
+        await conn.call(HEALTH, {})
+        latencies.append((time.perf_counter_ns() - t0) / 1000)
+    return latencies
+
+
+async def pipelined(conn: Conn, total: int, depth: int) -> float:
+    """Keep `depth` requests in flight; a new one goes out as each response arrives."""
+    t0 = time.perf_counter()
+    sent = done = 0
+    while sent < min(depth, total):
+        conn.send(HEALTH, {})
+        sent += 1
+    await conn.drain()
+    while done < total:
+        await conn.response()
+        done += 1
+        if sent < total:
+            conn.send(HEALTH, {})
+            sent += 1
+            await conn.drain()
+    return total / (time.perf_counter() - t0)
+
+
+async def session(cmd: list[str], cfg: dict[str, int], load: bool, workdir: str) -> dict[str, Any]:
+    """Spawn one server, time `initialize`, optionally load it, then shut it down."""
+    result: dict[str, Any] = {}
+    with tempfile.TemporaryFile() as errlog:  # a file, not a pipe: stderr can never block the server
+        t0 = time.perf_counter()
+        proc = await asyncio.create_subprocess_exec(
+            *cmd,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=errlog,
+            cwd=workdir,
+            limit=1 << 24,  # ours sends a few KiB of capabilities; keep readexactly happy at any size
+        )
+        conn = Conn(proc)
+        try:
+            await conn.call("initialize", INIT_PARAMS)
+            result["startup_ms"] = (time.perf_counter() - t0) * 1000
+            conn.send("initialized", {}, notify=True)
+            # The first request shows any lazy loading a server defers past `initialize`.
+            t1 = time.perf_counter()
+            await conn.call(HEALTH, {})
+            result["first_request_ms"] = (time.perf_counter() - t1) * 1000
+            result["ready_ms"] = (time.perf_counter() - t0) * 1000  # spawn to first useful answer
+            result["health_body_bytes"] = conn.last_body_size
+            if load:
+                await round_trips(conn, cfg["warmup"])  # not counted: first calls pay one-off costs (caches, allocator)
+                latencies = await round_trips(conn, cfg["requests"])
+                result["rtt_p50_us"] = percentile(latencies, 50)
+                result["rtt_p99_us"] = percentile(latencies, 99)
+                result["rps"] = await pipelined(conn, cfg["pipelined"], cfg["depth"])
+                result["latencies_us"] = latencies
+            await conn.call("shutdown")
+            conn.send("exit", notify=True)
+            await conn.drain()
+            proc.stdin.close()
+            result["exit_code"] = await asyncio.wait_for(proc.wait(), 15)
+        except Exception as exc:  # noqa: BLE001 - any failure is reported, the other runs go on
+            errlog.seek(0)
+            tail = errlog.read().decode(errors="replace")[-1500:]
+            result["error"] = f"{type(exc).__name__}: {exc}\n{tail}"
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    return result
+
+
+async def run(cfg: dict[str, int], timeout: float) -> dict[str, list[dict[str, Any]]]:
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in SERVERS}
+    with tempfile.TemporaryDirectory() as workdir:  # servers run outside the repo: nothing lands in it
+        # One untimed spawn each, so the first timed spawn doesn't pay for a cold page cache.
+        for name, cmd in SERVERS.items():
+            primed = await asyncio.wait_for(session(cmd, cfg, False, workdir), timeout)
+            if "error" in primed:
+                print(f"!! {name}, priming spawn: {primed['error']}", file=sys.stderr)
+        for i in range(cfg["rounds"]):
+            # Alternate the order (AB, BA, ...) so neither server always runs first.
+            order = list(SERVERS) if i % 2 == 0 else list(reversed(SERVERS))
+            for name in order:
+                load = i < cfg["load_runs"]
+                try:
+                    res = await asyncio.wait_for(session(SERVERS[name], cfg, load, workdir), timeout)
+                except TimeoutError:
+                    res = {"error": f"session timed out after {timeout}s"}
+                if "error" in res:
+                    print(f"!! {name}, round {i + 1}: {res['error']}", file=sys.stderr)
+                runs[name].append(res)
+                print(
+                    f"  round {i + 1}/{cfg['rounds']} {name:<13} "
+                    + ", ".join(f"{k}={v:.1f}" for k, v in res.items() if isinstance(v, float))
+                    + f", exit={res.get('exit_code', '?')}",
+                    file=sys.stderr,
+                )
+    return runs
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, float | None]:
+    def med(key: str, fn=statistics.median) -> float | None:
+        values = [r[key] for r in runs if key in r]
+        return fn(values) if values else None
+
+    return {
+        "startup median (ms)": med("startup_ms"),
+        "startup min (ms)": med("startup_ms", min),
+        "first request (ms)": med("first_request_ms"),
+        "ready: spawn->1st reply (ms)": med("ready_ms"),
+        "round trip p50 (us)": med("rtt_p50_us"),
+        "round trip p99 (us)": med("rtt_p99_us"),
+        "pipelined (req/s)": med("rps"),
+        "health reply (bytes)": med("health_body_bytes"),
+    }
+
+
+def fmt(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:,.0f}" if v >= 100 or v == int(v) else f"{v:,.1f}"
+
+
+def report(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    ours, base = (summarize(runs[name]) for name in SERVERS)
+    rows = [("metric", *SERVERS, "ratio")]
+    ratios: dict[str, float | None] = {}
+    for metric in ours:
+        a, b = ours[metric], base[metric]
+        ratios[metric] = a / b if a is not None and b else None
+        rows.append((metric, fmt(a), fmt(b), "n/a" if ratios[metric] is None else f"{ratios[metric]:.2f}"))
+    codes = [
+        f"all 0 ({len(runs[name])})"
+        if all(r.get("exit_code") == 0 for r in runs[name])
+        else ",".join(str(r.get("exit_code", "?")) for r in runs[name])
+        for name in SERVERS
+    ]
+    rows.append(("exit codes", *codes, ""))
+    widths = [max(len(row[c]) for row in rows) for c in range(4)]
+    for n, row in enumerate(rows):
+        print(" | ".join(cell.ljust(w) if c == 0 else cell.rjust(w) for c, (cell, w) in enumerate(zip(row, widths))))
+        if n == 0:
+            print("-+-".join("-" * w for w in widths))
+
+    def verdict(metric: str) -> str:
+        r = ratios[metric]
+        return "n/a" if r is None else ("PASS" if r <= 1.0 else "FAIL")
+
+    clean = all(r.get("exit_code") == 0 for rs in runs.values() for r in rs)
+    print("\nratio = cleveragents / bare pygls: below 1.0 is better, except pipelined req/s (higher is better)")
+    print(f"clean exits (shutdown + exit -> code 0, every spawn): {'PASS' if clean else 'FAIL'}")
+    print(
+        f"targets: p50 round trip ratio <= 1.0: {verdict('round trip p50 (us)')}; "
+        f"startup ratio <= 1.0: {verdict('startup median (ms)')}"
+    )
+    return {"summary": {"cleveragents": ours, "bare pygls": base}, "ratios": ratios}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small counts, for a smoke run")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the raw numbers here")
+    parser.add_argument("--rounds", type=int, help="spawns per server (startup samples)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per session")
+    args = parser.parse_args()
+    cfg = dict(QUICK if args.quick else FULL)
+    if args.rounds:
+        cfg["rounds"] = args.rounds
+    env = f"python {platform.python_version()}, pygls {version('pygls')}, {platform.platform()}, {os.cpu_count()} CPUs"
+    print(f"bench_stdio: {env}\nsettings: {cfg}\n", file=sys.stderr)
+    runs = asyncio.run(run(cfg, args.timeout))
+    print(
+        f"\n{env}; {cfg['rounds']} spawns/server, {cfg['load_runs']} loaded; "
+        f"{cfg['requests']} sequential, {cfg['pipelined']} pipelined at depth {cfg['depth']}\n"
+    )
+    summary = report(runs)
+    if args.json:
+        args.json.write_text(json.dumps({"environment": env, "settings": cfg, "runs": runs, **summary}, indent=1))
+    return 0  # a report, not a gate
+
+
+if __name__ == "__main__":
+    sys.exit(main())

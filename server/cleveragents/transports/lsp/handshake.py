@@ -1,0 +1,65 @@
+"""The `initialize` answer, built without pygls so it can go out before pygls loads.
+
+Importing pygls (and lsprotocol's ~500 attrs classes) is most of a cold start. The
+answer depends only on the client's params and the method table, so the entry point
+sends it as soon as the request arrives and lets pygls catch up (see ``main.py``).
+The same function answers ``initialize`` when it arrives later, so both paths agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cleveragents._version import __version__
+from cleveragents.a2a import envelope
+from cleveragents.a2a.capabilities import a2a_capabilities
+
+SERVER_NAME = "cleveragents"
+POSITION_ENCODINGS = ("utf-8", "utf-16", "utf-32")
+# Incremental sync, so open buffers can be tracked for edits made through the editor.
+TEXT_DOCUMENT_SYNC = {"openClose": True, "change": 2, "save": False}
+
+
+def position_encoding(client_capabilities: Any) -> str:
+    """The client's first supported choice, else UTF-16 (the LSP default)."""
+    general = client_capabilities.get("general") if isinstance(client_capabilities, dict) else None
+    offered = general.get("positionEncodings") if isinstance(general, dict) else None
+    for encoding in offered if isinstance(offered, list) else ():
+        if encoding in POSITION_ENCODINGS:
+            return encoding
+    return "utf-16"
+
+
+def initialize_result(params: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "capabilities": {
+            "positionEncoding": position_encoding(params.get("capabilities")),
+            "textDocumentSync": dict(TEXT_DOCUMENT_SYNC),
+            "workspace": {"workspaceFolders": {"supported": True, "changeNotifications": True}},
+            "experimental": {"a2a": a2a_capabilities()},
+        },
+        "serverInfo": {"name": SERVER_NAME, "version": __version__},
+    }
+
+
+def early_initialize(body: bytes) -> tuple[Any, dict[str, Any]] | None:
+    """``(id, params)`` when ``body`` is a well-formed initialize request that can be
+    answered at once; ``None`` sends it down the ordinary path (which reports errors)."""
+    try:
+        message = envelope.decode(body)
+        if envelope.classify(message) != "request" or message["method"] != "initialize":
+            return None
+    except Exception:
+        return None
+    params = message.get("params")
+    if not isinstance(params, dict) or not isinstance(params.get("capabilities"), dict):
+        return None
+    options = params.get("initializationOptions")
+    if options is not None and not isinstance(options, dict):
+        return None
+    if isinstance(options, dict) and options.get("a2aVersion") is not None:
+        from cleveragents.a2a.version import A2aVersionNegotiator
+
+        if not A2aVersionNegotiator().is_supported(str(options["a2aVersion"])):
+            return None
+    return message["id"], params

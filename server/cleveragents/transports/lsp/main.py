@@ -1,0 +1,89 @@
+"""`cleveragents-lsp`: the entry point of the stdio server.
+
+A cold start is dominated by importing pygls (lsprotocol's attrs classes). So this
+module imports only light code, starts that import in a worker thread, answers
+``initialize`` as soon as it arrives (``handshake.py``), and hands over to the pygls
+server once it has loaded. Nothing is read past ``initialize`` until then; the pipe
+holds what the client sends meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from cleveragents._version import __version__
+from cleveragents.config import Settings
+from cleveragents.transports.lsp import framing, handshake
+
+SERVER_MODULE = "cleveragents.transports.lsp.server"
+
+
+def configure_logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    # pygls logs whole message bodies at INFO; keep them out unless debugging.
+    if root.level > logging.DEBUG:
+        logging.getLogger("pygls").setLevel(logging.WARNING)
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workspace", type=Path, help="workspace root (default: the client's root, else the cwd)")
+    parser.add_argument("--state-dir", type=Path, help="where the state database lives (default: <workspace>/.cleveragents)")
+    parser.add_argument("--memory", action="store_true", help="keep all state in memory (nothing is written)")
+    parser.add_argument("--max-message-size", type=int, default=framing.DEFAULT_MAX_MESSAGE_SIZE, metavar="BYTES",
+                        help="largest message accepted (default: %(default)s)")
+    parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                        type=str.upper, help="stderr log level (default: %(default)s)")
+
+
+async def serve_stdio(args: argparse.Namespace, stdin: Any, stdout: Any) -> int:
+    loading = asyncio.ensure_future(asyncio.to_thread(importlib.import_module, SERVER_MODULE))
+    reader = await framing.open_stdin(stdin)
+    writer = await framing.PipeWriter.open(stdout)
+    first = await framing.read_frame(reader, args.max_message_size)
+    early = handshake.early_initialize(first) if isinstance(first, bytes) else None
+    if early is not None:
+        msg_id, params = early
+        writer.write(framing.encode_frame(
+            {"jsonrpc": "2.0", "id": msg_id, "result": handshake.initialize_result(params)}
+        ))
+    server_module = await loading
+    settings = Settings.from_env(workspace=args.workspace, state_dir=args.state_dir, memory=args.memory or None)
+    server = server_module.A2aLanguageServer(
+        settings, workspace_fixed=args.workspace is not None, max_message_size=args.max_message_size
+    )
+    if early is not None:
+        return await server.serve(reader, writer, first, answered=early[0])
+    return await server.serve(reader, writer, first)
+
+
+def run_stdio(args: argparse.Namespace) -> int:
+    configure_logging(args.log_level)
+    protocol_out = framing.claim_stdout()
+    try:
+        return asyncio.run(serve_stdio(args, sys.stdin.buffer, protocol_out))
+    except KeyboardInterrupt:
+        return 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cleveragents-lsp",
+                                     description="The CleverAgents A2A backend on stdio (LSP framing).")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--stdio", action="store_true", help="accepted for editor compatibility; stdio is the transport")
+    add_server_arguments(parser)
+    return run_stdio(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
