@@ -246,7 +246,7 @@ def report(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     rows.append(("exit codes", *codes, ""))
     widths = [max(len(row[c]) for row in rows) for c in range(4)]
     for n, row in enumerate(rows):
-        print(" | ".join(cell.ljust(w) if c == 0 else cell.rjust(w) for c, (cell, w) in enumerate(zip(row, widths))))
+        print(" | ".join(cell.ljust(w) if c == 0 else cell.rjust(w) for c, (cell, w) in enumerate(zip(row, widths, strict=True))))
         if n == 0:
             print("-+-".join("-" * w for w in widths))
 

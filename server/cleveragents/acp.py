@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any
+
+import cleveragents.a2a as _a2a
 
 warnings.warn(
     "cleveragents.acp is deprecated; import from cleveragents.a2a", DeprecationWarning, stacklevel=2
@@ -22,14 +23,6 @@ _RENAMES = {
     "AcpVersionMismatchError": "A2aVersionMismatchError",
     "AcpVersionNegotiator": "A2aVersionNegotiator",
 }
+globals().update({old: getattr(_a2a, new) for old, new in _RENAMES.items()})
 
 __all__ = sorted(_RENAMES)
-
-
-def __getattr__(name: str) -> Any:
-    target = _RENAMES.get(name)
-    if target is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import cleveragents.a2a as a2a
-
-    return getattr(a2a, target)

@@ -277,3 +277,15 @@ async def test_early_and_ordinary_initialize_answers_agree(workspace):
     finally:
         await early.kill()
         await late.kill()
+
+
+def test_agents_serve_runs_the_same_server(workspace):
+    import subprocess
+    import sys
+
+    agents = [sys.executable, "-m", "cleveragents.cli.main"]
+    body = frame({"jsonrpc": "2.0", "id": 1, "method": "_cleveragents/health/check"})
+    served = subprocess.run([*agents, "serve", "--memory"], input=body, capture_output=True, timeout=30, cwd=workspace)
+    assert served.returncode == 0 and b'"status": "ok"' in served.stdout
+    bare = subprocess.run(agents, capture_output=True, timeout=30)
+    assert bare.returncode == 2 and b"serve" in bare.stderr

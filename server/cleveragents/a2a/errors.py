@@ -23,6 +23,7 @@ from cleveragents.domain.errors import (
     DuplicateEntityError,
     PlanError,
     ResourceNotFoundError,
+    StructuredError,
     TaskNotCancelableError,
     TaskNotFoundError,
     ValidationError,
@@ -42,15 +43,10 @@ BAD_REQUEST_TYPE = "type.googleapis.com/google.rpc.BadRequest"
 ERROR_DOMAIN = "a2a-protocol.org"
 
 
-class A2aError(Exception):
+class A2aError(StructuredError):
     """Base A2A exception."""
 
     default_message = "A2A error"
-
-    def __init__(self, message: str | None = None, data: Mapping[str, Any] | None = None):
-        self.message = message or self.default_message
-        self.data: dict[str, Any] = dict(data or {})
-        super().__init__(self.message)
 
 
 class A2aNotAvailableError(A2aError):
@@ -155,7 +151,7 @@ def _lookup(table: Mapping[type[Exception], Any], exc: BaseException) -> Any:
 
 def is_known(exc: BaseException) -> bool:
     """Whether the exception is an expected refusal rather than a bug."""
-    return isinstance(exc, (A2aError, DomainError))
+    return isinstance(exc, StructuredError)
 
 
 def error_payload(exc: BaseException, dialect: str) -> dict[str, Any]:
@@ -164,8 +160,8 @@ def error_payload(exc: BaseException, dialect: str) -> dict[str, Any]:
     Unknown exceptions become -32603 without any detail: the traceback belongs on
     stderr, never on the wire.
     """
-    if is_known(exc):
-        message, data = exc.message, exc.data  # type: ignore[union-attr]
+    if isinstance(exc, StructuredError):
+        message, data = exc.message, exc.data
     else:
         message, data = "Internal error", {}
     if dialect == dialects.A2A_V1:

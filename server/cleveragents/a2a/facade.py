@@ -156,11 +156,10 @@ class A2aLocalFacade:
             self._sync_loop.close()
 
     # -- the dispatcher ------------------------------------------------------------
-    async def _dispatch(self, request: A2aRequest | Mapping[str, Any], context: CallContext | None) -> A2aResponse:
-        if not isinstance(request, A2aRequest):
-            request = self._coerce(request)
-            if isinstance(request, A2aResponse):
-                return request
+    async def _dispatch(self, raw: A2aRequest | Mapping[str, Any], context: CallContext | None) -> A2aResponse:
+        request = raw if isinstance(raw, A2aRequest) else self._coerce(raw)
+        if isinstance(request, A2aResponse):
+            return request
         spec = methods.get(request.method)
         if spec is None:
             return self._error(request.id, A2aOperationNotFoundError(request.method), dialects.EXTENSION)

@@ -30,9 +30,9 @@ class EventSubscriptions:
         if context is None or context.attach_stream is None:
             # No push channel: answer with what is buffered; poll again from `cursor`.
             events, gap = self.queue.events_since(since, plan_id=plan_id, event_types=event_types)
-            cursor = events[-1].event_id if events else (since or self.queue.last_event_id)
+            position = events[-1].event_id if events else (since or self.queue.last_event_id)
             return {
-                "subscription_id": subscription_id, "live": False, "cursor": cursor,
+                "subscription_id": subscription_id, "live": False, "cursor": position,
                 "replayed": len(events), "gap": gap, "events": [e.to_wire() for e in events],
             }
         self._forget_closed()

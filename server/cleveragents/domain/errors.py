@@ -10,15 +10,22 @@ from collections.abc import Mapping
 from typing import Any
 
 
-class DomainError(Exception):
-    """Base of every domain error."""
+class StructuredError(Exception):
+    """An expected refusal: a message for people and ``data`` for programs. The
+    protocol's errors (``cleveragents.a2a.errors``) share this base."""
 
-    default_message = "Domain rule violated"
+    default_message = "Error"
 
     def __init__(self, message: str | None = None, data: Mapping[str, Any] | None = None):
         self.message = message or self.default_message
         self.data: dict[str, Any] = dict(data or {})
         super().__init__(self.message)
+
+
+class DomainError(StructuredError):
+    """Base of every domain error."""
+
+    default_message = "Domain rule violated"
 
 
 class ResourceNotFoundError(DomainError):

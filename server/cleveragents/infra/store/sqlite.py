@@ -48,6 +48,14 @@ def _session(row: tuple[Any, ...]) -> tuple[int, Session]:
     return seq, Session(session_id, actor, created, updated, status, closed, json.loads(metadata))
 
 
+def _session_values(session: Session) -> tuple[Any, ...]:
+    """Column values in the order both the INSERT and the UPDATE name them."""
+    return (
+        session.actor_name, session.status, session.created_at, session.updated_at,
+        session.closed_at, json.dumps(session.metadata), session.session_id,
+    )
+
+
 class SqliteStore:
     backend = "sqlite"
 
@@ -172,31 +180,24 @@ class SqliteStore:
 
     async def add_session(self, session: Session) -> bool:
         sql = (
-            "INSERT INTO sessions (session_id, actor_name, status, created_at, updated_at, "
-            "closed_at, metadata) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING"
+            "INSERT INTO sessions (actor_name, status, created_at, updated_at, closed_at, metadata, "
+            "session_id) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING"
         )
-        args = (
-            session.session_id, session.actor_name, session.status, session.created_at,
-            session.updated_at, session.closed_at, json.dumps(session.metadata),
-        )
-        return await self._run(self._write, sql, args) == 1
+        return await self._run(self._write, sql, _session_values(session)) == 1
 
     async def save_session(self, session: Session) -> None:
         sql = (
-            "UPDATE sessions SET actor_name = ?, status = ?, updated_at = ?, closed_at = ?, "
-            "metadata = ? WHERE session_id = ?"
+            "UPDATE sessions SET actor_name = ?, status = ?, created_at = ?, updated_at = ?, "
+            "closed_at = ?, metadata = ? WHERE session_id = ?"
         )
-        args = (
-            session.actor_name, session.status, session.updated_at, session.closed_at,
-            json.dumps(session.metadata), session.session_id,
-        )
-        if await self._run(self._write, sql, args) != 1:
+        if await self._run(self._write, sql, _session_values(session)) != 1:
             raise KeyError(session.session_id)
 
     async def list_sessions(
         self, status: SessionStatus | None, limit: int, before: int | None
     ) -> list[tuple[int, Session]]:
-        clauses, args = [], []
+        clauses: list[str] = []
+        args: list[Any] = []
         if status is not None:
             clauses.append("status = ?")
             args.append(status)
@@ -212,7 +213,8 @@ class SqliteStore:
         return await self._run(run)
 
     async def count_sessions(self, status: SessionStatus | None = None) -> int:
-        sql, args = "SELECT COUNT(*) FROM sessions", ()
+        sql = "SELECT COUNT(*) FROM sessions"
+        args: tuple[Any, ...] = ()
         if status is not None:
             sql, args = sql + " WHERE status = ?", (status,)
         return await self._run(lambda: self._db().execute(sql, args).fetchone()[0])

@@ -35,11 +35,16 @@ def task_notification(event: Any) -> tuple[str, dict[str, Any]] | None:
 async def pump_events(
     subscription_id: str, events: AsyncIterable[Any], notify: Callable[[str, Any], None]
 ) -> None:
-    """Send each event of a subscription until it ends."""
-    async for event in events:
-        params = event.to_wire()
-        params["subscription_id"] = subscription_id
-        notify(EVENT_NOTIFICATION, params)
-        if (task := task_notification(event)) is not None:
-            notify(*task)
-    logger.debug("subscription %s ended", subscription_id)
+    """Send each event of a subscription until it ends; then close it, so a
+    cancelled pump never leaves its cursor registered."""
+    try:
+        async for event in events:
+            params = event.to_wire()
+            params["subscription_id"] = subscription_id
+            notify(EVENT_NOTIFICATION, params)
+            if (task := task_notification(event)) is not None:
+                notify(*task)
+    finally:
+        if callable(close := getattr(events, "close", None)):
+            close()
+        logger.debug("subscription %s ended", subscription_id)
