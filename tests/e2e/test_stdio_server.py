@@ -289,3 +289,22 @@ def test_agents_serve_runs_the_same_server(workspace):
     assert served.returncode == 0 and b'"status": "ok"' in served.stdout
     bare = subprocess.run(agents, capture_output=True, timeout=30)
     assert bare.returncode == 2 and b"serve" in bare.stderr
+
+
+async def test_the_server_exits_when_its_client_process_dies(workspace):
+    import asyncio
+    import subprocess
+    import sys
+
+    parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    server = await RawServer.start("--workspace", str(workspace))
+    try:
+        await server.request(0, "initialize", {"processId": parent.pid, "capabilities": {}})
+        await assert_alive(server)
+        parent.kill()
+        parent.wait()
+        code = await asyncio.wait_for(server.proc.wait(), 15)
+        assert code == 0
+    finally:
+        parent.kill()
+        await server.kill()

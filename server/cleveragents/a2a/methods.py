@@ -204,7 +204,7 @@ _ext("_cleveragents/event/subscribe", "EventSubscribeParams", "event_queue", "su
      "Subscribe to events, optionally for one plan, resuming after `since`. On stdio the events "
      "arrive as `_cleveragents/event` (and `task/statusUpdate`, `task/artifactUpdate`) "
      "notifications; in process the buffered events are returned.",
-     "{subscription_id, cursor, replayed, gap, events?}", ("ValidationError",),
+     "{subscription_id, live, cursor, replayed, gap, events?}", ("ValidationError", "BusinessRuleViolation"),
      {"plan_id": None, "since": _ULID}, with_context=True)
 _ext("_cleveragents/event/unsubscribe", "EventUnsubscribeParams", "event_queue", "unsubscribe",
      "End a subscription.", "{subscription_id, status: closed}", _NOT_FOUND,

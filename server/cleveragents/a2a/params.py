@@ -34,16 +34,16 @@ class EmptyParams(ExtensionParams):
 
 
 class PageParams(ExtensionParams):
-    limit: int = Field(default=100, ge=1, le=500)
-    cursor: str | None = Field(default=None, max_length=128)
+    limit: int = Field(default=100, ge=1, le=500, description="Page size")
+    cursor: str | None = Field(default=None, max_length=128, description="`next_cursor` of the previous page")
 
 
 # Sessions
 class SessionCreateParams(ExtensionParams):
-    actor_name: ActorName | None = None
-    actor: ActorName | None = None
-    session_id: Identifier | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    actor_name: ActorName | None = Field(default=None, description="The session's actor, `provider/model`; default `local/default`")
+    actor: ActorName | None = Field(default=None, description="Alias of actor_name")
+    session_id: Identifier | None = Field(default=None, description="Makes the call idempotent: an existing session is returned")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Kept with the session, returned as given")
 
     @model_validator(mode="after")
     def _one_actor(self) -> SessionCreateParams:
@@ -57,11 +57,11 @@ class SessionCreateParams(ExtensionParams):
 
 
 class SessionIdParams(ExtensionParams):
-    session_id: Identifier
+    session_id: Identifier = Field(description="The session's id")
 
 
 class SessionListParams(PageParams):
-    status: Literal["active", "closed"] | None = None
+    status: Literal["active", "closed"] | None = Field(default=None, description="Only sessions in this status")
 
 
 # Plans
@@ -73,7 +73,7 @@ class PlanUseParams(ExtensionParams):
 
 
 class PlanIdParams(ExtensionParams):
-    plan_id: Identifier
+    plan_id: Identifier = Field(description="The plan's id")
 
 
 class PlanApplyParams(PlanIdParams):
@@ -130,7 +130,8 @@ class ContextSetParams(ContextScopeParams):
 
 # Health & diagnostics
 class DiagnosticsRunParams(ExtensionParams):
-    checks: list[Literal["store", "workspace", "actors"]] | None = None
+    checks: list[Literal["store", "workspace", "actors"]] | None = Field(
+        default=None, description="Run only these checks (default: all)")
 
 
 # Sync & namespaces
@@ -144,9 +145,9 @@ class NamespaceParams(ExtensionParams):
 
 # Events
 class EventSubscribeParams(ExtensionParams):
-    plan_id: str | None = Field(default=None, max_length=128)
+    plan_id: str | None = Field(default=None, max_length=128, description="Only this plan's events")
     since: str | None = Field(default=None, description="Resume after this event_id")
-    event_types: list[str] | None = Field(default=None, max_length=50)
+    event_types: list[str] | None = Field(default=None, max_length=50, description="Only these event types")
 
     @field_validator("since")
     @classmethod
@@ -159,7 +160,7 @@ class EventSubscribeParams(ExtensionParams):
 
 
 class EventUnsubscribeParams(ExtensionParams):
-    subscription_id: Identifier
+    subscription_id: Identifier = Field(description="From the subscribe result")
 
 
 # Standard A2A methods (both dialects). Only what every version agrees on is checked.

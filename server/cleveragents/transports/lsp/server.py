@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +28,7 @@ from cleveragents.transports.lsp.protocol import A2aProtocol, JsonRpcException, 
 logger = logging.getLogger("cleveragents.lsp")
 
 EOF_GRACE_SECONDS = 5.0
+PARENT_POLL_SECONDS = 2.0
 _UNANSWERED = object()
 
 
@@ -48,6 +50,8 @@ class A2aLanguageServer(LanguageServer):
         self._loop_thread: int | None = None
         self._stopping = False
         self._pumps: set[asyncio.Task[None]] = set()
+        self._watchdog: asyncio.Future[None] | None = None
+        self._end_of_input = asyncio.Event()
 
     # -- configuration from the client ---------------------------------------------
     def configure_from_initialize(self, params: types.InitializeParams) -> None:
@@ -59,11 +63,23 @@ class A2aLanguageServer(LanguageServer):
                 self.a2a_version = A2aVersionNegotiator().negotiate(str(version))
             except A2aError as exc:
                 raise JsonRpcException(message=exc.message, code=-32009, data=exc.data) from None
+        if params.process_id and self._watchdog is None:
+            self._watchdog = asyncio.ensure_future(self._exit_with_parent(params.process_id))
         if self._workspace_fixed or self._runtime is not None:
             return
         root = _workspace_root(params)
         if root is not None:
             self.settings = replace(self.settings, workspace=root)
+
+    async def _exit_with_parent(self, pid: int) -> None:
+        """LSP: the server exits when the process that started it is gone, so a crashed
+        editor never leaves it behind."""
+        while not self._stopping:
+            await asyncio.sleep(PARENT_POLL_SECONDS)
+            if not _process_alive(pid):
+                logger.warning("the client process %s is gone; shutting down", pid)
+                self.request_stop()
+                self._end_of_input.set()
 
     # -- the services --------------------------------------------------------------
     def warm_up(self) -> None:
@@ -188,9 +204,17 @@ class A2aLanguageServer(LanguageServer):
                 if answered is not _UNANSWERED:
                     self.protocol.suppress_response(answered)
                 self.on_frame(first) if isinstance(first, bytes) else self.on_frame_error(first)
-                await read_frames(reader, self.on_frame, self.on_frame_error, self.max_message_size,
-                                  should_stop=lambda: self._stopping)
+                reading = asyncio.ensure_future(read_frames(
+                    reader, self.on_frame, self.on_frame_error, self.max_message_size,
+                    should_stop=lambda: self._stopping,
+                ))
+                orphaned = asyncio.ensure_future(self._end_of_input.wait())
+                await asyncio.wait({reading, orphaned}, return_when=asyncio.FIRST_COMPLETED)
+                for task in (reading, orphaned):
+                    task.cancel()
         finally:
+            if self._watchdog is not None:
+                self._watchdog.cancel()
             await self._close()
             await writer.drain()
             writer.close()
@@ -230,6 +254,16 @@ class _Runtime:
 
 def _build_runtime(settings: Settings) -> _Runtime:
     return _Runtime(settings)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, it just isn't ours
+        return True
+    return True
 
 
 def _workspace_root(params: types.InitializeParams) -> Path | None:
