@@ -51,7 +51,7 @@ class A2aLanguageServer(LanguageServer):
         self._stopping = False
         self._pumps: set[asyncio.Task[None]] = set()
         self._watchdog: asyncio.Future[None] | None = None
-        self._end_of_input = asyncio.Event()
+        self._orphaned = asyncio.Event()
 
     # -- configuration from the client ---------------------------------------------
     def configure_from_initialize(self, params: types.InitializeParams) -> None:
@@ -79,7 +79,7 @@ class A2aLanguageServer(LanguageServer):
             if not _process_alive(pid):
                 logger.warning("the client process %s is gone; shutting down", pid)
                 self.request_stop()
-                self._end_of_input.set()
+                self._orphaned.set()
 
     # -- the services --------------------------------------------------------------
     def warm_up(self) -> None:
@@ -89,7 +89,7 @@ class A2aLanguageServer(LanguageServer):
 
     def _runtime_future(self) -> asyncio.Future[Any]:
         if self._runtime is None:
-            self._runtime = asyncio.ensure_future(asyncio.to_thread(_build_runtime, self.settings))
+            self._runtime = asyncio.ensure_future(asyncio.to_thread(_Runtime, self.settings))
         return self._runtime
 
     async def facade(self) -> Any:
@@ -188,10 +188,6 @@ class A2aLanguageServer(LanguageServer):
     def request_stop(self) -> None:
         self._stopping = True
 
-    @property
-    def stopping(self) -> bool:
-        return self._stopping
-
     async def serve(self, reader: Any, writer: PipeWriter, first: bytes | FrameError | None,
                     answered: Any = _UNANSWERED) -> int:
         """Serve until ``exit`` or end of input. ``first`` is the frame the entry point
@@ -208,7 +204,7 @@ class A2aLanguageServer(LanguageServer):
                     reader, self.on_frame, self.on_frame_error, self.max_message_size,
                     should_stop=lambda: self._stopping,
                 ))
-                orphaned = asyncio.ensure_future(self._end_of_input.wait())
+                orphaned = asyncio.ensure_future(self._orphaned.wait())
                 await asyncio.wait({reading, orphaned}, return_when=asyncio.FIRST_COMPLETED)
                 for task in (reading, orphaned):
                     task.cancel()
@@ -240,6 +236,8 @@ class A2aLanguageServer(LanguageServer):
 
 
 class _Runtime:
+    """The services behind the server; built in a worker thread (it opens the store)."""
+
     def __init__(self, settings: Settings):
         from cleveragents.a2a.facade import A2aLocalFacade
         from cleveragents.container import Container
@@ -250,10 +248,6 @@ class _Runtime:
     async def aclose(self) -> None:
         await self.container.aclose()
         self.facade.close()
-
-
-def _build_runtime(settings: Settings) -> _Runtime:
-    return _Runtime(settings)
 
 
 def _process_alive(pid: int) -> bool:
