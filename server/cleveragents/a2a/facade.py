@@ -11,6 +11,7 @@ import asyncio
 import inspect
 import logging
 import threading
+import weakref
 from collections.abc import Generator, Mapping
 from typing import Any
 
@@ -20,6 +21,7 @@ from cleveragents.a2a import dialects, envelope, methods, params as params_model
 from cleveragents.a2a.errors import (
     A2aNotAvailableError,
     A2aOperationNotFoundError,
+    InvalidRequestError,
     ValidationError,
     error_payload,
     internal_error_payload,
@@ -133,6 +135,7 @@ class A2aLocalFacade:
         with self._sync_lock:
             if self._sync_loop is None or self._sync_loop.is_closed():
                 self._sync_loop = asyncio.new_event_loop()
+                weakref.finalize(self, self._sync_loop.close)
             return self._sync_loop.run_until_complete(self._dispatch(request, None))
 
     async def handle_raw(self, body: bytes | str, context: CallContext | None = None) -> dict[str, Any] | None:
@@ -181,8 +184,6 @@ class A2aLocalFacade:
         try:
             return A2aRequest.model_validate(dict(raw))
         except pydantic.ValidationError as exc:
-            from cleveragents.a2a.errors import InvalidRequestError
-
             return self._error(msg_id, InvalidRequestError("Invalid request", {"errors": _field_errors(exc)}),
                                dialects.EXTENSION)
 
