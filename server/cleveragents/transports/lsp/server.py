@@ -18,7 +18,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from cleveragents._version import __version__
-from cleveragents.a2a import dialects, envelope
+from cleveragents.a2a import dialects, envelope, methods
 from cleveragents.a2a.errors import A2aError, error_payload, internal_error_payload
 from cleveragents.config import Settings
 from cleveragents.transports.lsp.framing import DEFAULT_MAX_MESSAGE_SIZE, FrameError, PipeWriter, read_frames
@@ -51,6 +51,7 @@ class A2aLanguageServer(LanguageServer):
         self._stopping = False
         self._pumps: set[asyncio.Task[None]] = set()
         self._watchdog: asyncio.Future[None] | None = None
+        self._handlers: dict[str, Any] = {}
         self._orphaned = asyncio.Event()
 
     # -- configuration from the client ---------------------------------------------
@@ -98,10 +99,15 @@ class A2aLanguageServer(LanguageServer):
 
     # -- requests ------------------------------------------------------------------
     def handler_for(self, method: str) -> Any:
+        """The request handler for ``method`` (kept for names in the method table)."""
+        if (handler := self._handlers.get(method)) is not None:
+            return handler
+
         async def handle(params: Any) -> WireResponse:
             return await self._serve(method, params)
 
-        handle.__name__ = f"a2a:{method}"
+        if method in methods.METHODS:
+            self._handlers[method] = handle
         return handle
 
     async def _serve(self, method: str, params: Any) -> WireResponse:
