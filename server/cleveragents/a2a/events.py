@@ -53,7 +53,6 @@ class EventCursor:
         self._loop = asyncio.get_running_loop()
         self._closed = False
         self.gap = gap
-        self.last_event_id: str | None = None
 
     def _notify(self) -> None:
         if self._loop.is_closed():
@@ -97,7 +96,6 @@ class EventCursor:
             if batch:
                 self._seq, event = batch[0]
                 if self._match(event):
-                    self.last_event_id = event.event_id
                     return event
                 continue
             if self._queue.closed:
