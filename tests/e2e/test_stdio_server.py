@@ -308,3 +308,14 @@ async def test_the_server_exits_when_its_client_process_dies(workspace):
     finally:
         parent.kill()
         await server.kill()
+
+
+async def test_a_cancelled_request_gets_32800_and_the_server_carries_on(server):
+    # Cancelled while it waits for the services to load: the load itself must go on.
+    server.send(frame({"jsonrpc": "2.0", "id": 1, "method": "session.create", "params": {}})
+                + frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 1}}))
+    cancelled = await server.response(1)
+    assert cancelled["error"]["code"] == -32800
+    listed = await server.request(2, "session.list", {})
+    assert listed["result"]["total"] == 0
+    await assert_alive(server)
