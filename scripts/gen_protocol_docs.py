@@ -408,6 +408,9 @@ def error_sections() -> list[str]:
 
 
 def events_section() -> list[str]:
+    from cleveragents.a2a.events import DEFAULT_CAPACITY, EVENT_GAP
+    from cleveragents.a2a.subscriptions import MAX_LIVE_SUBSCRIPTIONS
+
     return [
         "## Event subscriptions",
         "",
@@ -424,6 +427,10 @@ def events_section() -> list[str]:
         "- In process there is no push channel: the result has `live: false`, carries the buffered "
         "`events`, and a `cursor` to pass as `since` on the next poll.",
         "- `_cleveragents/event/unsubscribe` ends a live subscription.",
+        f"- The server keeps the last {DEFAULT_CAPACITY} events. A live subscriber that falls further "
+        f"behind than that receives an `{EVENT_GAP}` whose `data.missed` says how many events it lost.",
+        f"- At most {MAX_LIVE_SUBSCRIPTIONS} subscriptions are live at once; another one is refused "
+        "with -32004 until one is closed.",
         "",
     ]
 
