@@ -319,3 +319,18 @@ async def test_a_cancelled_request_gets_32800_and_the_server_carries_on(server):
     listed = await server.request(2, "session.list", {})
     assert listed["result"]["total"] == 0
     await assert_alive(server)
+
+
+async def test_acknowledged_sessions_survive_sigkill(workspace):
+    server = await RawServer.start("--workspace", str(workspace))
+    created = [(await server.request(i, "session.create", {}))["result"]["session_id"] for i in range(1, 21)]
+    await server.request(21, "session.close", {"session_id": created[0]})
+    server.proc.kill()  # SIGKILL: no shutdown, no checkpoint
+    await server.proc.wait()
+    again = await RawServer.start("--workspace", str(workspace))
+    try:
+        listed = (await again.request(1, "session.list", {"limit": 100}))["result"]
+        assert sorted(s["session_id"] for s in listed["sessions"]) == sorted(created)
+        assert (await again.request(2, "session.get", {"session_id": created[0]}))["result"]["status"] == "closed"
+    finally:
+        await again.kill()
