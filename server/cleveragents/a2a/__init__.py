@@ -8,6 +8,7 @@ from typing import Any
 _EXPORTS = {
     "A2aLocalFacade": "facade",
     "PendingResponse": "facade",
+    "CallContext": "facade",
     "A2aRequest": "models",
     "A2aResponse": "models",
     "A2aErrorDetail": "models",

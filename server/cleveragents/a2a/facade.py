@@ -33,6 +33,8 @@ from cleveragents.app.calls import CallContext
 
 logger = logging.getLogger(__name__)
 
+__all__ = ["A2aLocalFacade", "CallContext", "PendingResponse"]
+
 # Params keys that belong to the transport, not to the method.
 VERSION_PARAM = "A2A-Version"
 PROGRESS_PARAM = "workDoneToken"

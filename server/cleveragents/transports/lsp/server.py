@@ -111,7 +111,7 @@ class A2aLanguageServer(LanguageServer):
         return handle
 
     async def _serve(self, method: str, params: Any) -> WireResponse:
-        from cleveragents.app.calls import CallContext
+        from cleveragents.a2a.facade import CallContext
 
         msg_id = self.protocol.msg_id
         try:
