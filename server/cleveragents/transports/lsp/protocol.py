@@ -21,6 +21,7 @@ from pygls.protocol import (
     lsp_method,
 )
 
+from cleveragents.a2a import envelope
 from cleveragents.transports.lsp.handshake import initialize_result
 
 if TYPE_CHECKING:
@@ -154,11 +155,9 @@ class A2aProtocol(LanguageServerProtocol):
                 except Exception:
                     logger.exception("after-response action failed for %s", msg_id)
 
-    def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
-        error: dict[str, Any] = {"code": code, "message": message}
-        if data is not None:
-            error["data"] = data
-        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": error})
+    def send_error(self, msg_id: Any, error: dict[str, Any]) -> None:
+        """Write an error response (``error`` is the JSON-RPC error object)."""
+        self._send_data(envelope.error_response(msg_id, error))
 
 
 __all__ = ["A2aProtocol", "JsonRpcException", "WireResponse", "plain_dict_converter"]

@@ -167,28 +167,32 @@ class A2aLanguageServer(LanguageServer):
             self._reply_error(envelope.echo_id(message), exc)
             return
         if kind == "request" and self.protocol.shutting_down and message["method"] != "exit":
-            self.protocol.send_error(message["id"], -32600, "Invalid request: the server is shutting down",
-                                     {"method": message["method"]})
+            self.protocol.send_error(message["id"], {
+                "code": -32600, "message": "Invalid request: the server is shutting down",
+                "data": {"method": message["method"]},
+            })
             return
         try:
             structured = self.protocol.structure_message(message)
         except JsonRpcException as exc:
             if kind == "request":
-                self.protocol.send_error(message["id"], exc.code, exc.message, {"method": message["method"]})
+                self.protocol.send_error(message["id"], {
+                    "code": exc.code, "message": exc.message, "data": {"method": message["method"]},
+                })
             return
         try:
             self.protocol.handle_message(structured)
-        except Exception:
-            logger.exception("failed to handle %s", message.get("method", "a response"))
+        except Exception as exc:
+            payload = internal_error_payload(exc, dialects.EXTENSION, message.get("method", "a response"))
             if kind == "request":
-                self.protocol.send_error(message["id"], -32603, "Internal error")
+                self.protocol.send_error(message["id"], payload)
 
     def on_frame_error(self, error: FrameError) -> None:
         logger.warning("bad frame: %s", error.message)
-        self.protocol.send_error(None, error.code, error.message, error.data)
+        self.protocol.send_error(None, {"code": error.code, "message": error.message, "data": error.data})
 
     def _reply_error(self, msg_id: Any, exc: A2aError) -> None:
-        self.protocol._send_data(envelope.error_response(msg_id, error_payload(exc, dialects.EXTENSION)))
+        self.protocol.send_error(msg_id, error_payload(exc, dialects.EXTENSION))
 
     # -- lifecycle -----------------------------------------------------------------
     def request_stop(self) -> None:
