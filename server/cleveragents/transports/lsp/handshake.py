@@ -42,6 +42,11 @@ def initialize_result(params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def initialize_response(msg_id: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """The whole JSON-RPC response to ``initialize``."""
+    return {"jsonrpc": "2.0", "id": msg_id, "result": initialize_result(params)}
+
+
 def early_initialize(body: bytes) -> tuple[Any, dict[str, Any]] | None:
     """``(id, params)`` when ``body`` is a well-formed initialize request that can be
     answered at once; ``None`` sends it down the ordinary path (which reports errors)."""

@@ -53,10 +53,7 @@ async def serve_stdio(args: argparse.Namespace, stdin: Any, stdout: Any) -> int:
     first = await framing.read_frame(reader, args.max_message_size)
     early = handshake.early_initialize(first) if isinstance(first, bytes) else None
     if early is not None:
-        msg_id, params = early
-        writer.write(framing.encode_frame(
-            {"jsonrpc": "2.0", "id": msg_id, "result": handshake.initialize_result(params)}
-        ))
+        writer.write(framing.encode_frame(handshake.initialize_response(*early)))
     server_module = await loading
     settings = Settings.from_env(workspace=args.workspace, state_dir=args.state_dir, memory=args.memory or None)
     server = server_module.A2aLanguageServer(

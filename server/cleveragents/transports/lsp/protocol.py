@@ -22,7 +22,7 @@ from pygls.protocol import (
 )
 
 from cleveragents.a2a import envelope
-from cleveragents.transports.lsp.handshake import initialize_result
+from cleveragents.transports.lsp.handshake import initialize_response
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -74,8 +74,7 @@ class A2aProtocol(LanguageServerProtocol):
         msg_id = self.msg_id
         self._server.configure_from_initialize(params)
         yield from super().lsp_initialize(params)  # pygls's own state: workspace, client capabilities
-        result = initialize_result(self._converter.unstructure(params))
-        return WireResponse({"jsonrpc": "2.0", "id": msg_id, "result": result})
+        return WireResponse(initialize_response(msg_id, self._converter.unstructure(params)))
 
     def suppress_response(self, msg_id: Any) -> None:
         """Don't write the response to ``msg_id``: it has been answered already."""
