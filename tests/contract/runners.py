@@ -17,6 +17,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
 from tests.conftest import SERVER_COMMAND
+from tests.e2e.rawclient import frame
 
 EVENT = "_cleveragents/event"
 TIMEOUT = 10.0
@@ -197,14 +198,14 @@ class StdioRunner:
         if msg_id is not None:
             waiter = asyncio.get_running_loop().create_future()
             self._waiters[msg_id] = waiter
-        self.client.protocol.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.client.protocol.writer.write(frame(body))
         if waiter is not None:
             return await asyncio.wait_for(waiter, TIMEOUT)
         return await asyncio.wait_for(self.orphans.get(), TIMEOUT)
 
     async def notify_raw(self, body: bytes) -> None:
         assert self.client is not None
-        self.client.protocol.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.client.protocol.writer.write(frame(body))
 
     async def subscribe(self, params: dict[str, Any] | None = None) -> tuple[dict[str, Any], EventStream]:
         response = await self.call("_cleveragents/event/subscribe", params or {})
