@@ -1,0 +1,246 @@
+"""File tools: read, glob, search, write and replace, all through the plan's view.
+
+Line and column numbers are 1-based; columns count characters. A file is text when
+it decodes as UTF-8 and has no NUL byte in its first 8 KiB; other files are binary:
+``fs.read`` refuses them and ``fs.search``/``fs.replace`` skip them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pydantic
+from pydantic import Field
+
+from cleveragents.domain.errors import ResourceNotFoundError, ValidationError
+from cleveragents.domain.tools import ToolContext, ToolResult, WorkspaceView
+from cleveragents.infra.tools.base import ModelTool, StrictArguments
+
+BINARY_SNIFF_BYTES = 8192
+MAX_LINE_TEXT = 1000  # a match's line is cut here: minified files have huge lines
+
+
+def decode_text(data: bytes) -> str | None:
+    """The text of a file, or ``None`` when it is binary."""
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings kept; only ``\\n`` ends a line (``str.splitlines``
+    also splits on form feeds and the like, which editors do not count)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def read_text(view: WorkspaceView, path: str, tool: str) -> str:
+    try:
+        data = view.read_bytes(path)
+    except FileNotFoundError:
+        raise ResourceNotFoundError(f"{path} does not exist", {"tool": tool, "path": path}) from None
+    except IsADirectoryError:
+        raise ValidationError(f"{path} is a directory", {"tool": tool, "path": path, "reason": "is_directory"}) from None
+    text = decode_text(data)
+    if text is None:
+        raise ValidationError(f"{path} is a binary file", {"tool": tool, "path": path, "reason": "binary"})
+    return text
+
+
+def _text_files(view: WorkspaceView, pattern: str, context: ToolContext) -> Iterator[tuple[str, str]]:
+    """``(path, text)`` for each text file matching ``pattern``, checking for a
+    cancel between files."""
+    for path in view.glob(pattern):
+        context.check_cancelled()
+        if context.progress is not None:
+            context.progress(path)
+        try:
+            text = decode_text(view.read_bytes(path))
+        except FileNotFoundError:  # listed, then deleted by an earlier write
+            continue
+        if text is not None:
+            yield path, text
+
+
+def _regex_flags(ignore_case: bool, multiline: bool = False, dotall: bool = False) -> int:
+    return (re.IGNORECASE if ignore_case else 0) | (re.MULTILINE if multiline else 0) | (re.DOTALL if dotall else 0)
+
+
+def _valid_regex(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+    return pattern
+
+
+class ReadArguments(StrictArguments):
+    path: str = Field(min_length=1, description="Workspace-relative path.")
+    start_line: int | None = Field(None, ge=1, description="First line to return (1-based).")
+    end_line: int | None = Field(None, ge=1, description="Last line to return, inclusive.")
+
+    @pydantic.model_validator(mode="after")
+    def _check_range(self) -> ReadArguments:
+        if self.start_line is not None and self.end_line is not None and self.end_line < self.start_line:
+            raise ValueError("end_line is before start_line")
+        return self
+
+
+class ReadTool(ModelTool[ReadArguments]):
+    name = "fs.read"
+    description = "Read a text file, optionally a range of its lines. Binary files are refused."
+    Arguments = ReadArguments
+
+    def execute(self, arguments: ReadArguments, context: ToolContext) -> ToolResult:
+        text = read_text(context.view, arguments.path, self.name)
+        lines = split_lines(text)
+        start = arguments.start_line or 1
+        end = min(arguments.end_line or len(lines), len(lines))
+        if arguments.start_line is not None or arguments.end_line is not None:
+            text = "".join(lines[start - 1:end])
+        return ToolResult(
+            output={"path": arguments.path, "text": text, "start_line": start, "end_line": end,
+                    "total_lines": len(lines)},
+            summary=f"read {arguments.path} lines {start}-{end} of {len(lines)}",
+            reads=[arguments.path],
+        )
+
+
+class GlobArguments(StrictArguments):
+    pattern: str = Field(min_length=1, description="Glob; `**` crosses directories.")
+    max_results: int = Field(1000, ge=1, le=100_000)
+
+
+class GlobTool(ModelTool[GlobArguments]):
+    name = "fs.glob"
+    description = "List the files matching a glob pattern, sorted."
+    Arguments = GlobArguments
+
+    def execute(self, arguments: GlobArguments, context: ToolContext) -> ToolResult:
+        paths = context.view.glob(arguments.pattern)
+        shown = paths[:arguments.max_results]
+        return ToolResult(
+            output={"pattern": arguments.pattern, "paths": shown, "truncated": len(paths) > len(shown)},
+            summary=f"{len(paths)} files match {arguments.pattern}",
+        )
+
+
+class SearchArguments(StrictArguments):
+    pattern: str = Field(min_length=1, description="Python regular expression, matched line by line.")
+    glob: str = Field("**/*", min_length=1, description="Which files to search.")
+    max_results: int = Field(100, ge=1, le=10_000)
+    ignore_case: bool = False
+
+    _check_pattern = pydantic.field_validator("pattern")(_valid_regex)
+
+
+class SearchTool(ModelTool[SearchArguments]):
+    name = "fs.search"
+    description = "Search text files for a regular expression; binary files are skipped."
+    Arguments = SearchArguments
+
+    def execute(self, arguments: SearchArguments, context: ToolContext) -> ToolResult:
+        regex = re.compile(arguments.pattern, _regex_flags(arguments.ignore_case))
+        results: list[dict[str, Any]] = []
+        searched: list[str] = []
+        truncated = False
+        for path, text in _text_files(context.view, arguments.glob, context):
+            searched.append(path)
+            for number, line in enumerate(split_lines(text), start=1):
+                line = line.rstrip("\r\n")
+                for match in regex.finditer(line):
+                    if len(results) == arguments.max_results:
+                        truncated = True
+                        break
+                    results.append({"path": path, "line": number, "column": match.start() + 1,
+                                    "text": line[:MAX_LINE_TEXT]})
+                if truncated:
+                    break
+            if truncated:
+                break
+        return ToolResult(
+            output={"results": results, "truncated": truncated, "files_searched": len(searched)},
+            summary=f"{len(results)} matches in {len(searched)} files",
+            reads=searched,
+        )
+
+
+class WriteArguments(StrictArguments):
+    path: str = Field(min_length=1, description="Workspace-relative path.")
+    content: str
+    mode: int | None = Field(None, ge=0, le=0o777, description="Permission bits; kept when omitted.")
+
+
+class WriteTool(ModelTool[WriteArguments]):
+    name = "fs.write"
+    description = "Write a text file (UTF-8) in the plan's overlay, creating or replacing it."
+    Arguments = WriteArguments
+
+    def execute(self, arguments: WriteArguments, context: ToolContext) -> ToolResult:
+        created = not context.view.exists(arguments.path)
+        data = arguments.content.encode("utf-8")
+        context.view.write_bytes(arguments.path, data, arguments.mode)
+        return ToolResult(
+            output={"path": arguments.path, "bytes": len(data), "created": created},
+            summary=f"{'created' if created else 'wrote'} {arguments.path}",
+            writes=[arguments.path],
+        )
+
+
+class ReplaceArguments(StrictArguments):
+    pattern: str = Field(min_length=1, description="Python regular expression, matched against each whole file.")
+    replacement: str = Field(description="`re.sub` replacement: `\\1` or `\\g<name>` refer to groups.")
+    glob: str = Field("**/*", min_length=1, description="Which files to change.")
+    count: int = Field(0, ge=0, description="Most replacements per file; 0 replaces every match.")
+    ignore_case: bool = False
+    multiline: bool = Field(False, description="`^` and `$` match at each line.")
+    dotall: bool = Field(False, description="`.` matches newlines too.")
+
+    _check_pattern = pydantic.field_validator("pattern")(_valid_regex)
+
+    @pydantic.field_validator("replacement")
+    @classmethod
+    def _check_replacement(cls, replacement: str, info: pydantic.ValidationInfo) -> str:
+        pattern = info.data.get("pattern")
+        if pattern is not None:  # else the pattern already failed
+            try:
+                re.compile(pattern).sub(replacement, "")  # parses the template even without a match
+            except re.error as exc:
+                raise ValueError(f"invalid replacement {replacement!r}: {exc}") from None
+        return replacement
+
+
+class ReplaceTool(ModelTool[ReplaceArguments]):
+    name = "fs.replace"
+    description = "Replace a regular expression in the text files matching a glob; only changed files are written."
+    Arguments = ReplaceArguments
+
+    def execute(self, arguments: ReplaceArguments, context: ToolContext) -> ToolResult:
+        flags = _regex_flags(arguments.ignore_case, arguments.multiline, arguments.dotall)
+        regex = re.compile(arguments.pattern, flags)
+        scanned: list[str] = []
+        changed: list[tuple[str, str, int]] = []
+        for path, text in _text_files(context.view, arguments.glob, context):
+            scanned.append(path)
+            new_text, replacements = regex.subn(arguments.replacement, text, count=arguments.count)
+            if new_text != text:
+                changed.append((path, new_text, replacements))
+        # Every file is computed before the first write, so a cancel writes nothing.
+        for path, new_text, _ in changed:
+            context.view.write_bytes(path, new_text.encode("utf-8"))
+        files = [{"path": path, "replacements": replacements} for path, _, replacements in changed]
+        total = sum(replacements for _, _, replacements in changed)
+        return ToolResult(
+            output={"files": files, "total_replacements": total, "files_scanned": len(scanned)},
+            summary=f"{total} replacements in {len(files)} of {len(scanned)} files",
+            reads=scanned,
+            writes=[path for path, _, _ in changed],
+        )

@@ -1,0 +1,316 @@
+"""Crash-safe apply and rollback of a plan's overlay.
+
+Before any workspace file changes, every content both sides need is in the blob
+store and a journal (``<journal_dir>/<plan_id>.json``, status "started") names the
+files and their old and new states. Each file is then replaced whole (temp file +
+rename). A crash at any point leaves a journal that ``recover()`` finishes (or
+undoes) on the next start. The journal stays, status "done", until ``discard``, so
+the caller can record the outcome in its own state first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import logging
+import os
+import re
+import stat
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cleveragents.domain.errors import (
+    AuthorizationError,
+    DomainError,
+    PlanError,
+    ValidationError,
+)
+from cleveragents.domain.guards import normalize
+from cleveragents.infra.workspace._fs import fsync_dir, remove_temp_files, write_atomic
+from cleveragents.infra.workspace.blobs import BlobStore
+from cleveragents.infra.workspace.checkpoint import Checkpoint, CheckpointEntry
+from cleveragents.infra.workspace.overlay import OverlayEntry
+
+logger = logging.getLogger(__name__)
+
+_PLAN_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:\-]{0,127}$")
+# The side each operation moves the files to; undoing it moves them to the other.
+_TARGET = {"apply": "post", "rollback": "pre"}
+_OTHER = {"post": "pre", "pre": "post"}
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    """``outcome``: "completed" (the operation's result is on disk), "undone" (the
+    files are as before it) or "failed" (the journal stays for another try)."""
+
+    plan_id: str
+    op: str
+    outcome: str
+    paths: list[str]
+    checkpoint: Checkpoint
+
+
+class _FileFailed(Exception):
+    def __init__(self, path: str, cause: OSError) -> None:
+        super().__init__(path)
+        self.path = path
+        self.reason = cause.strerror or type(cause).__name__
+
+
+class Applier:
+    """Applies and rolls back one workspace, one operation at a time. ``durable``
+    also fsyncs every file and directory: without it a killed process still loses
+    nothing (the kernel has the pages), only a power cut could."""
+
+    def __init__(self, root: Path, blobs: BlobStore, journal_dir: Path, durable: bool = False) -> None:
+        self.root = Path(root)
+        self.blobs = blobs
+        self.journal_dir = Path(journal_dir)
+        self.durable = durable
+        self._real_root = os.path.realpath(self.root)
+        self._lock = threading.Lock()
+        self._safe_dirs: set[str] = set()
+
+    # -- operations --------------------------------------------------------------
+
+    def conflicts(self, entries: Iterable[OverlayEntry]) -> list[str]:
+        """Paths whose content on disk is no longer the one the plan started from."""
+        with self._lock:
+            self._safe_dirs.clear()
+            return [entry.path for entry in entries if self._digest(self._read(entry.path)[0]) != entry.base]
+
+    def apply(self, plan_id: str, entries: Iterable[OverlayEntry], *, force: bool = False) -> Checkpoint:
+        _check_plan_id(plan_id)
+        with self._lock:
+            self._safe_dirs.clear()
+            self._refuse_unfinished(plan_id)
+            entries = sorted(entries, key=lambda entry: entry.path)
+            self._require_blobs(plan_id, [entry.blob for entry in entries if entry.blob])
+            conflicts, planned, pre_images = [], [], []
+            for entry in entries:
+                data, mode = self._read(entry.path)
+                digest = self._digest(data)
+                if digest != entry.base:
+                    conflicts.append(entry.path)
+                if entry.blob == digest and (data is None or entry.mode == mode):
+                    continue  # already so on disk
+                planned.append(CheckpointEntry(
+                    entry.path, data is not None, digest, mode, entry.blob, None if entry.blob is None else entry.mode,
+                ))
+                if data is not None:
+                    pre_images.append((data, digest))
+            if conflicts and not force:
+                raise PlanError("files changed on disk since execute", {"plan_id": plan_id, "conflicts": conflicts})
+            for data, digest in pre_images:
+                self.blobs.put(data, digest=digest, durable=self.durable)
+            checkpoint = Checkpoint(plan_id, _now(), planned, self._dirs_to_create(planned))
+            self._run("apply", checkpoint)
+            return checkpoint
+
+    def rollback(self, checkpoint: Checkpoint, *, force: bool = False) -> list[str]:
+        """Restore every pre-image, bytes and mode, and delete the files the apply
+        created. Refused when a file changed since the apply, unless ``force``."""
+        _check_plan_id(checkpoint.plan_id)
+        with self._lock:
+            self._safe_dirs.clear()
+            self._refuse_unfinished(checkpoint.plan_id)
+            conflicts = [entry.path for entry in checkpoint.entries
+                         if self._digest(self._read(entry.path)[0]) != entry.post_blob]
+            if conflicts and not force:
+                raise PlanError("files changed on disk since the apply",
+                                {"plan_id": checkpoint.plan_id, "conflicts": conflicts})
+            self._require_blobs(checkpoint.plan_id, [e.pre_blob for e in checkpoint.entries if e.existed and e.pre_blob])
+            self._run("rollback", checkpoint)
+            return checkpoint.paths
+
+    def recover(self) -> list[RecoveryReport]:
+        """Finish or undo what a crash interrupted; report every journal still kept."""
+        with self._lock:
+            self._safe_dirs.clear()
+            self.blobs.remove_temp_files()
+            remove_temp_files(self.journal_dir)
+            return [report for path in sorted(self.journal_dir.glob("*.json")) if (report := self._recover(path))]
+
+    def discard(self, plan_id: str) -> None:
+        _check_plan_id(plan_id)
+        self._journal_path(plan_id).unlink(missing_ok=True)
+
+    # -- journal -----------------------------------------------------------------
+
+    def _run(self, op: str, checkpoint: Checkpoint) -> None:
+        record: dict[str, Any] = {"op": op, "status": "started", "checkpoint": checkpoint.to_dict()}
+        self._write_journal(checkpoint.plan_id, record, sync=True)
+        try:
+            self._move(checkpoint, _TARGET[op])
+        except _FileFailed as failure:
+            data = {"plan_id": checkpoint.plan_id, "op": op, "path": failure.path, "reason": failure.reason}
+            try:
+                self._move(checkpoint, _OTHER[_TARGET[op]])
+            except _FileFailed as again:
+                raise PlanError(f"{op} failed; recover() will finish undoing it", data) from again
+            self._write_journal(checkpoint.plan_id, {**record, "status": "done", "outcome": "undone"})
+            raise PlanError(f"{op} failed and was undone", data) from None
+        self._write_journal(checkpoint.plan_id, {**record, "status": "done", "outcome": "completed"})
+
+    def _recover(self, journal: Path) -> RecoveryReport | None:
+        try:
+            record = json.loads(journal.read_bytes())
+            op, checkpoint = record["op"], Checkpoint.from_dict(record["checkpoint"])
+            target = _TARGET[op]
+        except (OSError, ValueError, KeyError, TypeError, ValidationError):
+            logger.warning("unreadable journal %s left in place", journal.name)
+            return None
+        outcome = record.get("outcome", "completed")
+        if record.get("status") != "done":
+            try:
+                # Fresh checks, not the memo: this is where a lost blob shows.
+                needed = [blob for entry in checkpoint.entries if (blob := entry.state(target)[0])]
+                if all(self.blobs.path(blob).is_file() for blob in needed):
+                    outcome = "completed"
+                else:
+                    target, outcome = _OTHER[target], "undone"
+                self._move(checkpoint, target)
+            except (_FileFailed, DomainError) as exc:
+                logger.warning("recovery of plan %s failed: %s", checkpoint.plan_id, exc)
+                return RecoveryReport(checkpoint.plan_id, op, "failed", checkpoint.paths, checkpoint)
+            self._write_journal(checkpoint.plan_id, {**record, "status": "done", "outcome": outcome})
+        for directory in {os.path.dirname(path) for path in checkpoint.paths}:
+            remove_temp_files(os.path.join(self._real_root, directory))
+        return RecoveryReport(checkpoint.plan_id, op, outcome, checkpoint.paths, checkpoint)
+
+    def _journal_path(self, plan_id: str) -> Path:
+        return self.journal_dir / f"{plan_id}.json"
+
+    def _write_journal(self, plan_id: str, record: dict[str, Any], *, sync: bool = False) -> None:
+        self.journal_dir.mkdir(parents=True, exist_ok=True)
+        data = json.dumps(record, separators=(",", ":")).encode()
+        write_atomic(self._journal_path(plan_id), data, 0o600, durable=sync or self.durable)
+        if self.durable:
+            fsync_dir(self.journal_dir)
+
+    def _refuse_unfinished(self, plan_id: str) -> None:
+        try:
+            record = json.loads(self._journal_path(plan_id).read_bytes())
+        except (FileNotFoundError, ValueError):
+            return
+        if record.get("status") != "done":
+            raise PlanError("an interrupted operation on this plan awaits recover()",
+                            {"plan_id": plan_id, "op": record.get("op")})
+
+    def _require_blobs(self, plan_id: str, digests: list[str]) -> None:
+        missing = [digest for digest in digests if not self.blobs.has(digest)]
+        if missing:
+            raise PlanError("file contents missing from the blob store", {"plan_id": plan_id, "missing": missing})
+
+    # -- files -------------------------------------------------------------------
+
+    def _move(self, checkpoint: Checkpoint, side: str) -> None:
+        """Put every file of the checkpoint in its ``side`` state. Deletions go
+        first, so a deleted file can make way for a directory (and back)."""
+        states = [(entry.path, *entry.state(side)) for entry in checkpoint.entries]
+        touched: set[str] = set()
+        for path, blob, _ in states:
+            if blob is None:
+                with _failing_as(path), contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                    os.unlink(self._target(path))
+                touched.add(os.path.dirname(path))
+        if side == "pre":
+            for directory in sorted(checkpoint.created_dirs, reverse=True):
+                try:
+                    os.rmdir(os.path.join(self._real_root, directory))
+                except OSError:
+                    pass  # gone already, or someone has put files in it since
+        for path, blob, mode in states:
+            if blob is not None:
+                data = self.blobs.get(blob)
+                with _failing_as(path):
+                    self._write(self._target(path), data, mode)
+                touched.add(os.path.dirname(path))
+        if self.durable:
+            for directory in touched:
+                with contextlib.suppress(FileNotFoundError):  # a rollback removed it
+                    fsync_dir(os.path.join(self._real_root, directory))
+
+    def _write(self, target: str, data: bytes, mode: int | None) -> None:
+        file_mode = 0o644 if mode is None else mode
+        try:
+            write_atomic(target, data, file_mode, durable=self.durable)
+        except FileNotFoundError:  # its directory is new: make it only when needed
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            write_atomic(target, data, file_mode, durable=self.durable)
+
+    def _target(self, path: str) -> str:
+        """The file's place on disk, refusing a path whose directories lead out
+        of the workspace through a symlink."""
+        if normalize(path) != path:
+            raise ValidationError("not a normalized workspace path", {"path": path})
+        parent = os.path.dirname(path)
+        if parent and parent not in self._safe_dirs:
+            if not os.path.realpath(os.path.join(self._real_root, parent)).startswith(self._real_root + os.sep):
+                raise AuthorizationError(f"path {path!r} refused: symlink_escape",
+                                         {"path": path, "reason": "symlink_escape"})
+            self._safe_dirs.add(parent)
+        return os.path.join(self._real_root, path)
+
+    def _read(self, path: str) -> tuple[bytes | None, int | None]:
+        """The file's bytes and mode, or ``(None, None)`` when there is none. A
+        symlink or a directory in its place is refused: it has no pre-image to keep."""
+        try:
+            # O_NONBLOCK: a FIFO in the file's place must not hang the apply.
+            fd = os.open(self._target(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except (FileNotFoundError, NotADirectoryError):
+            return None, None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _not_regular(path) from None
+            raise
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise _not_regular(path)
+            chunks = [os.read(fd, info.st_size + 1)]  # one call for a file that stays put
+            while chunks[-1]:
+                chunks.append(os.read(fd, 1 << 20))
+        finally:
+            os.close(fd)
+        return b"".join(chunks), stat.S_IMODE(info.st_mode)
+
+    def _digest(self, data: bytes | None) -> str | None:
+        return None if data is None else self.blobs.digest_of(data)
+
+    def _dirs_to_create(self, planned: list[CheckpointEntry]) -> list[str]:
+        exists: dict[str, bool] = {}
+        for entry in planned:
+            parts = entry.path.split("/")[:-1] if entry.post_blob is not None else []
+            for depth in range(1, len(parts) + 1):
+                directory = "/".join(parts[:depth])
+                if directory not in exists:
+                    exists[directory] = os.path.lexists(os.path.join(self._real_root, directory))
+        return sorted(directory for directory, found in exists.items() if not found)
+
+
+@contextlib.contextmanager
+def _failing_as(path: str) -> Iterator[None]:
+    try:
+        yield
+    except OSError as exc:
+        raise _FileFailed(path, exc) from exc
+
+
+def _not_regular(path: str) -> PlanError:
+    return PlanError("not a regular file", {"path": path, "reason": "not_a_regular_file"})
+
+
+def _check_plan_id(plan_id: str) -> None:
+    if not isinstance(plan_id, str) or not _PLAN_ID.match(plan_id):
+        raise ValidationError("invalid plan id", {"field": "plan_id"})
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,258 @@
+"""A plan's overlay: its writes and deletions, kept over the workspace on disk.
+
+Reads see the overlay first, then the disk; writes never touch the workspace. Every
+path passes the guards (``domain.guards``) and must stay inside the root once
+symlinks are resolved. The overlay itself is a map of small records (content lives
+in the ``BlobStore``), so a plan's overlay can be stored and rebuilt after a restart.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from cleveragents.domain.errors import (
+    AuthorizationError,
+    BudgetExceededError,
+    ValidationError,
+)
+from cleveragents.domain.guards import GuardPolicy, normalize
+from cleveragents.infra.workspace.blobs import BlobStore
+from cleveragents.infra.workspace.globs import compile_glob, literal_prefix
+
+NEW_FILE_MODE = 0o644
+
+
+@dataclass(frozen=True, slots=True)
+class OverlayEntry:
+    """``blob`` is ``None`` for a deletion; ``base`` is the workspace file's digest
+    when the plan first touched the path (``None``: it did not exist); ``written``
+    counts the bytes the plan wrote to it, so the budget survives a restart."""
+
+    path: str
+    blob: str | None
+    mode: int | None
+    base: str | None
+    written: int = 0
+
+    @property
+    def deleted(self) -> bool:
+        return self.blob is None
+
+
+class Overlay:
+    """Implements ``domain.tools.WorkspaceView``; safe to use from worker threads."""
+
+    def __init__(self, root: Path, blobs: BlobStore, policy: GuardPolicy | None = None) -> None:
+        self.root = Path(root)
+        self.blobs = blobs
+        self.policy = policy or GuardPolicy()
+        self._real_root = os.path.realpath(self.root)
+        self._entries: dict[str, OverlayEntry] = {}
+        self._written = 0
+        self._lock = threading.RLock()
+
+    # -- paths -------------------------------------------------------------------
+
+    def resolve(self, path: str, *, write: bool = False) -> str:
+        """The workspace-relative path the overlay records for ``path``: guarded,
+        and with symlinks resolved (they must lead to a place inside the root)."""
+        relative = self.policy.check(self._relative(path), write=write)
+        real = os.path.realpath(os.path.join(self._real_root, relative))
+        if not _inside(real, self._real_root):
+            raise AuthorizationError(f"path {path!r} refused: symlink_escape", {"path": path, "reason": "symlink_escape"})
+        target = Path(real).relative_to(self._real_root).as_posix()
+        # The link's target must pass the guards too: `notes -> .git/config` is no way in.
+        return target if target == relative else self.policy.check(target, write=write)
+
+    def _relative(self, path: str) -> str:
+        if not isinstance(path, str) or not os.path.isabs(path):
+            return path
+        absolute = os.path.normpath(path)
+        for root in (os.path.normpath(self.root), self._real_root):
+            if absolute.startswith(root + os.sep):
+                return Path(absolute).relative_to(root).as_posix()
+        raise AuthorizationError(f"path {path!r} refused: outside_workspace", {"path": path, "reason": "outside_workspace"})
+
+    def _disk(self, relative: str) -> Path:
+        return Path(self._real_root, relative)
+
+    # -- WorkspaceView -----------------------------------------------------------
+
+    def read_bytes(self, path: str) -> bytes:
+        relative = self.resolve(path)
+        with self._lock:
+            entry = self._entries.get(relative)
+        if entry is not None:
+            if entry.blob is None:
+                raise FileNotFoundError(2, "deleted by the plan", relative)
+            return self.blobs.get(entry.blob)
+        try:
+            return self._disk(relative).read_bytes()
+        except OSError as exc:  # re-raised naming the relative path, not the server's
+            raise type(exc)(exc.errno, exc.strerror, relative) from None
+
+    def exists(self, path: str) -> bool:
+        return self.mode(path) is not None
+
+    def mode(self, path: str) -> int | None:
+        relative = self.resolve(path)
+        with self._lock:
+            entry = self._entries.get(relative)
+        return entry.mode if entry is not None else _disk_mode(self._disk(relative))
+
+    def write_bytes(self, path: str, data: bytes, mode: int | None = None) -> None:
+        if not isinstance(data, (bytes, bytearray)):
+            raise ValidationError("data must be bytes", {"field": "data", "path": path})
+        if mode is not None and (not isinstance(mode, int) or not 0 <= mode <= 0o777):
+            raise ValidationError("mode must be permission bits (0 to 0o777)", {"field": "mode", "path": path})
+        relative = self.resolve(path, write=True)
+        with self._lock:
+            entry = self._entries.get(relative)
+            self._check_budget(relative, entry, len(data))
+            self._check_parents(relative)
+            base, disk_mode = self._first_touch(relative, entry)
+            kept_mode = entry.mode if entry is not None and entry.mode is not None else disk_mode
+            blob = self.blobs.put(bytes(data))
+            written = (entry.written if entry else 0) + len(data)
+            final_mode = mode if mode is not None else kept_mode if kept_mode is not None else NEW_FILE_MODE
+            self._entries[relative] = OverlayEntry(relative, blob, final_mode, base, written)
+            self._written += len(data)
+
+    def delete(self, path: str) -> None:
+        relative = self.resolve(path, write=True)
+        with self._lock:
+            entry = self._entries.get(relative)
+            if (entry is None and not self._disk(relative).is_file()) or (entry is not None and entry.deleted):
+                raise FileNotFoundError(2, "no such file", relative)
+            self._check_budget(relative, entry, 0)
+            base, _ = self._first_touch(relative, entry)
+            self._entries[relative] = OverlayEntry(relative, None, None, base, entry.written if entry else 0)
+
+    def glob(self, pattern: str) -> list[str]:
+        """Files matching ``pattern`` in the merged view, sorted. ``**`` crosses
+        directories, ``*`` does not; protected and secret paths are never listed,
+        and directory symlinks are not followed."""
+        normalized = normalize(self._relative(pattern))  # the results are guarded, not the pattern
+        matches = compile_glob(normalized).fullmatch
+        found = {path for path in self._walk(literal_prefix(normalized)) if matches(path)}
+        with self._lock:
+            for entry in self._entries.values():
+                if entry.deleted:
+                    found.discard(entry.path)
+                elif matches(entry.path):
+                    found.add(entry.path)
+        return sorted(path for path in found if self.policy.refusal(path) is None)
+
+    # -- state -------------------------------------------------------------------
+
+    @property
+    def files_changed(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    @property
+    def bytes_written(self) -> int:
+        with self._lock:
+            return self._written
+
+    def entries(self) -> list[OverlayEntry]:
+        with self._lock:
+            return sorted(self._entries.values(), key=lambda entry: entry.path)
+
+    def changed_paths(self) -> list[str]:
+        return [entry.path for entry in self.entries()]
+
+    def to_records(self) -> list[dict[str, Any]]:
+        return [asdict(entry) for entry in self.entries()]
+
+    @classmethod
+    def from_records(
+        cls, root: Path, blobs: BlobStore, policy: GuardPolicy | None, records: Iterable[Mapping[str, Any]]
+    ) -> Overlay:
+        overlay = cls(root, blobs, policy)
+        for index, record in enumerate(records):
+            try:
+                entry = OverlayEntry(
+                    overlay.policy.check(record["path"], write=True), record["blob"], record["mode"],
+                    record["base"], int(record.get("written", 0)),
+                )
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ValidationError("malformed overlay record", {"field": "records", "index": index}) from exc
+            overlay._entries[entry.path] = entry
+            overlay._written += entry.written
+        return overlay
+
+    # -- rules -------------------------------------------------------------------
+
+    def _check_budget(self, relative: str, entry: OverlayEntry | None, size: int) -> None:
+        if entry is None and len(self._entries) >= self.policy.max_files_changed:
+            raise _over("max_files_changed", self.policy.max_files_changed, relative)
+        if self._written + size > self.policy.max_bytes_written:
+            raise _over("max_bytes_written", self.policy.max_bytes_written, relative)
+
+    def _check_parents(self, relative: str) -> None:
+        """Refuse a write that apply could not carry out: a file where a directory
+        is, or a directory below a file the merged view still has."""
+        if self._disk(relative).is_dir():
+            raise ValidationError("a directory is in the way", {"path": relative, "reason": "is_directory"})
+        parts = relative.split("/")
+        for depth in range(1, len(parts)):
+            parent = "/".join(parts[:depth])
+            entry = self._entries.get(parent)
+            if (entry is not None and not entry.deleted) or (entry is None and self._disk(parent).is_file()):
+                raise ValidationError("a parent is a file", {"path": relative, "reason": "parent_is_file", "parent": parent})
+
+    def _first_touch(self, relative: str, entry: OverlayEntry | None) -> tuple[str | None, int | None]:
+        """The entry's base digest (kept from the first touch) and the disk file's
+        mode. The base content goes into the blob store now, so an apply that finds
+        the file unchanged already has its pre-image."""
+        disk = self._disk(relative)
+        disk_mode = _disk_mode(disk)
+        if entry is not None or disk_mode is None:
+            return (entry.base if entry else None), disk_mode
+        return self.blobs.put(disk.read_bytes()), disk_mode
+
+    def _walk(self, prefix: list[str]) -> Iterable[str]:
+        """Regular files on disk below the root, without entering protected or
+        secret directories or following directory symlinks."""
+        for directory, dirnames, filenames in os.walk(self._real_root):
+            relative_dir = Path(directory).relative_to(self._real_root).as_posix()
+            depth = 0 if relative_dir == "." else relative_dir.count("/") + 1
+            base = "" if relative_dir == "." else relative_dir + "/"
+            dirnames[:] = [
+                name for name in dirnames
+                if (depth >= len(prefix) or name == prefix[depth]) and self.policy.refusal(base + name) is None
+            ]
+            for name in filenames:
+                full = os.path.join(directory, name)
+                if os.path.islink(full) and not self._link_allowed(full):
+                    continue
+                if os.path.isfile(full):
+                    yield base + name
+
+    def _link_allowed(self, link: str) -> bool:
+        real = os.path.realpath(link)
+        return _inside(real, self._real_root) and self.policy.refusal(
+            Path(real).relative_to(self._real_root).as_posix()) is None
+
+
+def _inside(real: str, real_root: str) -> bool:
+    return real.startswith(real_root + os.sep)
+
+
+def _disk_mode(path: Path) -> int | None:
+    try:
+        info = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else None
+
+
+def _over(limit: str, maximum: int, path: str) -> BudgetExceededError:
+    return BudgetExceededError(f"{limit} reached ({maximum})", {"limit": limit, "max": maximum, "path": path})

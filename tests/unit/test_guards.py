@@ -1,0 +1,86 @@
+"""The path guards and the plan limits (domain.guards): pure rules, no files."""
+
+import pytest
+
+from cleveragents.domain.errors import AuthorizationError, ValidationError
+from cleveragents.domain.guards import GuardPolicy, normalize
+
+
+@pytest.mark.parametrize(("given", "cleaned"), [
+    ("a/./b", "a/b"),
+    ("a//b/", "a/b"),
+    ("./x.py", "x.py"),
+    ("a/b/../c", "a/c"),
+    ("src\\pkg\\m.py", "src/pkg/m.py"),
+])
+def test_normalize_cleans_relative_paths(given, cleaned):
+    assert normalize(given) == cleaned
+
+
+@pytest.mark.parametrize(("given", "reason"), [
+    ("../x", "outside_workspace"),
+    ("a/../../x", "outside_workspace"),
+    ("..\\..\\etc\\passwd", "outside_workspace"),
+    ("/etc/passwd", "absolute_path"),
+    ("C:/Windows/win.ini", "absolute_path"),
+    ("C:\\Windows", "absolute_path"),
+    ("", "invalid_path"),
+    (".", "invalid_path"),
+    ("a/..", "invalid_path"),
+    ("a\x00b", "invalid_path"),
+])
+def test_normalize_refuses_paths_that_are_not_inside_the_workspace(given, reason):
+    with pytest.raises(AuthorizationError) as caught:
+        normalize(given)
+    assert caught.value.data == {"path": given, "reason": reason}
+
+
+@pytest.mark.parametrize("path", [".git/config", ".git", "sub/.git/HEAD", ".cleveragents/state.db", ".GIT/config"])
+def test_protected_paths_are_refused_for_reads_and_writes(path):
+    policy = GuardPolicy()
+    for write in (False, True):
+        with pytest.raises(AuthorizationError) as caught:
+            policy.check(path, write=write)
+        assert caught.value.data["reason"] == "protected"
+        assert caught.value.data["access"] == ("write" if write else "read")
+
+
+def test_cleveragents_is_protected_only_at_the_top():
+    assert GuardPolicy().check("docs/.cleveragents/notes.md", write=True) == "docs/.cleveragents/notes.md"
+
+
+@pytest.mark.parametrize("path", [".env", "app/.env.local", "certs/server.pem", "a/b.key", "id_rsa", "id_rsa.pub",
+                                  "id_ed25519", "bundle.p12", "CONFIG/.ENV"])
+def test_secret_paths_are_refused(path):
+    with pytest.raises(AuthorizationError) as caught:
+        GuardPolicy().check(path, write=False)
+    assert caught.value.data == {"path": path, "reason": "secret", "access": "read"}
+
+
+@pytest.mark.parametrize("path", ["environment.py", "keys/readme.md", "src/.envrc.md", "monkey.py"])
+def test_ordinary_paths_pass(path):
+    assert GuardPolicy().check(path, write=True) == path
+
+
+def test_check_returns_the_normalized_path_and_still_refuses_through_dots():
+    policy = GuardPolicy()
+    assert policy.check("src/./a.py", write=False) == "src/a.py"
+    with pytest.raises(AuthorizationError):
+        policy.check("src/../.git/config", write=False)
+
+
+def test_policy_from_settings_overrides_defaults_and_checks_them():
+    policy = GuardPolicy.from_settings({"max_files_changed": 3, "protected": ["build"], "secret_patterns": []})
+    assert (policy.max_files_changed, policy.protected, policy.secret_patterns) == (3, ("build",), ())
+    assert policy.max_steps == GuardPolicy().max_steps
+    assert policy.check(".env", write=True) == ".env"
+    with pytest.raises(AuthorizationError):
+        policy.check("build/out.js", write=False)
+    with pytest.raises(ValidationError) as unknown:
+        GuardPolicy().with_overrides(max_file=1)
+    assert unknown.value.data == {"field": "max_file", "reason": "unknown"}
+    with pytest.raises(ValidationError) as wrong:
+        GuardPolicy().with_overrides(max_bytes_written="lots")
+    assert wrong.value.data["field"] == "max_bytes_written"
+    with pytest.raises(ValidationError):
+        GuardPolicy().with_overrides(protected=".git")
