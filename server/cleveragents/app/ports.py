@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Protocol
 
 from cleveragents.domain.session import Session, SessionStatus
+from cleveragents.domain.task import PushConfig, Task, TaskState
 
 
 class SessionRepository(Protocol):
@@ -24,7 +26,47 @@ class SessionRepository(Protocol):
     async def count_sessions(self, status: SessionStatus | None = None) -> int: ...
 
 
-class Store(SessionRepository, Protocol):
+class TaskRepository(Protocol):
+    """Tasks and their push configs. Terminal tasks beyond the store's cap are evicted,
+    earliest-terminal first, with their push configs; live tasks never are."""
+
+    async def add_task(self, task: Task) -> bool:
+        """Insert; ``False`` when a task with that id already exists."""
+
+    async def save_task(self, task: Task) -> None:
+        """Replace the stored task; ``KeyError`` when it is missing."""
+
+    async def get_task(self, task_id: str) -> Task | None: ...
+
+    async def list_tasks(
+        self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,
+        status_after: str | None = None, limit: int, before: int | None = None,
+    ) -> list[tuple[int, Task]]:
+        """Newest first, as (position, task); ``before`` is the last position of the
+        previous page. ``status_after`` (ISO 8601) keeps tasks whose status timestamp
+        is later; a malformed one raises ``ValidationError``."""
+
+    async def count_tasks(
+        self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,
+        status_after: str | None = None,
+    ) -> int: ...
+
+    async def live_tasks(self) -> list[Task]:
+        """Every non-terminal task, oldest first (for recovery after a restart)."""
+
+    async def put_push_config(self, cfg: PushConfig) -> None:
+        """Insert or replace by (task_id, id); ``KeyError`` when the task is missing."""
+
+    async def get_push_config(self, task_id: str, config_id: str) -> PushConfig | None: ...
+
+    async def list_push_configs(self, task_id: str) -> list[PushConfig]:
+        """In the order they were first put."""
+
+    async def delete_push_config(self, task_id: str, config_id: str) -> bool:
+        """``False`` when there was nothing to delete."""
+
+
+class Store(SessionRepository, TaskRepository, Protocol):
     """The whole store: every repository, plus its own health."""
 
     backend: str

@@ -17,6 +17,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cleveragents.domain.session import Session, SessionStatus
+from cleveragents.infra.store.sqlite_plans import PLANS_MIGRATION, SqlitePlanQueries
+from cleveragents.infra.store.sqlite_tasks import (
+    DEFAULT_TERMINAL_CAP,
+    SqliteTaskMixin,
+    checked_terminal_cap,
+    task_total,
+)
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -38,6 +45,40 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX sessions_by_status ON sessions (status, seq);
     """,
+    # Tasks (sqlite_tasks.py). The rowid `seq` is the creation order and the cursor;
+    # `terminal_seq` is the order of becoming terminal (NULL while live), which is the
+    # eviction order; `status_at` is the status timestamp as fixed-width UTC text.
+    """
+    CREATE TABLE tasks (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        task_id TEXT NOT NULL UNIQUE,
+        context_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        status_at TEXT,
+        terminal_seq INTEGER UNIQUE,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX tasks_by_context ON tasks (context_id, seq);
+    CREATE INDEX tasks_by_state ON tasks (state, seq);
+    CREATE INDEX tasks_by_status_at ON tasks (status_at);
+    CREATE TABLE task_state_counts (
+        state TEXT PRIMARY KEY,
+        n INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE task_context_counts (
+        context_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (context_id, state)
+    ) WITHOUT ROWID;
+    CREATE TABLE push_configs (
+        task_id TEXT NOT NULL REFERENCES tasks (task_id) ON DELETE CASCADE,
+        config_id TEXT NOT NULL,
+        body TEXT NOT NULL,
+        UNIQUE (task_id, config_id)
+    );
+    """,
+    PLANS_MIGRATION,
 )
 
 _SESSION_COLUMNS = "seq, session_id, actor_name, status, created_at, updated_at, closed_at, metadata"
@@ -56,20 +97,21 @@ def _session_values(session: Session) -> tuple[Any, ...]:
     )
 
 
-class SqliteStore:
+class SqliteStore(SqliteTaskMixin, SqlitePlanQueries):
     backend = "sqlite"
 
-    def __init__(self, path: Path | str):
+    def __init__(self, path: Path | str, *, terminal_cap: int = DEFAULT_TERMINAL_CAP):
         self.path = str(path)
+        self._terminal_cap = checked_terminal_cap(terminal_cap)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cleveragents-store")
         self._conn: sqlite3.Connection | None = None
 
     # -- lifecycle -----------------------------------------------------------------
     @classmethod
-    def open_in(cls, state_dir: Path) -> SqliteStore:
+    def open_in(cls, state_dir: Path, *, terminal_cap: int = DEFAULT_TERMINAL_CAP) -> SqliteStore:
         """Open (creating) ``state_dir/state.db``; blocking, for the composition root."""
         state_dir.mkdir(parents=True, exist_ok=True)
-        store = cls(state_dir / DB_FILENAME)
+        store = cls(state_dir / DB_FILENAME, terminal_cap=terminal_cap)
         store._executor.submit(store._connect).result()
         return store
 
@@ -163,6 +205,7 @@ class SqliteStore:
                 "journal_mode": mode,
                 "schema_version": db.execute("PRAGMA user_version").fetchone()[0],
                 "sessions": db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
+                "tasks": task_total(db),
                 "check_ms": round((time.perf_counter() - started) * 1000, 2),
             }
 

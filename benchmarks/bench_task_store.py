@@ -1,0 +1,167 @@
+"""Task-store benchmark: does a page of tasks cost the same at 1k and at 100k?
+
+Run by hand:  .venv/bin/python benchmarks/bench_task_store.py [--sizes 1000,10000,100000]
+              [--reps 201] [--stores sqlite,memory]      (a full run takes 2 to 3 minutes)
+
+Each store kind (the SQLite file, the in-memory store) runs in its own child process,
+so one kind's allocations never show in the other's memory figure. The child fills one
+store per size with small terminal tasks (one short user message each, 10 contexts,
+the retention cap raised to hold them all), then times the first page of
+``list_tasks`` (limit 50) plus ``count_tasks``, the work behind one ListTasks call with
+its totalSize. The repetitions go round-robin over the sizes, so a busy machine slows
+every size alike; the figures are the median and the minimum. The RSS growth is VmRSS
+after filling the largest store minus before it (that store is filled first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from cleveragents.domain.task import Message, Part, Role, Task, TaskState, TaskStatus
+from cleveragents.ids import new_id, utc_now
+from cleveragents.infra.store.memory import MemoryStore
+from cleveragents.infra.store.sqlite import DB_FILENAME, SqliteStore
+
+CONTEXTS = 10  # so one context fills a page (50) even at the smallest size
+PAGE = 50
+WARMUP = 10
+MIB = 1024 * 1024
+RSS_TARGET_MIB = {"sqlite": 40.0}
+RATIO_TARGET = 2.0  # "flat": room for noise, not for growth with the number of tasks
+QUERIES = {  # label -> list/count filters
+    "all tasks": {},
+    "one context": {"context_id": "ctx-007"},
+    "one state": {"states": [TaskState.COMPLETED]},
+}
+
+
+def rss_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def small_task(i: int) -> Task:
+    task_id, context_id = new_id(), f"ctx-{i % CONTEXTS:03d}"
+    question = Message(new_id(), Role.USER, (Part.of_text(f"task {i}"),), context_id, task_id)
+    return Task(task_id, context_id, TaskStatus(TaskState.COMPLETED, utc_now()), (question,))
+
+
+async def fill(store: Any, size: int) -> float:
+    """Insert ``size`` tasks; the time per insert in microseconds."""
+    started = time.perf_counter()
+    for i in range(size):
+        await store.add_task(small_task(i))
+    assert await store.count_tasks() == size
+    return (time.perf_counter() - started) * 1e6 / size
+
+
+async def page_and_count(store: Any, filters: dict[str, Any]) -> float:
+    started = time.perf_counter_ns()
+    await store.list_tasks(**filters, limit=PAGE)
+    await store.count_tasks(**filters)
+    return (time.perf_counter_ns() - started) / 1000
+
+
+async def worker(backend: str, sizes: list[int], reps: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="bench-task-store-") as tmp:
+        def open_store(size: int) -> Any:
+            if backend == "sqlite":
+                return SqliteStore.open_in(Path(tmp) / str(size), terminal_cap=size)
+            return MemoryStore(terminal_cap=size)
+
+        largest = max(sizes)
+        stores = {largest: open_store(largest)}
+        baseline = rss_bytes()
+        insert_us = await fill(stores[largest], largest)
+        out: dict[str, Any] = {"backend": backend, "rss_growth_mib": (rss_bytes() - baseline) / MIB,
+                               "insert_us": insert_us, "queries": {}}
+        for size in sizes:
+            if size not in stores:
+                stores[size] = open_store(size)
+                await fill(stores[size], size)
+
+        for label, filters in QUERIES.items():
+            samples: dict[int, list[float]] = {size: [] for size in sizes}
+            for rep in range(WARMUP + reps):
+                for size in sizes:
+                    elapsed = await page_and_count(stores[size], filters)
+                    if rep >= WARMUP:
+                        samples[size].append(elapsed)
+            out["queries"][label] = {size: (statistics.median(s), min(s)) for size, s in samples.items()}
+
+        for store in stores.values():
+            await store.close()
+        if backend == "sqlite":
+            files = (Path(tmp) / str(largest)).glob(f"{DB_FILENAME}*")
+            out["disk_mib"] = sum(path.stat().st_size for path in files) / MIB
+        return out
+
+
+def run_child(backend: str, sizes: list[int], reps: int) -> dict[str, Any]:
+    print(f"... {backend}: filling stores of {', '.join(f'{s:,}' for s in sizes)} tasks", file=sys.stderr,
+          flush=True)
+    args = [sys.executable, __file__, "--worker", backend, "--sizes", ",".join(map(str, sizes)), "--reps", str(reps)]
+    done = subprocess.run(args, check=True, capture_output=True, text=True, env=os.environ)
+    result = json.loads(done.stdout)
+    result["queries"] = {label: {int(size): tuple(figures) for size, figures in by_size.items()}
+                         for label, by_size in result["queries"].items()}
+    return result
+
+
+def report(results: list[dict[str, Any]], sizes: list[int]) -> None:
+    first, last = sizes[0], sizes[-1]
+    ratio_name = f"{last:,}/{first:,}"
+    header = ["store", "page 50 + count", *(f"{size:,} (med / min)" for size in sizes), ratio_name]
+    rows, ratios = [header], []
+    for result in results:
+        for label, by_size in result["queries"].items():
+            ratios.append(by_size[last][0] / by_size[first][0])
+            cells = [f"{median:,.0f} / {low:,.0f} us" for median, low in (by_size[size] for size in sizes)]
+            rows.append([result["backend"], label, *cells, f"{ratios[-1]:.2f}x"])
+    widths = [max(len(row[c]) for row in rows) for c in range(len(header))]
+    for i, row in enumerate(rows):
+        cells = zip(row, widths, strict=True)
+        print(" | ".join(cell.ljust(w) if c < 2 else cell.rjust(w) for c, (cell, w) in enumerate(cells)))
+        if i == 0:
+            print("-+-".join("-" * w for w in widths))
+    print()
+    for result in results:
+        backend, growth = result["backend"], result["rss_growth_mib"]
+        target = RSS_TARGET_MIB.get(backend)
+        verdict = "" if target is None else f" (target < {target:.0f} MiB: {'PASS' if growth < target else 'FAIL'})"
+        disk = f", {result['disk_mib']:.1f} MiB on disk" if "disk_mib" in result else ""
+        print(f"{backend}: RSS growth holding {last:,} tasks: {growth:.1f} MiB{verdict}{disk}; "
+              f"{result['insert_us']:.0f} us per add_task")
+    print(f"flat (every {ratio_name} median ratio <= {RATIO_TARGET}): "
+          f"{'PASS' if all(r <= RATIO_TARGET for r in ratios) else 'FAIL'}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000", help="task counts to compare")
+    parser.add_argument("--reps", type=int, default=201, help="timed repetitions per figure")
+    parser.add_argument("--stores", default="sqlite,memory", help="which stores to measure")
+    parser.add_argument("--worker", choices=["sqlite", "memory"], help=argparse.SUPPRESS)
+    opts = parser.parse_args()
+    sizes = sorted(int(size) for size in opts.sizes.split(","))
+    if opts.worker:
+        print(json.dumps(asyncio.run(worker(opts.worker, sizes, opts.reps))))
+        return 0
+    report([run_child(backend, sizes, opts.reps) for backend in opts.stores.split(",")], sizes)
+    return 0  # a report, not a test
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,319 @@
+"""Plan storage for SqliteStore: plans, decisions, overlays, checkpoints, artifacts, pins.
+
+Bodies are stored as the domain's own JSON (`to_dict()`); only the columns that are
+queried (ids, session, state) are split out. Every write call is one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Collection, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from cleveragents.domain.plan import Decision, Plan, State
+
+T = TypeVar("T")
+
+# Migration 3 (after sessions and tasks).
+PLANS_MIGRATION = """
+    CREATE TABLE plans (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        plan_id TEXT NOT NULL UNIQUE,
+        session_id TEXT,
+        state TEXT NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX plans_by_session ON plans (session_id, seq);
+    CREATE INDEX plans_by_state ON plans (state, seq);
+    CREATE TABLE plan_decisions (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        plan_id TEXT NOT NULL REFERENCES plans (plan_id),
+        decision_id TEXT NOT NULL,
+        body TEXT NOT NULL,
+        UNIQUE (plan_id, decision_id)
+    );
+    CREATE INDEX plan_decisions_by_plan ON plan_decisions (plan_id, seq);
+    CREATE TABLE plan_overlay (
+        plan_id TEXT NOT NULL REFERENCES plans (plan_id),
+        path TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        record TEXT NOT NULL,
+        PRIMARY KEY (plan_id, path)
+    );
+    CREATE TABLE plan_checkpoints (
+        plan_id TEXT PRIMARY KEY REFERENCES plans (plan_id),
+        checkpoint TEXT NOT NULL
+    );
+    CREATE TABLE plan_artifacts (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        plan_id TEXT NOT NULL REFERENCES plans (plan_id),
+        artifact_id TEXT NOT NULL,
+        record TEXT NOT NULL,
+        UNIQUE (plan_id, artifact_id)
+    );
+    CREATE INDEX plan_artifacts_by_plan ON plan_artifacts (plan_id, seq);
+    CREATE TABLE context_pins (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        scope TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        UNIQUE (scope, key)
+    );
+    CREATE INDEX context_pins_by_scope ON context_pins (scope, seq);
+    """
+
+ARTIFACT_FIELDS = ("artifact_id", "decision_id", "name", "media_type", "blob", "size", "created_at")
+
+
+# -- checks both stores share, so they fail the same way ----------------------------
+def overlay_rows(records: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """(path, record) pairs; ValueError when a record lacks a path or repeats one."""
+    seen: set[str] = set()
+    rows = []
+    for record in records:
+        if "path" not in record:
+            raise ValueError("every overlay record needs a 'path'")
+        path = record["path"]
+        if not isinstance(path, str):
+            raise TypeError(f"overlay path must be a string, not {type(path).__name__}")
+        if path in seen:
+            raise ValueError(f"overlay path {path!r} appears twice")
+        seen.add(path)
+        rows.append((path, record))
+    return rows
+
+
+def check_artifact(record: dict[str, Any]) -> str:
+    """The record's artifact_id; ValueError naming the fields it lacks."""
+    missing = [name for name in ARTIFACT_FIELDS if name not in record]
+    if missing:
+        raise ValueError(f"artifact record lacks {', '.join(missing)}")
+    return str(record["artifact_id"])
+
+
+def check_decisions(plan_id: str, decisions: Iterable[Decision]) -> None:
+    strays = sorted({d.decision_id for d in decisions if d.plan_id != plan_id})
+    if strays:
+        raise ValueError(f"decisions {strays} don't belong to plan {plan_id}")
+
+
+# -- statements (each runs inside the caller's transaction) -------------------------
+def _require_plan(db: sqlite3.Connection, plan_id: str) -> None:
+    if db.execute("SELECT 1 FROM plans WHERE plan_id = ?", (plan_id,)).fetchone() is None:
+        raise KeyError(plan_id)
+
+
+def _insert_plan(db: sqlite3.Connection, plan: Plan) -> None:
+    cur = db.execute(
+        "INSERT INTO plans (plan_id, session_id, state, body) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (plan_id) DO NOTHING",
+        (plan.plan_id, plan.session_id, plan.state.value, json.dumps(plan.to_dict())),
+    )
+    if cur.rowcount != 1:
+        raise ValueError(f"plan {plan.plan_id} already exists")
+
+
+def _update_plan(db: sqlite3.Connection, plan: Plan) -> None:
+    cur = db.execute(
+        "UPDATE plans SET session_id = ?, state = ?, body = ? WHERE plan_id = ?",
+        (plan.session_id, plan.state.value, json.dumps(plan.to_dict()), plan.plan_id),
+    )
+    if cur.rowcount != 1:
+        raise KeyError(plan.plan_id)
+
+
+def _upsert_decisions(db: sqlite3.Connection, decisions: Iterable[Decision]) -> None:
+    # DO UPDATE (not REPLACE) keeps the row's seq, so the tree keeps its order.
+    db.executemany(
+        "INSERT INTO plan_decisions (plan_id, decision_id, body) VALUES (?, ?, ?) "
+        "ON CONFLICT (plan_id, decision_id) DO UPDATE SET body = excluded.body",
+        ((d.plan_id, d.decision_id, json.dumps(d.to_dict())) for d in decisions),
+    )
+
+
+def _replace_overlay(db: sqlite3.Connection, plan_id: str, rows: list[tuple[str, dict[str, Any]]]) -> None:
+    db.execute("DELETE FROM plan_overlay WHERE plan_id = ?", (plan_id,))
+    db.executemany(
+        "INSERT INTO plan_overlay (plan_id, path, position, record) VALUES (?, ?, ?, ?)",
+        ((plan_id, path, position, json.dumps(record)) for position, (path, record) in enumerate(rows)),
+    )
+
+
+def _json_column(db: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> list[Any]:
+    return [json.loads(row[0]) for row in db.execute(sql, args)]
+
+
+class SqlitePlanQueries:
+    """Mixed into SqliteStore, which provides `_run` (the store thread) and `_db`."""
+
+    if TYPE_CHECKING:
+        async def _run(self, fn: Callable[..., T], *args: Any) -> T: ...
+
+        def _db(self) -> sqlite3.Connection: ...
+
+    def _plan_write_sync(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            result = work(db)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return result
+
+    async def _plan_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        return await self._run(self._plan_write_sync, work)
+
+    async def _plan_read(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        """The JSON values in the first column of every row."""
+        return await self._run(lambda: _json_column(self._db(), sql, args))
+
+    # -- plans ---------------------------------------------------------------------
+    async def add_plan(self, plan: Plan) -> None:
+        await self._plan_write(lambda db: _insert_plan(db, plan))
+
+    async def save_plan(self, plan: Plan) -> None:
+        await self._plan_write(lambda db: _update_plan(db, plan))
+
+    async def get_plan(self, plan_id: str) -> Plan | None:
+        bodies = await self._plan_read("SELECT body FROM plans WHERE plan_id = ?", (plan_id,))
+        return Plan.from_dict(bodies[0]) if bodies else None
+
+    async def list_plans(
+        self, *, session_id: str | None = None, limit: int, before: int | None = None
+    ) -> list[tuple[int, Plan]]:
+        clauses: list[str] = []
+        args: list[Any] = []
+        if session_id is not None:
+            clauses.append("session_id = ?")
+            args.append(session_id)
+        if before is not None:
+            clauses.append("seq < ?")
+            args.append(before)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        sql = f"SELECT seq, body FROM plans {where} ORDER BY seq DESC LIMIT ?"
+
+        def run() -> list[tuple[int, Plan]]:
+            rows = self._db().execute(sql, (*args, limit))
+            return [(seq, Plan.from_dict(json.loads(body))) for seq, body in rows]
+
+        return await self._run(run)
+
+    async def count_plans(self, *, session_id: str | None = None) -> int:
+        sql = "SELECT COUNT(*) FROM plans"
+        args: tuple[str, ...] = ()
+        if session_id is not None:
+            sql, args = sql + " WHERE session_id = ?", (session_id,)
+        return await self._run(lambda: self._db().execute(sql, args).fetchone()[0])
+
+    async def plans_in_states(self, states: Collection[State]) -> list[Plan]:
+        if not states:
+            return []
+        values = tuple(State(s).value for s in states)
+        marks = ", ".join("?" * len(values))
+        sql = f"SELECT body FROM plans WHERE state IN ({marks}) ORDER BY seq"
+        return [Plan.from_dict(body) for body in await self._plan_read(sql, values)]
+
+    async def save_plan_state(
+        self, plan: Plan, decisions: list[Decision], overlay_records: list[dict[str, Any]] | None
+    ) -> None:
+        check_decisions(plan.plan_id, decisions)
+        rows = overlay_rows(overlay_records) if overlay_records is not None else None
+
+        def work(db: sqlite3.Connection) -> None:
+            _update_plan(db, plan)
+            _upsert_decisions(db, decisions)
+            if rows is not None:
+                _replace_overlay(db, plan.plan_id, rows)
+
+        await self._plan_write(work)
+
+    # -- decisions -----------------------------------------------------------------
+    async def save_decision(self, decision: Decision) -> None:
+        def work(db: sqlite3.Connection) -> None:
+            _require_plan(db, decision.plan_id)
+            _upsert_decisions(db, [decision])
+
+        await self._plan_write(work)
+
+    async def list_decisions(self, plan_id: str) -> list[Decision]:
+        sql = "SELECT body FROM plan_decisions WHERE plan_id = ? ORDER BY seq"
+        return [Decision.from_dict(body) for body in await self._plan_read(sql, (plan_id,))]
+
+    async def get_decision(self, plan_id: str, decision_id: str) -> Decision | None:
+        sql = "SELECT body FROM plan_decisions WHERE plan_id = ? AND decision_id = ?"
+        bodies = await self._plan_read(sql, (plan_id, decision_id))
+        return Decision.from_dict(bodies[0]) if bodies else None
+
+    # -- overlay and checkpoint ----------------------------------------------------
+    async def replace_overlay(self, plan_id: str, records: list[dict[str, Any]]) -> None:
+        rows = overlay_rows(records)
+
+        def work(db: sqlite3.Connection) -> None:
+            _require_plan(db, plan_id)
+            _replace_overlay(db, plan_id, rows)
+
+        await self._plan_write(work)
+
+    async def load_overlay(self, plan_id: str) -> list[dict[str, Any]]:
+        sql = "SELECT record FROM plan_overlay WHERE plan_id = ? ORDER BY position"
+        return await self._plan_read(sql, (plan_id,))
+
+    async def put_checkpoint(self, plan_id: str, checkpoint: dict[str, Any]) -> None:
+        def work(db: sqlite3.Connection) -> None:
+            _require_plan(db, plan_id)
+            db.execute(
+                "INSERT INTO plan_checkpoints (plan_id, checkpoint) VALUES (?, ?) "
+                "ON CONFLICT (plan_id) DO UPDATE SET checkpoint = excluded.checkpoint",
+                (plan_id, json.dumps(checkpoint)),
+            )
+
+        await self._plan_write(work)
+
+    async def get_checkpoint(self, plan_id: str) -> dict[str, Any] | None:
+        sql = "SELECT checkpoint FROM plan_checkpoints WHERE plan_id = ?"
+        values = await self._plan_read(sql, (plan_id,))
+        return values[0] if values else None
+
+    # -- artifacts index -----------------------------------------------------------
+    async def add_plan_artifact(self, plan_id: str, record: dict[str, Any]) -> None:
+        artifact_id = check_artifact(record)
+
+        def work(db: sqlite3.Connection) -> None:
+            _require_plan(db, plan_id)
+            cur = db.execute(
+                "INSERT INTO plan_artifacts (plan_id, artifact_id, record) VALUES (?, ?, ?) "
+                "ON CONFLICT (plan_id, artifact_id) DO NOTHING",
+                (plan_id, artifact_id, json.dumps(record)),
+            )
+            if cur.rowcount != 1:
+                raise ValueError(f"artifact {artifact_id} of plan {plan_id} already exists")
+
+        await self._plan_write(work)
+
+    async def list_plan_artifacts(self, plan_id: str) -> list[dict[str, Any]]:
+        sql = "SELECT record FROM plan_artifacts WHERE plan_id = ? ORDER BY seq"
+        return await self._plan_read(sql, (plan_id,))
+
+    # -- context pins --------------------------------------------------------------
+    async def set_pin(self, scope: str, key: str, value: Any) -> None:
+        sql = (
+            "INSERT INTO context_pins (scope, key, value) VALUES (?, ?, ?) "
+            "ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value"
+        )
+        encoded = json.dumps(value)
+        await self._plan_write(lambda db: db.execute(sql, (scope, key, encoded)))
+
+    async def delete_pin(self, scope: str, key: str) -> bool:
+        sql = "DELETE FROM context_pins WHERE scope = ? AND key = ?"
+        return await self._plan_write(lambda db: db.execute(sql, (scope, key)).rowcount == 1)
+
+    async def list_pins(self, scope: str) -> list[tuple[str, Any]]:
+        sql = "SELECT key, value FROM context_pins WHERE scope = ? ORDER BY seq"
+
+        def run() -> list[tuple[str, Any]]:
+            return [(key, json.loads(value)) for key, value in self._db().execute(sql, (scope,))]
+
+        return await self._run(run)

@@ -1,0 +1,297 @@
+"""Tasks and push configs for SqliteStore: O(page) listing, O(1) counts, bounded retention.
+
+The schema is migration 2 in ``sqlite.py``. A page walks an index in ``seq`` order and
+reads about a page of rows (with ``status_after``, the timestamp index and a sort of
+just its matches); per-state and per-context counters are kept in the same transaction
+as the write, and the earliest-terminal tasks beyond the cap are evicted through the
+``terminal_seq`` index.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from cleveragents.domain.errors import ValidationError
+from cleveragents.domain.task import TERMINAL_STATES, PushConfig, Task, TaskState
+
+T = TypeVar("T")
+
+DEFAULT_TERMINAL_CAP = 10_000
+LIVE_STATES = tuple(state for state in TaskState if not state.terminal)
+_TERMINAL_VALUES = tuple(state.value for state in TERMINAL_STATES)
+_NO_CURSOR = 2**63 - 1  # above every rowid, so the first page is the same query as the others
+OLDEST_TERMINAL_SQL = ("SELECT seq, context_id, state FROM tasks WHERE terminal_seq IS NOT NULL "
+                       "ORDER BY terminal_seq LIMIT ?")
+
+
+def checked_terminal_cap(cap: int) -> int:
+    if cap < 1:
+        raise ValueError(f"terminal_cap must be at least 1, not {cap}")
+    return cap
+
+
+def status_instant(timestamp: str | None) -> str | None:
+    """The timestamp as fixed-width UTC text, whose text order is time order; None
+    when it is missing or not ISO 8601 (such a task matches no ``status_after``)."""
+    if timestamp is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(timestamp)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def after_instant(status_after: str) -> str:
+    """``status_after`` in the form ``status_instant`` stores; refuses non-timestamps."""
+    instant = status_instant(status_after)
+    if instant is None:
+        raise ValidationError("status_after is not an ISO 8601 timestamp",
+                              {"errors": [{"loc": ["status_after"], "msg": "not an ISO 8601 timestamp"}]})
+    return instant
+
+
+def state_values(states: Collection[TaskState] | None) -> list[str] | None:
+    """Distinct state values in a stable order, so equal filters make equal SQL."""
+    return None if states is None else sorted({TaskState(state).value for state in states})
+
+
+def _marks(values: Collection[Any]) -> str:
+    return ", ".join("?" * len(values))
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _task_row(seq: int, body: str) -> tuple[int, Task]:
+    return seq, Task.from_dict(json.loads(body))
+
+
+def _body(value: Task | PushConfig) -> str:
+    return json.dumps(value.to_dict(), separators=(",", ":"))
+
+
+def _bump(db: sqlite3.Connection, context_id: str, state: str, delta: int) -> None:
+    db.execute("INSERT INTO task_state_counts (state, n) VALUES (?, ?) "
+               "ON CONFLICT (state) DO UPDATE SET n = n + excluded.n", (state, delta))
+    db.execute("INSERT INTO task_context_counts (context_id, state, n) VALUES (?, ?, ?) "
+               "ON CONFLICT (context_id, state) DO UPDATE SET n = n + excluded.n", (context_id, state, delta))
+    if delta < 0:  # so the counters shrink with the tasks when contexts are evicted
+        db.execute("DELETE FROM task_context_counts WHERE context_id = ? AND state = ? AND n <= 0",
+                   (context_id, state))
+
+
+def _next_terminal_seq(db: sqlite3.Connection) -> int:
+    return db.execute("SELECT COALESCE(MAX(terminal_seq), 0) + 1 FROM tasks").fetchone()[0]
+
+
+def _evict(db: sqlite3.Connection, cap: int) -> None:
+    """Delete the earliest-terminal tasks beyond ``cap``; push configs cascade."""
+    terminal = db.execute(f"SELECT COALESCE(SUM(n), 0) FROM task_state_counts WHERE state IN "
+                          f"({_marks(_TERMINAL_VALUES)})", _TERMINAL_VALUES).fetchone()[0]
+    if terminal <= cap:
+        return
+    rows = db.execute(OLDEST_TERMINAL_SQL, (terminal - cap,)).fetchall()
+    db.executemany("DELETE FROM tasks WHERE seq = ?", [(seq,) for seq, _, _ in rows])
+    for (context_id, state), n in Counter((ctx, state) for _, ctx, state in rows).items():
+        _bump(db, context_id, state, -n)
+
+
+def task_total(db: sqlite3.Connection) -> int:
+    """Every stored task, from the counters (for health checks)."""
+    return db.execute("SELECT COALESCE(SUM(n), 0) FROM task_state_counts").fetchone()[0]
+
+
+def list_query(context_id: str | None, states: list[str] | None, status_after: str | None,
+               limit: int, before: int | None) -> tuple[str, list[Any]]:
+    """The SQL for one page, newest first. A context is walked through its own index,
+    a ``status_after`` through the timestamp index, several states as a merge of
+    per-state index walks: each reads about a page, never every task."""
+    cursor = _NO_CURSOR if before is None else before
+    columns = "SELECT seq, body FROM tasks"
+    if context_id is not None or status_after is not None:
+        index = "tasks_by_context" if context_id is not None else "tasks_by_status_at"
+        clauses, args = ["seq < ?"], [cursor]
+        if context_id is not None:
+            clauses.append("context_id = ?")
+            args.append(context_id)
+        if status_after is not None:
+            clauses.append("status_at > ?")
+            args.append(after_instant(status_after))
+        if states is not None:
+            clauses.append(f"state IN ({_marks(states)})")
+            args += states
+        where = " AND ".join(clauses)
+        return f"{columns} INDEXED BY {index} WHERE {where} ORDER BY seq DESC LIMIT ?", [*args, limit]
+    if states is None:
+        return f"{columns} WHERE seq < ? ORDER BY seq DESC LIMIT ?", [cursor, limit]
+    arm = f"{columns} INDEXED BY tasks_by_state WHERE state = ? AND seq < ?"
+    arms = " UNION ALL ".join([arm] * len(states))
+    return f"{arms} ORDER BY seq DESC LIMIT ?", [*(v for s in states for v in (s, cursor)), limit]
+
+
+def count_query(context_id: str | None, states: list[str] | None,
+                status_after: str | None) -> tuple[str, list[Any]]:
+    """Without ``status_after`` this sums at most one counter row per state."""
+    clauses: list[str] = []
+    args: list[Any] = []
+    if status_after is not None:
+        clauses.append("status_at > ?")
+        args.append(after_instant(status_after))
+    if context_id is not None:
+        clauses.append("context_id = ?")
+        args.append(context_id)
+    if states is not None:
+        clauses.append(f"state IN ({_marks(states)})")
+        args += states
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    if status_after is not None:
+        return f"SELECT COUNT(*) FROM tasks{where}", args
+    table = "task_context_counts" if context_id is not None else "task_state_counts"
+    return f"SELECT COALESCE(SUM(n), 0) FROM {table}{where}", args
+
+
+class SqliteTaskMixin:
+    """The task repository half of SqliteStore; it runs on the store's worker thread."""
+
+    _terminal_cap: int
+
+    if TYPE_CHECKING:
+        def _db(self) -> sqlite3.Connection: ...
+
+        async def _run(self, fn: Callable[..., T], *args: Any) -> T: ...
+
+    # -- tasks ---------------------------------------------------------------------
+    async def add_task(self, task: Task) -> bool:
+        def run() -> bool:
+            db = self._db()
+            with _transaction(db):
+                terminal_seq = _next_terminal_seq(db) if task.terminal else None
+                inserted = db.execute(
+                    "INSERT INTO tasks (task_id, context_id, state, status_at, terminal_seq, body) "
+                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (task_id) DO NOTHING",
+                    (task.id, task.context_id, task.state.value, status_instant(task.status.timestamp),
+                     terminal_seq, _body(task)),
+                ).rowcount == 1
+                if inserted:
+                    _bump(db, task.context_id, task.state.value, 1)
+                    if task.terminal:
+                        _evict(db, self._terminal_cap)
+            return inserted
+
+        return await self._run(run)
+
+    async def save_task(self, task: Task) -> None:
+        def run() -> None:
+            db = self._db()
+            with _transaction(db):
+                row = db.execute("SELECT context_id, state, terminal_seq FROM tasks WHERE task_id = ?",
+                                 (task.id,)).fetchone()
+                if row is None:
+                    raise KeyError(task.id)
+                old_context, old_state, terminal_seq = row
+                became_terminal = task.terminal and terminal_seq is None
+                if became_terminal:
+                    terminal_seq = _next_terminal_seq(db)
+                elif not task.terminal:
+                    terminal_seq = None
+                db.execute(
+                    "UPDATE tasks SET context_id = ?, state = ?, status_at = ?, terminal_seq = ?, body = ? "
+                    "WHERE task_id = ?",
+                    (task.context_id, task.state.value, status_instant(task.status.timestamp),
+                     terminal_seq, _body(task), task.id),
+                )
+                if (old_context, old_state) != (task.context_id, task.state.value):
+                    _bump(db, old_context, old_state, -1)
+                    _bump(db, task.context_id, task.state.value, 1)
+                if became_terminal:
+                    _evict(db, self._terminal_cap)
+
+        await self._run(run)
+
+    async def get_task(self, task_id: str) -> Task | None:
+        def run() -> Task | None:
+            row = self._db().execute("SELECT seq, body FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+            return _task_row(*row)[1] if row else None
+
+        return await self._run(run)
+
+    async def list_tasks(
+        self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,
+        status_after: str | None = None, limit: int, before: int | None = None,
+    ) -> list[tuple[int, Task]]:
+        values = state_values(states)
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, not {limit}")
+        if limit == 0 or values == []:
+            return []
+        sql, args = list_query(context_id, values, status_after, limit, before)
+        return await self._run(lambda: [_task_row(*row) for row in self._db().execute(sql, args)])
+
+    async def count_tasks(
+        self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,
+        status_after: str | None = None,
+    ) -> int:
+        values = state_values(states)
+        if values == []:
+            return 0
+        sql, args = count_query(context_id, values, status_after)
+        return await self._run(lambda: self._db().execute(sql, args).fetchone()[0])
+
+    async def live_tasks(self) -> list[Task]:
+        live = [state.value for state in LIVE_STATES]
+        sql = f"SELECT seq, body FROM tasks INDEXED BY tasks_by_state WHERE state IN ({_marks(live)}) ORDER BY seq"
+        return await self._run(lambda: [_task_row(*row)[1] for row in self._db().execute(sql, live)])
+
+    # -- push configs --------------------------------------------------------------
+    async def put_push_config(self, cfg: PushConfig) -> None:
+        def run() -> None:
+            stored = self._db().execute(
+                "INSERT INTO push_configs (task_id, config_id, body) "
+                "SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM tasks WHERE task_id = ?) "
+                "ON CONFLICT (task_id, config_id) DO UPDATE SET body = excluded.body",
+                (cfg.task_id, cfg.id, _body(cfg), cfg.task_id),
+            ).rowcount
+            if stored != 1:
+                raise KeyError(cfg.task_id)
+
+        await self._run(run)
+
+    async def get_push_config(self, task_id: str, config_id: str) -> PushConfig | None:
+        def run() -> PushConfig | None:
+            row = self._db().execute("SELECT body FROM push_configs WHERE task_id = ? AND config_id = ?",
+                                     (task_id, config_id)).fetchone()
+            return PushConfig.from_dict(json.loads(row[0])) if row else None
+
+        return await self._run(run)
+
+    async def list_push_configs(self, task_id: str) -> list[PushConfig]:
+        def run() -> list[PushConfig]:
+            rows = self._db().execute("SELECT body FROM push_configs WHERE task_id = ? ORDER BY rowid",
+                                      (task_id,))
+            return [PushConfig.from_dict(json.loads(body)) for (body,) in rows]
+
+        return await self._run(run)
+
+    async def delete_push_config(self, task_id: str, config_id: str) -> bool:
+        def run() -> bool:
+            return self._db().execute("DELETE FROM push_configs WHERE task_id = ? AND config_id = ?",
+                                      (task_id, config_id)).rowcount == 1
+
+        return await self._run(run)
