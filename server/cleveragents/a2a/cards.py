@@ -1,0 +1,158 @@
+"""Agent cards: one description of the agent, rendered as an A2A 1.0 card (served at
+``/.well-known/agent-card.json``) or a 0.3 card (``/.well-known/agent.json``).
+
+The 1.0 card is ProtoJSON (``AgentCard`` of ``specification/a2a.proto``); the 0.3
+card follows ``specification/json/a2a.json`` of v0.3.0.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+PROTOCOL_V1 = "1.0"
+PROTOCOL_V03 = "0.3"
+CARD_PROTOCOL_VERSION_V03 = "0.3.0"
+JSONRPC = "JSONRPC"
+HTTP_JSON = "HTTP+JSON"
+BEARER_SCHEME = "bearer"
+API_KEY_SCHEME = "apiKey"
+JSONRPC_SUFFIX = "/a2a"
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSpec:
+    name: str
+    url: str
+
+
+@dataclass(frozen=True, slots=True)
+class SkillSpec:
+    id: str
+    name: str
+    description: str
+    tags: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ExtensionSpec:
+    uri: str
+    description: str | None = None
+    required: bool = False
+    params: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentCardSpec:
+    name: str
+    description: str
+    version: str
+    url: str  # the JSON-RPC endpoint
+    provider: ProviderSpec | None = None
+    skills: tuple[SkillSpec, ...] = ()
+    # Shown on the extended card only: callers must authenticate to see them.
+    extended_skills: tuple[SkillSpec, ...] = ()
+    streaming: bool = True
+    push_notifications: bool = False
+    extended_card: bool = False
+    bearer: bool = False
+    api_key_header: str | None = None  # e.g. "X-API-Key"; None: no API key scheme
+    default_input_modes: tuple[str, ...] = ("text/plain", "application/json")
+    default_output_modes: tuple[str, ...] = ("text/plain", "application/json")
+    extensions: tuple[ExtensionSpec, ...] = ()
+    rest_url: str | None = None  # the HTTP+JSON base URL; default: `url` without `/a2a`
+
+    @property
+    def base_url(self) -> str:
+        return self.rest_url or self.url.removesuffix(JSONRPC_SUFFIX)
+
+    def skills_for(self, extended: bool) -> tuple[SkillSpec, ...]:
+        return self.skills + self.extended_skills if extended else self.skills
+
+
+def skill_from_function(fn: Callable[..., Any], *, tags: tuple[str, ...] = (),
+                        examples: tuple[str, ...] = ()) -> SkillSpec:
+    """A skill named after ``fn``, described by its docstring's first paragraph."""
+    name = getattr(fn, "__name__", type(fn).__name__)
+    doc = inspect.getdoc(fn) or ""
+    summary = " ".join(doc.split("\n\n", 1)[0].split())
+    return SkillSpec(id=name, name=name, description=summary or name, tags=tags, examples=examples)
+
+
+def _skill(skill: SkillSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": skill.id, "name": skill.name, "description": skill.description,
+                           "tags": list(skill.tags)}
+    if skill.examples:
+        out["examples"] = list(skill.examples)
+    return out
+
+
+def _extension(ext: ExtensionSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"uri": ext.uri, "required": ext.required}
+    if ext.description is not None:
+        out["description"] = ext.description
+    if ext.params is not None:
+        out["params"] = dict(ext.params)
+    return out
+
+
+def _common(spec: AgentCardSpec, extended: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": spec.name, "description": spec.description, "version": spec.version}
+    if spec.provider is not None:
+        out["provider"] = {"organization": spec.provider.name, "url": spec.provider.url}
+    out["defaultInputModes"] = list(spec.default_input_modes)
+    out["defaultOutputModes"] = list(spec.default_output_modes)
+    out["skills"] = [_skill(s) for s in spec.skills_for(extended)]
+    return out
+
+
+def _capabilities(spec: AgentCardSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"streaming": spec.streaming, "pushNotifications": spec.push_notifications}
+    if spec.extensions:
+        out["extensions"] = [_extension(e) for e in spec.extensions]
+    return out
+
+
+def _scheme_names(spec: AgentCardSpec) -> list[str]:
+    return [name for name, on in ((BEARER_SCHEME, spec.bearer), (API_KEY_SCHEME, bool(spec.api_key_header))) if on]
+
+
+def card_v1(spec: AgentCardSpec, *, extended: bool = False) -> dict[str, Any]:
+    """The A2A 1.0 AgentCard. Each security scheme alone is enough (an OR)."""
+    card = _common(spec, extended)
+    card["supportedInterfaces"] = [
+        {"url": spec.url, "protocolBinding": JSONRPC, "protocolVersion": PROTOCOL_V1},
+        {"url": spec.base_url, "protocolBinding": HTTP_JSON, "protocolVersion": PROTOCOL_V1},
+        # The same endpoint answers 0.3 method names too.
+        {"url": spec.url, "protocolBinding": JSONRPC, "protocolVersion": PROTOCOL_V03},
+    ]
+    card["capabilities"] = {**_capabilities(spec), "extendedAgentCard": spec.extended_card}
+    schemes: dict[str, Any] = {}
+    if spec.bearer:
+        schemes[BEARER_SCHEME] = {"httpAuthSecurityScheme": {"scheme": "Bearer"}}
+    if spec.api_key_header:
+        schemes[API_KEY_SCHEME] = {"apiKeySecurityScheme": {"location": "header", "name": spec.api_key_header}}
+    if schemes:
+        card["securitySchemes"] = schemes
+        card["securityRequirements"] = [{"schemes": {name: {"list": []}}} for name in _scheme_names(spec)]
+    return card
+
+
+def card_v03(spec: AgentCardSpec, *, extended: bool = False) -> dict[str, Any]:
+    """The A2A 0.3 AgentCard, with the JSON-RPC endpoint as its preferred transport."""
+    card = _common(spec, extended)
+    card.update(protocolVersion=CARD_PROTOCOL_VERSION_V03, url=spec.url, preferredTransport=JSONRPC,
+                additionalInterfaces=[{"url": spec.url, "transport": JSONRPC}],
+                capabilities=_capabilities(spec), supportsAuthenticatedExtendedCard=spec.extended_card)
+    schemes: dict[str, Any] = {}
+    if spec.bearer:
+        schemes[BEARER_SCHEME] = {"type": "http", "scheme": "bearer"}
+    if spec.api_key_header:
+        schemes[API_KEY_SCHEME] = {"type": "apiKey", "in": "header", "name": spec.api_key_header}
+    if schemes:
+        card["securitySchemes"] = schemes
+        card["security"] = [{name: []} for name in _scheme_names(spec)]
+    return card

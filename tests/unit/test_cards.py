@@ -1,0 +1,115 @@
+"""Agent cards: the 1.0 and 0.3 shapes, the extended card, skills from functions, and
+(when the a2a-sdk is installed) that both parse as the SDK's card types."""
+
+from __future__ import annotations
+
+import pytest
+
+from cleveragents.a2a.cards import (
+    AgentCardSpec,
+    ExtensionSpec,
+    ProviderSpec,
+    SkillSpec,
+    card_v03,
+    card_v1,
+    skill_from_function,
+)
+
+PLAN = SkillSpec("plan", "Plan", "Plans a change", ("code",), ("Rename foo to bar",))
+ADMIN = SkillSpec("admin", "Admin", "Maintains the store", ("ops",))
+SPEC = AgentCardSpec(
+    name="CleverAgents", description="Autonomous software engineering agent", version="1.2.3",
+    url="https://agent.example/a2a", provider=ProviderSpec("CleverThis", "https://clever.example"),
+    skills=(PLAN,), extended_skills=(ADMIN,), push_notifications=True, extended_card=True, bearer=True,
+    api_key_header="X-API-Key",
+    extensions=(ExtensionSpec("urn:cleveragents:extensions:v1", "Platform methods", params={"methods": ["a"]}),),
+)
+PLAIN = AgentCardSpec(name="A", description="B", version="0.1", url="http://127.0.0.1:8000/a2a")
+
+
+def test_v1_card_shape():
+    card = card_v1(SPEC)
+    assert card["supportedInterfaces"] == [
+        {"url": "https://agent.example/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        {"url": "https://agent.example", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+        {"url": "https://agent.example/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+    ]
+    assert card["provider"] == {"organization": "CleverThis", "url": "https://clever.example"}
+    assert card["capabilities"] == {
+        "streaming": True, "pushNotifications": True, "extendedAgentCard": True,
+        "extensions": [{"uri": "urn:cleveragents:extensions:v1", "required": False,
+                        "description": "Platform methods", "params": {"methods": ["a"]}}],
+    }
+    assert card["securitySchemes"] == {
+        "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}},
+        "apiKey": {"apiKeySecurityScheme": {"location": "header", "name": "X-API-Key"}},
+    }
+    assert card["securityRequirements"] == [{"schemes": {"bearer": {"list": []}}},
+                                            {"schemes": {"apiKey": {"list": []}}}]
+    assert card["skills"] == [{"id": "plan", "name": "Plan", "description": "Plans a change", "tags": ["code"],
+                               "examples": ["Rename foo to bar"]}]
+    assert "url" not in card and "protocolVersion" not in card
+
+
+def test_v03_card_shape():
+    card = card_v03(SPEC)
+    assert (card["protocolVersion"], card["url"], card["preferredTransport"]) == (
+        "0.3.0", "https://agent.example/a2a", "JSONRPC")
+    assert card["supportsAuthenticatedExtendedCard"] is True
+    assert "extendedAgentCard" not in card["capabilities"]
+    assert card["securitySchemes"] == {"bearer": {"type": "http", "scheme": "bearer"},
+                                       "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}
+    assert card["security"] == [{"bearer": []}, {"apiKey": []}]
+    assert card["provider"] == {"organization": "CleverThis", "url": "https://clever.example"}
+
+
+@pytest.mark.parametrize("render", [card_v1, card_v03])
+def test_extended_skills_are_on_the_extended_card_only(render):
+    assert [s["id"] for s in render(SPEC)["skills"]] == ["plan"]
+    assert [s["id"] for s in render(SPEC, extended=True)["skills"]] == ["plan", "admin"]
+
+
+@pytest.mark.parametrize("render", [card_v1, card_v03])
+def test_a_card_without_auth_declares_no_schemes(render):
+    card = render(PLAIN)
+    assert not {"securitySchemes", "securityRequirements", "security", "provider"} & card.keys()
+    assert card["defaultInputModes"] == ["text/plain", "application/json"]
+
+
+def test_the_rest_url_may_be_given():
+    card = card_v1(AgentCardSpec(name="A", description="B", version="1", url="https://a.example/rpc",
+                                 rest_url="https://a.example/rest"))
+    assert [i["url"] for i in card["supportedInterfaces"]] == [
+        "https://a.example/rpc", "https://a.example/rest", "https://a.example/rpc"]
+
+
+def search_web(query: str) -> str:
+    """Search the web
+    for information.
+
+    Returns the top results.
+    """
+    return query
+
+
+def test_a_skill_from_a_function():
+    assert skill_from_function(search_web, tags=("tool",)) == SkillSpec(
+        "search_web", "search_web", "Search the web for information.", ("tool",))
+    assert skill_from_function(lambda: None).description == "<lambda>"
+
+
+def test_v1_cards_parse_as_the_sdk_protobuf_type():
+    pb2 = pytest.importorskip("a2a.types.a2a_pb2")
+    json_format = pytest.importorskip("google.protobuf.json_format")
+    for spec in (SPEC, PLAIN):
+        for extended in (False, True):
+            card = json_format.ParseDict(card_v1(spec, extended=extended), pb2.AgentCard())  # strict
+            assert card.name == spec.name and len(card.supported_interfaces) == 3
+
+
+def test_v03_cards_validate_as_the_sdk_model():
+    v03 = pytest.importorskip("a2a.compat.v0_3.types")
+    for spec in (SPEC, PLAIN):
+        card = card_v03(spec, extended=True)
+        model = v03.AgentCard.model_validate(card)
+        assert model.model_dump(mode="json", by_alias=True, exclude_none=True) == card
