@@ -27,7 +27,8 @@ try:  # the package is normally installed; fall back to the source tree
 except ImportError:  # pragma: no cover
     sys.path.insert(0, str(ROOT / "server"))
 
-from cleveragents.a2a import dialects, errors, methods, params as params_models  # noqa: E402
+from cleveragents.a2a import dialects, errors, methods  # noqa: E402
+from cleveragents.a2a import params as params_models  # noqa: E402
 from cleveragents.a2a.capabilities import NOTIFICATIONS  # noqa: E402
 from cleveragents.a2a.methods import MethodSpec  # noqa: E402
 from cleveragents.a2a.version import SUPPORTED_VERSIONS  # noqa: E402
@@ -75,13 +76,17 @@ JSONRPC_CODES = [
 
 # --- inputs ---------------------------------------------------------------------------
 def configured_services() -> set[str]:
-    """The service keys a default in-memory Container wires (no database is opened)."""
+    """What a default in-memory Container serves, as `service_key.call` names (no
+    database is opened)."""
+    from cleveragents.a2a.facade import A2aLocalFacade
     from cleveragents.config import Settings
     from cleveragents.container import Container
 
     container = Container(Settings(memory=True))
     try:
-        return {key for key, value in container.services.items() if value is not None}
+        services = A2aLocalFacade(container).services
+        return {f"{spec.service}.{spec.call}" for spec in methods.METHODS.values()
+                if hasattr(services.get(spec.service), spec.call)}
     finally:
         container.close()
 
@@ -259,7 +264,7 @@ def params_section(model_name: str) -> list[str]:
 
 # --- method sections ------------------------------------------------------------------
 def _status(spec: MethodSpec, services: set[str]) -> str:
-    if spec.service in services:
+    if f"{spec.service}.{spec.call}" in services:
         return f"served (`{spec.service}.{spec.call}`)"
     return (f"not served yet in this build — answers {not_available_code(spec.dialect)} "
             f"naming `{spec.service}` (`data: {{\"method\", \"service\"}}`)")

@@ -22,6 +22,8 @@ class Settings:
     memory: bool = False
     event_buffer: int = 1024
     default_actor: str = "local/default"
+    # Finished agent tasks kept in the store; the oldest go first, live ones never.
+    max_terminal_tasks: int = 10_000
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -33,6 +35,8 @@ class Settings:
             env["state_dir"] = Path(value)
         if os.environ.get("CLEVERAGENTS_MEMORY", "").lower() in {"1", "true", "yes"}:
             env["memory"] = True
+        if value := os.environ.get("CLEVERAGENTS_MAX_TERMINAL_TASKS"):
+            env["max_terminal_tasks"] = int(value)
         env.update({k: v for k, v in overrides.items() if v is not None})
         for key in ("workspace", "state_dir"):
             if isinstance(env.get(key), str):

@@ -279,25 +279,13 @@ async def diagnostics_report_each_check(runner):
 # --- methods whose service is not built yet ---------------------------------------
 @case
 async def missing_services_are_named(runner):
-    error = error_of(await runner.call("_cleveragents/plan/use", {"action_name": "replace"}))
+    error = error_of(await runner.call("_cleveragents/sync/status", {}))
     assert error["code"] == -32004
-    assert error["data"] == {"method": "_cleveragents/plan/use", "service": "plan_lifecycle_service"}
-
-    legacy = error_of(await runner.call("plan.create", {"action_name": "replace"}))
-    assert legacy["code"] == -32004 and legacy["data"]["service"] == "plan_lifecycle_service"
-
-    v03 = error_of(await runner.call("message/send", {"message": {"role": "user", "parts": [{"text": "hi"}]}}))
-    assert v03["code"] == -32004 and v03["data"]["service"] == "task_service"
-
-    v1 = error_of(await runner.call("SendMessage", {"message": {"role": "ROLE_USER", "parts": [{"text": "hi"}]}}))
-    assert v1["code"] == -32004
-    (info,) = v1["data"]
-    assert info["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"
-    assert info["reason"] == "UNSUPPORTED_OPERATION" and info["domain"] == "a2a-protocol.org"
-    assert info["metadata"]["service"] == "task_service"
-
-    for method in ("_cleveragents/sync/status", "_cleveragents/namespace/list", "_cleveragents/registry/tool/list"):
-        assert error_of(await runner.call(method, {}))["code"] == -32004
+    assert error["data"] == {"method": "_cleveragents/sync/status", "service": "sync_service"}
+    for method, service in (("_cleveragents/namespace/list", "namespace_service"),
+                            ("_cleveragents/registry/resource/list", "resource_registry_service")):
+        error = error_of(await runner.call(method, {}))
+        assert error["code"] == -32004 and error["data"]["service"] == service
 
 
 @case

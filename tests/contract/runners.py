@@ -20,6 +20,7 @@ from tests.conftest import SERVER_COMMAND
 from tests.e2e.rawclient import frame
 
 EVENT = "_cleveragents/event"
+STREAM_NOTIFICATIONS = ("task/statusUpdate", "task/artifactUpdate")
 TIMEOUT = 10.0
 
 
@@ -79,6 +80,19 @@ class FacadeRunner:
     async def raw(self, body: bytes) -> dict[str, Any] | None:
         return await self.facade.handle_raw(body)
 
+    async def stream(self, method: str, params: Any) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
+        """A streaming call: its response, and the (method, params) notifications sent
+        for it."""
+        from cleveragents.app.calls import CallContext
+
+        msg_id = next(self.ids)
+        items: list[tuple[str, dict[str, Any]]] = []
+        context = CallContext(method="", dialect="", request_id=msg_id,
+                              notify=lambda m, p: items.append((m, p)) if m in STREAM_NOTIFICATIONS else None)
+        request = {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}
+        response = await self.facade.dispatch(request, context)
+        return response.to_wire(), items
+
     async def subscribe(self, params: dict[str, Any] | None = None) -> tuple[dict[str, Any], EventStream]:
         from cleveragents.app.calls import CallContext
         from cleveragents.transports.lsp.notifications import pump_events
@@ -117,11 +131,15 @@ class StdioRunner:
         self._waiters: dict[Any, asyncio.Future[dict[str, Any]]] = {}
         self.orphans: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.initialize_result: types.InitializeResult | None = None
+        self.stream_items: dict[Any, list[tuple[str, dict[str, Any]]]] = {}
+        self.stream_ids = itertools.count(1)
 
     def _factory(self) -> LanguageClient:
         client = LanguageClient(converter_factory=_dict_converter)
         register_lsp_features(client)
         client.feature(EVENT)(lambda params: self._on_event(params))
+        for name in STREAM_NOTIFICATIONS:
+            client.feature(name)(lambda params, name=name: self._on_stream_item(name, params))
         original = client.protocol._handle_response
 
         def handle_response(msg_id: Any, result: Any = None, error: Any = None) -> None:
@@ -140,6 +158,10 @@ class StdioRunner:
 
         client.protocol._handle_response = handle_response  # type: ignore[method-assign]
         return client
+
+    def _on_stream_item(self, method: str, params: dict[str, Any]) -> None:
+        if "requestId" in params:
+            self.stream_items.setdefault(params["requestId"], []).append((method, params))
 
     def _on_event(self, params: dict[str, Any]) -> None:
         sub_id = params.get("subscription_id")
@@ -184,6 +206,18 @@ class StdioRunner:
                 error["data"] = exc.data
             return {"error": error}
         return {"result": result}
+
+    async def stream(self, method: str, params: Any) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
+        assert self.client is not None
+        msg_id = f"stream-{next(self.stream_ids)}"
+        try:
+            result = await asyncio.wait_for(
+                self.client.protocol.send_request_async(method, params, msg_id=msg_id), TIMEOUT)
+            response: dict[str, Any] = {"result": result}
+        except JsonRpcException as exc:
+            response = {"error": {"code": exc.code, "message": exc.message, "data": exc.data}}
+        await asyncio.sleep(0)  # notifications sent before the response are handled by now
+        return response, self.stream_items.pop(msg_id, [])
 
     async def raw(self, body: bytes) -> dict[str, Any] | None:
         """Send ``body`` as one frame; the response for its id (or the next id-less one)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.contract import plan_cases, task_cases  # noqa: F401  (they register their cases)
 from tests.contract.cases import CASES
 from tests.contract.runners import FacadeRunner, StdioRunner
 

@@ -21,7 +21,7 @@ def status(plan_id="p1", **data):
 
 def test_seed_example_runs_as_written():
     # seed 000, "Event Queue — Publish / Subscribe"
-    from cleveragents.a2a.events import A2aEventQueue, TASK_STATUS_UPDATE  # noqa: F811
+    from cleveragents.a2a.events import TASK_STATUS_UPDATE, A2aEventQueue  # noqa: F811
     from cleveragents.a2a.models import A2aEvent  # noqa: F811
 
     queue = A2aEventQueue()

@@ -48,7 +48,7 @@ def test_render_is_deterministic(gen: ModuleType, rendered: str) -> None:
 
 
 def test_status_follows_the_configured_services(gen: ModuleType) -> None:
-    served = gen.render(services={"session_service"})
+    served = gen.render(services={"session_service.create"})
     section = served.split("### `session.create`", 1)[1].split("\n### ", 1)[0]
     assert "Status: served" in section
     unserved = gen.render(services=set())

@@ -30,7 +30,7 @@ def a2a_capabilities() -> dict[str, Any]:
             "version": __version__,
             "capabilities": {
                 "streaming": True,
-                "pushNotifications": False,
+                "pushNotifications": True,
                 "extensions": [
                     {"uri": EXTENSION_URI, "required": False,
                      "params": {"methods": methods.extension_method_names()}},

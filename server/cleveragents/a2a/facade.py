@@ -17,7 +17,8 @@ from typing import Any
 
 import pydantic
 
-from cleveragents.a2a import dialects, envelope, methods, params as params_models
+from cleveragents.a2a import dialects, envelope, methods
+from cleveragents.a2a import params as params_models
 from cleveragents.a2a.errors import (
     A2aNotAvailableError,
     A2aOperationNotFoundError,
@@ -55,10 +56,15 @@ def _adapt(services: dict[str, Any]) -> dict[str, Any]:
     """Wrap services whose request handling lives at the protocol boundary."""
     from cleveragents.a2a.events import A2aEventQueue
     from cleveragents.a2a.subscriptions import EventSubscriptions
+    from cleveragents.app.tasks import TaskService
 
     adapted = dict(services)
     if isinstance(queue := services.get("event_queue"), A2aEventQueue):
         adapted["event_queue"] = EventSubscriptions(queue)
+    if isinstance(tasks := services.get("task_service"), TaskService):
+        from cleveragents.a2a.task_endpoint import TaskEndpoint
+
+        adapted["task_service"] = TaskEndpoint(tasks)
     return adapted
 
 

@@ -123,7 +123,7 @@ _PLAN = "plan_lifecycle_service"
 _ext("_cleveragents/plan/use", "PlanUseParams", _PLAN, "use", "Create a plan from an action template.",
      "{plan_id, phase, state}", ("ResourceNotFoundError", "ValidationError"),
      {"action_name": "replace", "arguments": {"pattern": "foo", "replacement": "bar", "glob": "**/*.py"}})
-_ext("_cleveragents/plan/execute", "PlanIdParams", _PLAN, "execute",
+_ext("_cleveragents/plan/execute", "PlanExecuteParams", _PLAN, "execute",
      "Run the plan's steps in its overlay (the workspace is not touched).",
      "{plan_id, phase, state}", _PLAN_STATE + ("BudgetExceededError", "AuthorizationError"),
      {"plan_id": _ULID}, with_context=True)
@@ -151,7 +151,7 @@ _ext("_cleveragents/plan/artifacts", "PlanIdParams", _PLAN, "artifacts", "The pl
 _ext("_cleveragents/plan/prompt", "PlanPromptParams", _PLAN, "prompt",
      "Queue guidance for the next steps of a running plan.", "{plan_id, queued}", _PLAN_STATE,
      {"plan_id": _ULID, "guidance": "Keep the public API unchanged"})
-_ext("_cleveragents/plan/rollback", "PlanIdParams", _PLAN, "rollback",
+_ext("_cleveragents/plan/rollback", "PlanRollbackParams", _PLAN, "rollback",
      "Restore the workspace from the plan's checkpoint.", "{plan_id, phase, state, files}",
      _PLAN_STATE, {"plan_id": _ULID})
 _ext("_cleveragents/plan/list", "PlanListParams", _PLAN, "list", "Plans, newest first.",
@@ -168,16 +168,22 @@ for _kind in ("actor", "skill", "action", "project"):
          f"Registered {_kind}s.", f"{{{_kind}s}}")
 
 # --- Context -------------------------------------------------------------------------
+_CONTEXT_ERRORS = ("ResourceNotFoundError", "ValidationError")
 _ext("_cleveragents/context/show", "ContextScopeParams", "context_service", "show",
-     "The context an actor would get, assembled.", "{tiers, size}", _NOT_FOUND, {"session_id": _ULID})
+     "The context an actor would get for a session or a plan, assembled in tiers: pinned files "
+     "and values, the plan's decisions, the session's history.",
+     "{scope, tiers, size_chars, tokens}", _CONTEXT_ERRORS, {"session_id": _ULID})
 _ext("_cleveragents/context/inspect", "ContextScopeParams", "context_service", "inspect",
-     "The context's tiers with size estimates.", "{tiers}", _NOT_FOUND, {"session_id": _ULID})
+     "The context's tiers with size estimates, without their content.",
+     "{scope, tiers, size_chars, tokens}", _CONTEXT_ERRORS, {"session_id": _ULID})
 _ext("_cleveragents/context/simulate", "ContextSimulateParams", "context_service", "simulate",
-     "What a given budget would keep and drop.", "{kept, dropped}", _NOT_FOUND,
+     "What a given token budget would keep and drop, in tier priority order.",
+     "{budget, kept, dropped, kept_tokens, dropped_tokens}", _CONTEXT_ERRORS,
      {"session_id": _ULID, "budget": 8000})
 _ext("_cleveragents/context/set", "ContextSetParams", "context_service", "set",
-     "Pin a file or a value into the context.", "{key, pinned}", _NOT_FOUND,
-     {"session_id": _ULID, "key": "file:src/app.py"})
+     "Pin a file (`file:<path>`) or a value into the context; a null value unpins.",
+     "{key, pinned, scope}", _CONTEXT_ERRORS + ("AuthorizationError", "BudgetExceededError"),
+     {"session_id": _ULID, "key": "file:src/app.py", "value": True})
 
 # --- Health & diagnostics ------------------------------------------------------------
 _ext("_cleveragents/health/check", "EmptyParams", "health_service", "check",

@@ -40,7 +40,8 @@ class PageParams(ExtensionParams):
 
 # Sessions
 class SessionCreateParams(ExtensionParams):
-    actor_name: ActorName | None = Field(default=None, description="The session's actor, `provider/model`; default `local/default`")
+    actor_name: ActorName | None = Field(
+        default=None, description="The session's actor, `provider/model`; default `local/default`")
     actor: ActorName | None = Field(default=None, description="Alias of actor_name")
     session_id: Identifier | None = Field(default=None, description="Makes the call idempotent: an existing session is returned")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Kept with the session, returned as given")
@@ -66,18 +67,27 @@ class SessionListParams(PageParams):
 
 # Plans
 class PlanUseParams(ExtensionParams):
-    action_name: str = Field(min_length=1, max_length=200)
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    automation_profile: AutomationProfile = "supervised"
-    session_id: str | None = Field(default=None, max_length=128)
+    action_name: str = Field(min_length=1, max_length=200, description="From `_cleveragents/registry/action/list`")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="The action's arguments")
+    automation_profile: AutomationProfile = Field(
+        default="supervised", description="manual: approve execute and apply; supervised: approve apply; autonomous: no gates")
+    session_id: str | None = Field(default=None, max_length=128, description="The session the plan belongs to")
 
 
 class PlanIdParams(ExtensionParams):
     plan_id: Identifier = Field(description="The plan's id")
 
 
+class PlanExecuteParams(PlanIdParams):
+    wait: bool = Field(default=True, description="Answer when execution ends (false: at once, with state running)")
+
+
 class PlanApplyParams(PlanIdParams):
-    force: bool = False
+    force: bool = Field(default=False, description="Write even over files changed on disk since execute")
+
+
+class PlanRollbackParams(PlanIdParams):
+    force: bool = Field(default=False, description="Restore even files changed on disk since the apply")
 
 
 class PlanExplainParams(PlanIdParams):
@@ -85,9 +95,10 @@ class PlanExplainParams(PlanIdParams):
 
 
 class PlanCorrectParams(PlanIdParams):
-    decision_id: str | None = Field(default=None, max_length=128)
-    guidance: str | None = Field(default=None, max_length=20_000)
-    arguments: dict[str, Any] | None = None
+    decision_id: str | None = Field(default=None, max_length=128, description="Default: the last decision")
+    guidance: str | None = Field(default=None, max_length=20_000, description="Guidance for the corrected step")
+    arguments: dict[str, Any] | None = Field(default=None, description="New arguments, merged over the step's")
+    wait: bool = True
 
     @model_validator(mode="after")
     def _has_correction(self) -> PlanCorrectParams:

@@ -40,13 +40,16 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", type=Path, help="workspace root (default: the client's root, else the cwd)")
     parser.add_argument("--state-dir", type=Path, help="where the state database lives (default: <workspace>/.cleveragents)")
     parser.add_argument("--memory", action="store_true", help="keep all state in memory (nothing is written)")
+    parser.add_argument("--max-terminal-tasks", type=int, metavar="N",
+                        help="finished tasks kept before the oldest are evicted (default: 10000)")
     parser.add_argument("--max-message-size", type=int, default=framing.DEFAULT_MAX_MESSAGE_SIZE, metavar="BYTES",
                         help="largest message accepted (default: %(default)s)")
     parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         type=str.upper, help="stderr log level (default: %(default)s)")
 
 
-async def serve_stdio(args: argparse.Namespace, stdin: Any, stdout: Any) -> int:
+async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Settings | None = None,
+                 services: dict[str, Any] | None = None) -> int:
     loading = asyncio.ensure_future(asyncio.to_thread(importlib.import_module, SERVER_MODULE))
     reader = await framing.open_stdin(stdin)
     writer = await framing.PipeWriter.open(stdout)
@@ -55,22 +58,35 @@ async def serve_stdio(args: argparse.Namespace, stdin: Any, stdout: Any) -> int:
     if early is not None:
         writer.write(framing.encode_frame(handshake.initialize_response(*early)))
     server_module = await loading
-    settings = Settings.from_env(workspace=args.workspace, state_dir=args.state_dir, memory=args.memory or None)
+    if settings is None:
+        settings = Settings.from_env(workspace=args.workspace, state_dir=args.state_dir, memory=args.memory or None,
+                                     max_terminal_tasks=getattr(args, "max_terminal_tasks", None))
     server = server_module.A2aLanguageServer(
-        settings, workspace_fixed=args.workspace is not None, max_message_size=args.max_message_size
+        settings, workspace_fixed=args.workspace is not None, max_message_size=args.max_message_size,
+        container_options=services or {},
     )
     if early is not None:
         return await server.serve(reader, writer, first, answered=early[0])
     return await server.serve(reader, writer, first)
 
 
-def run_stdio(args: argparse.Namespace) -> int:
+def run_stdio(args: argparse.Namespace, settings: Settings | None = None,
+              services: dict[str, Any] | None = None) -> int:
     configure_logging(args.log_level)
     protocol_out = framing.claim_stdout()
     try:
-        return asyncio.run(serve_stdio(args, sys.stdin.buffer, protocol_out))
+        return asyncio.run(_serve(args, sys.stdin.buffer, protocol_out, settings, services))
     except KeyboardInterrupt:
         return 130
+
+
+def serve_stdio(settings: Settings, *, actor: Any = None, card: Any = None, log_level: str = "WARNING",
+                max_message_size: int = framing.DEFAULT_MAX_MESSAGE_SIZE) -> int:
+    """Serve a published agent (``cleveragents.A2A(...).serve_stdio()``) on this
+    process's stdio until the client exits; returns the exit code."""
+    args = argparse.Namespace(workspace=settings.workspace, state_dir=settings.state_dir, memory=settings.memory,
+                              max_message_size=max_message_size, log_level=log_level.upper())
+    return run_stdio(args, settings, {"actor": actor, "card": card})
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -80,6 +80,11 @@ class A2aProtocol(LanguageServerProtocol):
         """Don't write the response to ``msg_id``: it has been answered already."""
         self._suppressed.add(msg_id)
 
+    @lsp_method(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    def lsp_work_done_progress_cancel(self, params: types.WorkDoneProgressCancelParams) -> None:  # type: ignore[override]
+        if not self._server.cancel_progress(params.token):
+            logger.info("work done progress cancel for an unknown token %s", params.token)
+
     @lsp_method(types.INITIALIZED)
     def lsp_initialized(self, *args: Any) -> None:
         self._server.warm_up()

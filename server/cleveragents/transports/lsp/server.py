@@ -36,7 +36,7 @@ class A2aLanguageServer(LanguageServer):
     protocol: A2aProtocol
 
     def __init__(self, settings: Settings, *, workspace_fixed: bool = False,
-                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE):
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, container_options: dict[str, Any] | None = None):
         super().__init__(
             "cleveragents", __version__, protocol_cls=A2aProtocol,
             converter_factory=plain_dict_converter,
@@ -44,6 +44,8 @@ class A2aLanguageServer(LanguageServer):
         self.settings = settings
         self.max_message_size = max_message_size
         self._workspace_fixed = workspace_fixed
+        # Passed to the Container: a published agent's actor and card (``A2A(...)``).
+        self._container_options = container_options or {}
         self.a2a_version: str | None = None
         self._runtime: asyncio.Future[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -53,6 +55,8 @@ class A2aLanguageServer(LanguageServer):
         self._watchdog: asyncio.Future[None] | None = None
         self._handlers: dict[str, Any] = {}
         self._orphaned = asyncio.Event()
+        # workDoneToken -> the request it reports on, so the client can cancel it.
+        self._progress_requests: dict[Any, asyncio.Task[Any]] = {}
 
     # -- configuration from the client ---------------------------------------------
     def configure_from_initialize(self, params: types.InitializeParams) -> None:
@@ -90,7 +94,8 @@ class A2aLanguageServer(LanguageServer):
 
     def _runtime_future(self) -> asyncio.Future[Any]:
         if self._runtime is None:
-            self._runtime = asyncio.ensure_future(asyncio.to_thread(_Runtime, self.settings))
+            self._runtime = asyncio.ensure_future(asyncio.to_thread(
+                _Runtime, self.settings, self._container_options))
         return self._runtime
 
     async def facade(self) -> Any:
@@ -114,6 +119,9 @@ class A2aLanguageServer(LanguageServer):
         from cleveragents.a2a.facade import CallContext
 
         msg_id = self.protocol.msg_id
+        token = params.get("workDoneToken") if isinstance(params, dict) else None
+        if token is not None and (current := asyncio.current_task()) is not None:
+            self._progress_requests[token] = current
         try:
             facade = await self.facade()
             context = CallContext(
@@ -130,6 +138,17 @@ class A2aLanguageServer(LanguageServer):
         except Exception as exc:
             payload = internal_error_payload(exc, dialects.EXTENSION, f"{method} (stdio transport)")
             return WireResponse(envelope.error_response(msg_id, payload))
+        finally:
+            if token is not None:
+                self._progress_requests.pop(token, None)
+
+    def cancel_progress(self, token: Any) -> bool:
+        """`window/workDoneProgress/cancel`: cancel the request reporting on ``token``."""
+        request = self._progress_requests.get(token)
+        if request is None:
+            return False
+        request.cancel()
+        return True
 
     def _attach(self, msg_id: Any, subscription_id: str, events: Any) -> None:
         def start() -> None:
@@ -248,11 +267,11 @@ class A2aLanguageServer(LanguageServer):
 class _Runtime:
     """The services behind the server; built in a worker thread (it opens the store)."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, options: dict[str, Any]):
         from cleveragents.a2a.facade import A2aLocalFacade
         from cleveragents.container import Container
 
-        self.container = Container(settings)
+        self.container = Container(settings, **options)
         self.facade = A2aLocalFacade(self.container)
 
     async def aclose(self) -> None:

@@ -1,0 +1,76 @@
+"""AgentCardService: the agent cards this backend serves, public and extended.
+
+The card describes either the backend itself (the CleverAgents tools and the
+extension methods) or an agent published with ``cleveragents.A2A``. The extended
+card adds what only authenticated callers see, and the publisher's
+``extended_agent_card_callback`` may change it further.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from cleveragents._version import __version__
+from cleveragents.a2a import dialects, methods
+from cleveragents.a2a.capabilities import AGENT_DESCRIPTION, AGENT_NAME, EXTENSION_URI
+from cleveragents.a2a.cards import AgentCardSpec, ExtensionSpec, SkillSpec, card_v03, card_v1
+from cleveragents.a2a.errors import ExtendedAgentCardNotConfiguredError
+from cleveragents.app.calls import CallContext
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_URL = "http://localhost:8000/a2a"
+CardCallback = Callable[[dict[str, Any]], Any]
+
+
+def backend_extension() -> ExtensionSpec:
+    return ExtensionSpec(EXTENSION_URI, "CleverAgents platform methods (plans, registries, context)", False,
+                         {"methods": methods.extension_method_names()})
+
+
+class AgentCardService:
+    def __init__(self, spec: AgentCardSpec, callback: CardCallback | None = None):
+        self.spec = spec
+        self.callback = callback
+
+    @classmethod
+    def for_backend(cls, source: Any, tools: Any) -> AgentCardService:
+        """The card of a published agent (``source.card_spec()``), else the backend's."""
+        if source is not None:
+            spec = source.card_spec()
+            if EXTENSION_URI not in {e.uri for e in spec.extensions}:
+                spec = _with_extension(spec)
+            return cls(spec, getattr(source, "extended_agent_card_callback", None))
+        skills = tuple(
+            SkillSpec(t["name"], t["name"], t["description"], ("tool", t["namespace"]))
+            for t in tools.list_tools()["tools"]
+        )
+        spec = AgentCardSpec(AGENT_NAME, AGENT_DESCRIPTION, __version__, DEFAULT_URL, skills=skills,
+                             push_notifications=True, extended_card=True, extensions=(backend_extension(),))
+        return cls(spec)
+
+    def card(self, version: str = "1.0", extended: bool = False) -> dict[str, Any]:
+        render = card_v03 if version.startswith("0.3") else card_v1
+        return render(self.spec, extended=extended)
+
+    async def extended_card(self, context: CallContext | None = None, **_: Any) -> dict[str, Any]:
+        if not self.spec.extended_card:
+            raise ExtendedAgentCardNotConfiguredError()
+        version = "0.3" if context is not None and context.dialect == dialects.A2A_V03 else "1.0"
+        card = self.card(version, extended=True)
+        if self.callback is not None:
+            changed = self.callback(card)
+            if inspect.isawaitable(changed):
+                changed = await changed
+            if isinstance(changed, dict):
+                card = changed
+        return card
+
+
+def _with_extension(spec: AgentCardSpec) -> AgentCardSpec:
+    from dataclasses import replace
+
+    return replace(spec, extensions=(*spec.extensions, backend_extension()))

@@ -1,0 +1,76 @@
+"""Push notifications: each stream item of a task goes to its configured webhooks.
+
+Items are encoded in the dialect the config was created in and posted in order, one
+worker per webhook URL, with a bounded queue: a slow or dead webhook loses its own
+oldest items (logged), never the task's progress.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from cleveragents.a2a.codecs import get_codec
+from cleveragents.domain.task import PushConfig, StreamItem
+
+logger = logging.getLogger(__name__)
+
+QUEUE_LIMIT = 256
+RETRIES = 3
+TOKEN_HEADER = "X-A2A-Notification-Token"
+DIALECT_KEY = "dialect"  # in PushConfig.metadata: "1.0" or "0.3"
+
+Poster = Callable[[str, Any, Mapping[str, str]], "str | None"]
+
+
+class PushSender:
+    def __init__(self, post: Poster, retry_delay: float = 0.5):
+        self._post = post
+        self._retry_delay = retry_delay
+        self._queues: dict[str, asyncio.Queue[tuple[PushConfig, Any]]] = {}
+        self._workers: dict[str, asyncio.Task[None]] = {}
+
+    def deliver(self, config: PushConfig, item: StreamItem) -> None:
+        codec = get_codec(str(config.metadata.get(DIALECT_KEY, "1.0")))
+        body = codec.encode_stream_item(item)
+        queue = self._queues.get(config.url)
+        if queue is None:
+            queue = self._queues[config.url] = asyncio.Queue(QUEUE_LIMIT)
+            self._workers[config.url] = asyncio.ensure_future(self._work(queue))
+        if queue.full():
+            queue.get_nowait()
+            logger.warning("push queue for a webhook of task %s is full; dropped its oldest item", config.task_id)
+        queue.put_nowait((config, body))
+
+    async def _work(self, queue: asyncio.Queue[tuple[PushConfig, Any]]) -> None:
+        while True:
+            config, body = await queue.get()
+            headers = _headers(config)
+            for attempt in range(RETRIES):
+                problem = await asyncio.to_thread(self._post, config.url, body, headers)
+                if problem is None:
+                    break
+                logger.warning("push to a webhook of task %s failed (%s), attempt %d",
+                               config.task_id, problem, attempt + 1)
+                await asyncio.sleep(self._retry_delay * (2 ** attempt))
+
+    async def aclose(self) -> None:
+        for worker in self._workers.values():
+            worker.cancel()
+        await asyncio.gather(*self._workers.values(), return_exceptions=True)
+        self._workers.clear()
+        self._queues.clear()
+
+
+def _headers(config: PushConfig) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    if config.token:
+        headers[TOKEN_HEADER] = config.token
+    auth = config.authentication or {}
+    credentials = auth.get("credentials")
+    schemes = [s.lower() for s in auth.get("schemes", [])] or ([str(auth["scheme"]).lower()] if auth.get("scheme") else [])
+    if credentials and "bearer" in schemes:
+        headers["Authorization"] = f"Bearer {credentials}"
+    return headers

@@ -1,0 +1,179 @@
+"""The standard A2A task methods, in both dialects, over the TaskService.
+
+The facade calls these with the request's params and its CallContext; the codec of
+the call's dialect decodes the params and encodes the results, so the service only
+ever sees the one internal model.
+
+Streams: a transport that can push (``context.notify``) gets each stream item as a
+``task/statusUpdate`` or ``task/artifactUpdate`` notification carrying
+``requestId``; the response is the last item. ``open_stream`` gives the encoded items
+to transports that frame them themselves (SSE).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Any
+
+from cleveragents.a2a import dialects
+from cleveragents.a2a.codecs import Codec, SendRequest, get_codec
+from cleveragents.a2a.push import DIALECT_KEY
+from cleveragents.app.calls import CallContext
+from cleveragents.app.tasks import TaskService
+from cleveragents.domain.errors import ValidationError
+from cleveragents.domain.task import PushConfig, StreamItem, TaskArtifactUpdate
+
+STATUS_NOTIFICATION = "task/statusUpdate"
+ARTIFACT_NOTIFICATION = "task/artifactUpdate"
+
+
+def codec_for(context: CallContext | None) -> Codec:
+    dialect = context.dialect if context is not None else dialects.A2A_V1
+    return get_codec("0.3" if dialect == dialects.A2A_V03 else "1.0")
+
+
+def _bad(loc: list[Any], msg: str) -> ValidationError:
+    return ValidationError("Invalid params", {"errors": [{"loc": loc, "msg": msg, "type": "value_error"}]})
+
+
+class TaskEndpoint:
+    def __init__(self, service: TaskService):
+        self.service = service
+
+    # -- messages ------------------------------------------------------------------
+    async def send(self, context: CallContext | None = None, **params: Any) -> dict[str, Any]:
+        codec = codec_for(context)
+        request = _with_dialect(codec.decode_send_params(params), codec)
+        result = await self.service.send(
+            request.message, blocking=request.blocking, history_length=request.history_length,
+            push_config=request.push_config, metadata=request.metadata,
+        )
+        return codec.encode_send_result(result)
+
+    async def stream(self, context: CallContext | None = None, **params: Any) -> dict[str, Any]:
+        codec = codec_for(context)
+        request = _with_dialect(codec.decode_send_params(params), codec)
+        items = await self.service.stream(request.message, push_config=request.push_config,
+                                          metadata=request.metadata)
+        return await self._relay(items, codec, context)
+
+    async def subscribe(self, context: CallContext | None = None, **params: Any) -> dict[str, Any]:
+        codec = codec_for(context)
+        items = await self.service.subscribe(_task_id(params))
+        return await self._relay(items, codec, context)
+
+    async def open_stream(self, method_call: str, params: dict[str, Any],
+                          context: CallContext) -> AsyncIterator[dict[str, Any]]:
+        """Encoded stream items of ``stream`` or ``subscribe``, for SSE transports."""
+        codec = codec_for(context)
+        if method_call == "subscribe":
+            items = await self.service.subscribe(_task_id(params))
+        else:
+            request = _with_dialect(codec.decode_send_params(params), codec)
+            items = await self.service.stream(request.message, push_config=request.push_config,
+                                              metadata=request.metadata)
+        return self._encoded(items, codec)
+
+    async def _encoded(self, items: AsyncIterator[StreamItem], codec: Codec) -> AsyncIterator[dict[str, Any]]:
+        async with contextlib.aclosing(items):  # type: ignore[type-var]
+            async for item in items:
+                yield codec.encode_stream_item(item)
+
+    async def _relay(self, items: AsyncIterator[StreamItem], codec: Codec,
+                     context: CallContext | None) -> dict[str, Any]:
+        last: dict[str, Any] | None = None
+        async with contextlib.aclosing(items):  # type: ignore[type-var]
+            async for item in items:
+                last = codec.encode_stream_item(item)
+                if context is not None and context.notify is not None:
+                    method = ARTIFACT_NOTIFICATION if isinstance(item, TaskArtifactUpdate) else STATUS_NOTIFICATION
+                    context.notify(method, {"requestId": context.request_id, **last})
+        assert last is not None  # a stream always starts with the task
+        return last
+
+    # -- tasks ---------------------------------------------------------------------
+    async def get(self, context: CallContext | None = None, **params: Any) -> dict[str, Any]:
+        codec = codec_for(context)
+        task = await self.service.get(_task_id(params), params.get("historyLength"))
+        return codec.encode_task(task)
+
+    async def list(self, context: CallContext | None = None, **params: Any) -> dict[str, Any]:
+        codec = codec_for(context)
+        states = None
+        if (status := params.get("status")) is not None:
+            wanted = status if isinstance(status, list) else [status]
+            states = {codec.state_from_wire(str(s), ["status"]) for s in wanted}
+        history_length = params.get("historyLength")
+        if history_length is not None and (not isinstance(history_length, int) or history_length < 0):
+            raise _bad(["historyLength"], "must be a non-negative integer")
+        page = await self.service.list(
+            context_id=params.get("contextId"), states=states, page_size=params.get("pageSize") or 50,
+            page_token=params.get("pageToken"), status_after=params.get("statusTimestampAfter"),
+            history_length=history_length, include_artifacts=bool(params.get("includeArtifacts", False)),
+        )
+        return codec.encode_list_result(page.tasks, page.next_page_token, page.page_size, page.total_size)
+
+    async def cancel(self, context: CallContext | None = None, **params: Any) -> dict[str, Any]:
+        return codec_for(context).encode_task(await self.service.cancel(_task_id(params)))
+
+    # -- push notification configs -------------------------------------------------
+    async def create_push_config(self, context: CallContext | None = None, **params: Any) -> dict[str, Any]:
+        codec = codec_for(context)
+        config = await self.service.set_push_config(_dialect_config(codec.decode_push_config(params), codec))
+        return codec.encode_push_config(config)
+
+    async def get_push_config(self, context: CallContext | None = None, **params: Any) -> dict[str, Any]:
+        task_id, config_id = _config_ref(params, context)
+        return codec_for(context).encode_push_config(await self.service.get_push_config(task_id, config_id))
+
+    async def list_push_configs(self, context: CallContext | None = None, **params: Any) -> Any:
+        codec = codec_for(context)
+        task_id, _ = _config_ref(params, context, need_config=False)
+        configs = [codec.encode_push_config(c) for c in await self.service.list_push_configs(task_id)]
+        if context is not None and context.dialect == dialects.A2A_V03:
+            return configs
+        return {"configs": configs, "nextPageToken": ""}
+
+    async def delete_push_config(self, context: CallContext | None = None, **params: Any) -> Any:
+        task_id, config_id = _config_ref(params, context)
+        if config_id is None:
+            raise _bad(["id"], "the config's id is required")
+        await self.service.delete_push_config(task_id, config_id)
+        return None if context is not None and context.dialect == dialects.A2A_V03 else {}
+
+
+def _dialect_config(config: PushConfig, codec: Codec) -> PushConfig:
+    """Webhooks get items in the dialect their config was made in."""
+    return replace(config, metadata={**config.metadata, DIALECT_KEY: codec.version})
+
+
+def _with_dialect(request: SendRequest, codec: Codec) -> SendRequest:
+    if request.push_config is None:
+        return request
+    return replace(request, push_config=_dialect_config(request.push_config, codec))
+
+
+def _task_id(params: dict[str, Any]) -> str:
+    task_id = params.get("id")
+    if not isinstance(task_id, str) or not task_id:
+        raise _bad(["id"], "the task's id is required")
+    return task_id
+
+
+def _config_ref(params: dict[str, Any], context: CallContext | None,
+                need_config: bool = True) -> tuple[str, str | None]:
+    """(task id, config id): 1.0 names them `taskId` and `id`; 0.3 `id` and
+    `pushNotificationConfigId`."""
+    if context is not None and context.dialect == dialects.A2A_V03:
+        task_id, config_id = params.get("id"), params.get("pushNotificationConfigId")
+        task_loc = "id"
+    else:
+        task_id, config_id = params.get("taskId"), params.get("id")
+        task_loc = "taskId"
+    if not isinstance(task_id, str) or not task_id:
+        raise _bad([task_loc], "the task's id is required")
+    if config_id is not None and not isinstance(config_id, str):
+        raise _bad(["id"], "must be a string")
+    return task_id, config_id

@@ -1,0 +1,157 @@
+"""Running a plan's steps: each step is a tool call in the plan's overlay, recorded as
+a decision node.
+
+The runner never writes the workspace: tools get the overlay as their view. A step
+that fails (a guard refusal, a bad argument, a tool error) leaves the overlay as it
+was before the step, and the plan stops there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from cleveragents.app.progress import Progress
+from cleveragents.app.workspace import PlanOverlay, PlanWorkspace
+from cleveragents.domain import events
+from cleveragents.domain.errors import BudgetExceededError, StructuredError
+from cleveragents.domain.plan import Decision, Plan
+from cleveragents.domain.tools import ToolCancelled, ToolContext
+from cleveragents.ids import new_id, utc_now
+
+logger = logging.getLogger(__name__)
+
+MAX_OUTPUT_CHARS = 8_000  # a decision keeps a bounded copy of its tool's output
+
+
+@dataclass
+class Execution:
+    """A plan being executed. ``plan`` is the current version: whoever changes the
+    plan meanwhile (``plan/prompt``) changes it here, then stores it, so no write
+    overwrites a newer one. ``cancel()`` stops it."""
+
+    plan: Plan
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    task: asyncio.Task[Any] | None = None
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+        if self.task is not None:
+            self.task.cancel()
+
+
+class StepFailed(Exception):
+    def __init__(self, decision: Decision, error: StructuredError):
+        super().__init__(error.message)
+        self.decision = decision
+        self.error = error
+
+
+class PlanRunner:
+    def __init__(self, store: Any, workspace: PlanWorkspace, tools: Any, bus: events.EventBus,
+                 max_steps: int, tool_settings: dict[str, Any] | None = None):
+        self._store = store
+        self._workspace = workspace
+        self._tools = tools
+        self._bus = bus
+        self._max_steps = max_steps
+        self._tool_settings = tool_settings or {}
+
+    async def run(self, execution: Execution, start: int, overlay: PlanOverlay, parent_id: str | None,
+                  progress: Progress) -> PlanOverlay:
+        """Run the plan's steps from ``start``; returns the overlay. Raises
+        ``StepFailed`` (the failed decision is stored) or ``asyncio.CancelledError``."""
+        plan = execution.plan
+        total = len(plan.steps)
+        used = len(await self._store.list_decisions(plan.plan_id))
+        for index in range(start, total):
+            step = execution.plan.steps[index]
+            if used >= self._max_steps:
+                error = BudgetExceededError("Step budget exceeded",
+                                            {"plan_id": plan.plan_id, "limit": "max_steps", "max": self._max_steps})
+                decision = Decision(new_id(), plan.plan_id, step.id, step.tool, step.arguments, parent_id,
+                                    step.rationale, "failed", error.message, error=_error_dict(error))
+                await self._store.save_decision(decision)
+                raise StepFailed(decision, error)
+            used += 1
+            # Queued guidance (plan/prompt) goes to this step; a correction's stays with its step.
+            plan = execution.plan
+            corrections = tuple(plan.metadata.get("step_guidance", {}).get(step.id, ()))
+            guidance = corrections + plan.guidance
+            execution.plan = replace(plan, guidance=())
+            progress.report(f"step {index + 1}/{total}: {step.tool}", index, total)
+            decision, overlay = await self._step(execution, step, overlay, parent_id, guidance)
+            parent_id = decision.decision_id
+            await self._store.save_plan_state(execution.plan, [decision], overlay.to_records())
+            progress.report(f"step {index + 1}/{total}: {decision.summary or decision.outcome}", index + 1, total)
+        return overlay
+
+    async def _step(self, execution: Execution, step: Any, overlay: PlanOverlay, parent_id: str | None,
+                    guidance: tuple[str, ...]) -> tuple[Decision, PlanOverlay]:
+        plan = execution.plan
+        before = overlay.to_records()
+        decision = Decision(
+            new_id(), plan.plan_id, step.id, step.tool, step.arguments, parent_id, step.rationale,
+            "running", guidance=guidance, started_at=utc_now(), overlay_before=tuple(before),
+        )
+        started = time.perf_counter()
+        context = ToolContext(view=overlay, workspace=self._workspace.root, cancelled=execution.cancelled,
+                              guidance=guidance, settings=self._tool_settings)
+        try:
+            tool = self._tools.get(step.tool)
+            arguments = tool.validate(step.arguments)
+            result = await asyncio.to_thread(tool.run, arguments, context)
+        except (StructuredError, ToolCancelled, asyncio.CancelledError) as exc:
+            # The step's partial writes go: the overlay is as before the step.
+            overlay = await asyncio.to_thread(self._workspace.overlay, before)
+            cancelled = not isinstance(exc, StructuredError)
+            decision = replace(
+                decision, outcome="cancelled" if cancelled else "failed",
+                summary="cancelled" if cancelled else exc.message,  # type: ignore[union-attr]
+                error=None if cancelled else _error_dict(exc),  # type: ignore[arg-type]
+                ended_at=utc_now(), duration_ms=_ms(started),
+            )
+            await self._store.save_plan_state(execution.plan, [decision], overlay.to_records())
+            if cancelled:
+                raise asyncio.CancelledError() from None
+            raise StepFailed(decision, exc) from None  # type: ignore[arg-type]
+        for artifact in result.artifacts:
+            await self._store_artifact(plan, decision.decision_id, artifact)
+        decision = replace(
+            decision, outcome="succeeded", summary=result.summary, reads=tuple(result.reads),
+            writes=tuple(result.writes), output=_bounded(result.output), ended_at=utc_now(),
+            duration_ms=_ms(started),
+        )
+        return decision, overlay
+
+    async def _store_artifact(self, plan: Plan, decision_id: str, artifact: Any) -> None:
+        digest = await asyncio.to_thread(self._workspace.put_blob, artifact.data)
+        record = {"artifact_id": new_id(), "decision_id": decision_id, "name": artifact.name,
+                  "media_type": artifact.media_type, "blob": digest, "size": len(artifact.data),
+                  "created_at": utc_now()}
+        await self._store.add_plan_artifact(plan.plan_id, record)
+        self._bus.publish(events.DomainEvent(events.PLAN_ARTIFACT_CREATED, plan.plan_id, plan.session_id, {
+            **{k: record[k] for k in ("artifact_id", "decision_id", "name", "media_type", "size")},
+            "phase": plan.phase.value, "state": plan.state.value,
+        }))
+
+
+def _error_dict(error: StructuredError) -> dict[str, Any]:
+    return {"type": type(error).__name__, "message": error.message, "data": error.data}
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def _bounded(output: dict[str, Any]) -> dict[str, Any]:
+    import json
+
+    text = json.dumps(output, default=str)
+    if len(text) <= MAX_OUTPUT_CHARS:
+        return output
+    return {"truncated": True, "size": len(text), "preview": text[:MAX_OUTPUT_CHARS]}

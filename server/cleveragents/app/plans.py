@@ -1,0 +1,379 @@
+"""PlanLifecycleService: plans from an action to applied (or rolled back) changes.
+
+Each lifecycle call checks the plan's position against the state machine in
+``domain/plan.py``, moves it, stores it and publishes the domain events. Execution
+runs in the plan's overlay (``plan_runner.py``); apply and rollback go through the
+workspace's journal, so a crash never leaves them half done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import replace
+from typing import Any
+
+from cleveragents.app.calls import CallContext
+from cleveragents.app.plan_runner import Execution, PlanRunner, StepFailed
+from cleveragents.app.progress import Progress
+from cleveragents.app.workspace import PlanWorkspace
+from cleveragents.domain import events
+from cleveragents.domain import plan as rules
+from cleveragents.domain.errors import PlanError, ResourceNotFoundError, ValidationError
+from cleveragents.domain.plan import Phase, Plan, Profile, State, Step
+from cleveragents.ids import new_id, utc_now
+
+logger = logging.getLogger(__name__)
+
+RESTART_REASON = "the server stopped while the plan was running"
+TEXT_ARTIFACT_LIMIT = 64 * 1024
+
+
+class PlanLifecycleService:
+    def __init__(self, store: Any, workspace: PlanWorkspace, tools: Any, actions: Any,
+                 bus: events.EventBus, *, max_steps: int = 200, tool_settings: dict[str, Any] | None = None):
+        self._store = store
+        self._workspace = workspace
+        self._actions = actions
+        self._bus = bus
+        self._runner = PlanRunner(store, workspace, tools, bus, max_steps, tool_settings)
+        self._running: dict[str, Execution] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._recovered: asyncio.Future[None] | None = None
+
+    # -- helpers -------------------------------------------------------------------
+    def _lock(self, plan_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(plan_id, asyncio.Lock())
+
+    async def _require(self, plan_id: str) -> Plan:
+        await self._ready()
+        if (execution := self._running.get(plan_id)) is not None:
+            return execution.plan
+        plan = await self._store.get_plan(plan_id)
+        if plan is None:
+            raise ResourceNotFoundError("Plan not found", {"plan_id": plan_id})
+        return plan
+
+    async def _move(self, plan: Plan, phase: Phase, state: State, reason: str | None = None,
+                    event: str | None = None, **data: Any) -> Plan:
+        moved = plan.moved(phase, state, utc_now(), reason)
+        if (execution := self._running.get(plan.plan_id)) is not None:
+            moved = replace(moved, guidance=execution.plan.guidance)
+            execution.plan = moved
+        await self._store.save_plan(moved)
+        name = event or (events.PLAN_PHASE_CHANGED if phase is not plan.phase else events.PLAN_STATE_CHANGED)
+        self._publish(moved, name, **data)
+        return moved
+
+    def _publish(self, plan: Plan, name: str, **data: Any) -> None:
+        self._bus.publish(events.DomainEvent(name, plan.plan_id, plan.session_id, {
+            "phase": plan.phase.value, "state": plan.state.value, "reason": plan.reason,
+            "allowed_actions": sorted(plan.allowed), "action_name": plan.action_name, **data,
+        }))
+
+    # -- start-up recovery ---------------------------------------------------------
+    async def _ready(self) -> None:
+        if self._recovered is None:
+            self._recovered = asyncio.ensure_future(self._recover())
+        await asyncio.shield(self._recovered)
+
+    async def _recover(self) -> None:
+        """Finish or undo an interrupted apply or rollback, then mark plans that were
+        running as interrupted. Nothing is left silently half done."""
+        for report in await asyncio.to_thread(self._workspace.recover):
+            plan = await self._store.get_plan(report["plan_id"])
+            if plan is None or report["outcome"] == "failed":
+                logger.error("could not recover the %s of plan %s", report["op"], report["plan_id"])
+                continue
+            completed = report["outcome"] == "completed"
+            if report["op"] == "apply":
+                if completed:
+                    await self._store.put_checkpoint(plan.plan_id, report["checkpoint"])
+                    await self._move(plan, Phase.APPLY, State.COMPLETED, "the apply was completed after a restart",
+                                     events.PLAN_APPLIED, files=report["paths"])
+                else:
+                    await self._move(plan, Phase.APPLY, State.FAILED,
+                                     "the apply was interrupted and undone: the workspace is as before",
+                                     events.PLAN_ERRORED)
+            elif completed:
+                await self._move(plan, Phase.ROLLBACK, State.COMPLETED, "the rollback was completed after a restart",
+                                 events.CHECKPOINT_RESTORED, files=report["paths"])
+            else:
+                await self._move(plan, Phase.APPLY, State.COMPLETED,
+                                 "the rollback was interrupted and undone: the plan is still applied")
+            await asyncio.to_thread(self._workspace.discard, plan.plan_id)
+        for plan in await self._store.plans_in_states([State.RUNNING]):
+            if plan.phase is Phase.EXECUTE:
+                await self._move(plan, Phase.EXECUTE, State.INTERRUPTED, RESTART_REASON, events.PLAN_ERRORED)
+            elif plan.phase is Phase.APPLY:  # no journal: no file was touched
+                await self._move(plan, Phase.APPLY, State.FAILED, RESTART_REASON + " (no file was changed)",
+                                 events.PLAN_ERRORED)
+            else:
+                await self._move(plan, Phase.APPLY, State.COMPLETED, RESTART_REASON + " (nothing was restored)")
+
+    # -- creating and reading ------------------------------------------------------
+    async def use(self, action_name: str, arguments: dict[str, Any] | None = None,
+                  automation_profile: str = "supervised", session_id: str | None = None) -> dict[str, Any]:
+        await self._ready()
+        if session_id is not None and await self._store.get_session(session_id) is None:
+            raise ResourceNotFoundError("Session not found", {"session_id": session_id})
+        resolved = self._actions.resolve(action_name, arguments or {})
+        profile = Profile(automation_profile)
+        now = utc_now()
+        plan = Plan(
+            new_id(), resolved.action.name, resolved.bound, profile,
+            tuple(Step(s.id, s.tool, dict(s.arguments), s.rationale) for s in resolved.steps), now, now,
+            Phase.PLAN, State.INPUT_REQUIRED if profile.gate_before_execute else State.READY, session_id,
+            "approve the plan to execute it" if profile.gate_before_execute else None,
+        )
+        await self._store.add_plan(plan)
+        self._publish(plan, events.PLAN_CREATED, automation_profile=profile.value)
+        return {**plan.status(), "action_name": plan.action_name, "automation_profile": profile.value,
+                "context_id": plan.context_id, "steps": [s.to_dict() for s in plan.steps]}
+
+    async def status(self, plan_id: str) -> dict[str, Any]:
+        return (await self._require(plan_id)).status()
+
+    async def get(self, plan_id: str) -> Plan:
+        return await self._require(plan_id)
+
+    async def list(self, session_id: str | None = None, limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
+        await self._ready()
+        if cursor is not None and not cursor.isdigit():
+            raise ValidationError("Invalid cursor", {"errors": [{"loc": ["cursor"], "msg": "not a cursor from a previous page"}]})
+        rows = await self._store.list_plans(session_id=session_id, limit=limit + 1,
+                                            before=int(cursor) if cursor else None)
+        page, more = rows[:limit], len(rows) > limit
+        return {"plans": [self._summary(plan) for _, plan in page],
+                "next_cursor": str(page[-1][0]) if more else None,
+                "total": await self._store.count_plans(session_id=session_id)}
+
+    def _summary(self, plan: Plan) -> dict[str, Any]:
+        return {**plan.status(), "action_name": plan.action_name, "automation_profile": plan.profile.value,
+                "session_id": plan.session_id, "created_at": plan.created_at, "updated_at": plan.updated_at}
+
+    async def tree(self, plan_id: str) -> dict[str, Any]:
+        plan = await self._require(plan_id)
+        decisions = await self._store.list_decisions(plan_id)
+        children: dict[str | None, list[dict[str, Any]]] = {}
+        nodes = []
+        for decision in decisions:
+            node = {**decision.brief(), "children": []}
+            nodes.append((decision, node))
+            children.setdefault(decision.parent_id, []).append(node)
+        for decision, node in nodes:
+            node["children"] = children.get(decision.decision_id, [])
+        return {**plan.status(), "roots": children.get(None, []),
+                "decisions": [decision.brief() for decision in decisions]}
+
+    async def explain(self, plan_id: str, decision_id: str) -> dict[str, Any]:
+        plan = await self._require(plan_id)
+        decision = await self._store.get_decision(plan_id, decision_id)
+        if decision is None:
+            raise ResourceNotFoundError("Decision not found", {"plan_id": plan_id, "decision_id": decision_id})
+        step_index = next((i for i, s in enumerate(plan.steps) if s.id == decision.step_id), None)
+        return {**decision.explained(), "step_index": step_index, "steps": len(plan.steps),
+                "plan": plan.status()}
+
+    async def diff(self, plan_id: str) -> dict[str, Any]:
+        plan = await self._require(plan_id)
+        records = await self._store.load_overlay(plan_id)
+        checkpoint = await self._store.get_checkpoint(plan_id) if plan.phase in (Phase.APPLY, Phase.ROLLBACK) else None
+
+        def compute() -> dict[str, Any]:
+            return self._workspace.diff(self._workspace.overlay(records), checkpoint)
+
+        return {"plan_id": plan_id, **plan.status(), **await asyncio.to_thread(compute)}
+
+    async def artifacts(self, plan_id: str) -> dict[str, Any]:
+        await self._require(plan_id)
+        out = []
+        for record in await self._store.list_plan_artifacts(plan_id):
+            item = {k: v for k, v in record.items() if k != "blob"}
+            if record["media_type"].startswith("text/") and record["size"] <= TEXT_ARTIFACT_LIMIT:
+                data = await asyncio.to_thread(self._workspace.get_blob, record["blob"])
+                item["text"] = data.decode("utf-8", "replace")
+            out.append(item)
+        return {"plan_id": plan_id, "artifacts": out}
+
+    # -- steering ------------------------------------------------------------------
+    async def prompt(self, plan_id: str, guidance: str) -> dict[str, Any]:
+        async with self._lock(plan_id):
+            plan = await self._require(plan_id)
+            plan.require(rules.PROMPT)
+            plan = plan.with_guidance(guidance)
+            if (execution := self._running.get(plan_id)) is not None:
+                execution.plan = plan
+            await self._store.save_plan(plan)
+        return {"plan_id": plan_id, "queued": len(plan.guidance), **plan.status()}
+
+    async def cancel(self, plan_id: str) -> dict[str, Any]:
+        async with self._lock(plan_id):
+            plan = await self._require(plan_id)
+            plan.require(rules.CANCEL)
+            if (execution := self._running.get(plan_id)) is not None:
+                execution.cancel()
+                return {**plan.moved(plan.phase, State.CANCELLED, plan.updated_at).status(), "cancelling": True}
+            plan = await self._move(plan, plan.phase, State.CANCELLED, "cancelled", events.PLAN_CANCELLED)
+        return plan.status()
+
+    # -- executing -----------------------------------------------------------------
+    async def execute(self, plan_id: str, wait: bool = True, context: CallContext | None = None) -> dict[str, Any]:
+        async with self._lock(plan_id):
+            plan = await self._require(plan_id)
+            plan.require(rules.EXECUTE)
+            records = None if plan.phase is Phase.PLAN else await self._store.load_overlay(plan_id)
+            return await self._launch(plan, 0, records, None, wait, context)
+
+    async def correct(self, plan_id: str, decision_id: str | None = None, guidance: str | None = None,
+                      arguments: dict[str, Any] | None = None, wait: bool = True,
+                      context: CallContext | None = None) -> dict[str, Any]:
+        """Re-run from a decision with new arguments and/or guidance; the decisions
+        from there on are kept, marked superseded, and the new ones branch off."""
+        async with self._lock(plan_id):
+            plan = await self._require(plan_id)
+            plan.require(rules.CORRECT)
+            decisions = [d for d in await self._store.list_decisions(plan_id) if d.outcome != "superseded"]
+            target = next((d for d in decisions if d.decision_id == decision_id), None) if decision_id else (
+                decisions[-1] if decisions else None)
+            if target is None:
+                raise ResourceNotFoundError("Decision not found", {"plan_id": plan_id, "decision_id": decision_id})
+            index = next(i for i, s in enumerate(plan.steps) if s.id == target.step_id)
+            steps = list(plan.steps)
+            if arguments is not None:
+                steps[index] = replace(steps[index], arguments={**steps[index].arguments, **arguments})
+            metadata = dict(plan.metadata)
+            if guidance is not None:
+                step_guidance = {k: list(v) for k, v in metadata.get("step_guidance", {}).items()}
+                step_guidance.setdefault(target.step_id, []).append(guidance)
+                metadata["step_guidance"] = step_guidance
+            plan = replace(plan, steps=tuple(steps), metadata=metadata)
+            later = decisions[decisions.index(target):]
+            await self._store.save_plan_state(
+                plan, [replace(d, outcome="superseded") for d in later], None)
+            return await self._launch(plan, index, list(target.overlay_before), target.parent_id, wait, context,
+                                      corrected=target.decision_id)
+
+    async def _launch(self, plan: Plan, start: int, records: list[dict[str, Any]] | None, parent_id: str | None,
+                      wait: bool, context: CallContext | None, corrected: str | None = None) -> dict[str, Any]:
+        execution = Execution(plan)
+        self._running[plan.plan_id] = execution
+        try:
+            plan = await self._move(plan, Phase.EXECUTE, State.RUNNING, None, corrected_from=corrected)
+            overlay = await asyncio.to_thread(self._workspace.overlay, records)
+        except BaseException:
+            self._running.pop(plan.plan_id, None)
+            raise
+        progress = Progress(context, f"Executing plan {plan.action_name}")
+        execution.task = asyncio.ensure_future(self._execute(execution, start, overlay, parent_id, progress))
+        if not wait:
+            execution.task.add_done_callback(_log_failure)
+            return {**plan.status(), "running": True}
+        try:
+            return await asyncio.shield(execution.task)
+        except asyncio.CancelledError:
+            # The caller went away (or cancelled its progress): so does the execution.
+            execution.cancel()
+            await asyncio.wait([execution.task])
+            raise
+
+    async def _execute(self, execution: Execution, start: int, overlay: Any, parent_id: str | None,
+                       progress: Progress) -> dict[str, Any]:
+        plan_id = execution.plan.plan_id
+        progress.begin(f"{len(execution.plan.steps) - start} step(s)", len(execution.plan.steps))
+        try:
+            await self._runner.run(execution, start, overlay, parent_id, progress)
+        except StepFailed as failure:
+            plan = await self._move(execution.plan, Phase.EXECUTE, State.FAILED, failure.error.message,
+                                    events.PLAN_ERRORED, decision_id=failure.decision.decision_id)
+            progress.end(f"failed: {failure.error.message}")
+            raise failure.error from None
+        except asyncio.CancelledError:
+            plan = await self._move(execution.plan, Phase.EXECUTE, State.CANCELLED, "cancelled", events.PLAN_CANCELLED)
+            progress.end("cancelled")
+            return plan.status()
+        finally:
+            self._running.pop(plan_id, None)
+        plan = execution.plan
+        if plan.profile.gate_before_apply:
+            plan = await self._move(plan, Phase.EXECUTE, State.INPUT_REQUIRED, "review the diff and approve the apply")
+        else:
+            plan = await self._move(plan, Phase.EXECUTE, State.COMPLETED)
+        progress.end("done")
+        return plan.status()
+
+    # -- applying ------------------------------------------------------------------
+    async def apply(self, plan_id: str, force: bool = False, context: CallContext | None = None) -> dict[str, Any]:
+        # Once begun, an apply runs to its end and is recorded, even if the caller goes away.
+        return await asyncio.shield(asyncio.ensure_future(self._apply(plan_id, force, context)))
+
+    async def rollback(self, plan_id: str, force: bool = False) -> dict[str, Any]:
+        return await asyncio.shield(asyncio.ensure_future(self._rollback(plan_id, force)))
+
+    async def _apply(self, plan_id: str, force: bool, context: CallContext | None) -> dict[str, Any]:
+        async with self._lock(plan_id):
+            plan = await self._require(plan_id)
+            plan.require(rules.APPLY)
+            records = await self._store.load_overlay(plan_id)
+            progress = Progress(context, f"Applying plan {plan.action_name}")
+            progress.begin(f"{len(records)} file(s)")
+            before = plan
+            plan = await self._move(plan, Phase.APPLY, State.RUNNING)
+
+            def write() -> dict[str, Any]:
+                return self._workspace.apply(plan_id, self._workspace.overlay(records), force)
+
+            try:
+                checkpoint = await asyncio.to_thread(write)
+            except PlanError as exc:  # refused before any write (a conflict)
+                await self._move(plan, before.phase, before.state, exc.message, events.PLAN_ERRORED, **exc.data)
+                progress.end("refused")
+                raise
+            except OSError as exc:
+                await self._move(plan, Phase.APPLY, State.FAILED, f"the apply failed: {exc.strerror or exc}",
+                                 events.PLAN_ERRORED)
+                progress.end("failed")
+                raise PlanError("The apply failed; the workspace was restored",
+                                {"plan_id": plan_id, "error": exc.strerror or type(exc).__name__}) from None
+            await self._store.put_checkpoint(plan_id, checkpoint)
+            files = [entry["path"] for entry in checkpoint["entries"]]
+            plan = await self._move(plan, Phase.APPLY, State.COMPLETED, None, events.PLAN_APPLIED, files=files)
+            await asyncio.to_thread(self._workspace.discard, plan_id)
+            progress.end(f"{len(files)} file(s) written")
+        return {**plan.status(), "files": files}
+
+    async def _rollback(self, plan_id: str, force: bool) -> dict[str, Any]:
+        async with self._lock(plan_id):
+            plan = await self._require(plan_id)
+            plan.require(rules.ROLLBACK)
+            checkpoint = await self._store.get_checkpoint(plan_id)
+            if checkpoint is None:
+                raise PlanError("The plan has no checkpoint to restore", {"plan_id": plan_id})
+            before = plan
+            plan = await self._move(plan, Phase.ROLLBACK, State.RUNNING)
+            try:
+                files = await asyncio.to_thread(self._workspace.rollback, checkpoint, force)
+            except PlanError as exc:
+                await self._move(plan, before.phase, before.state, exc.message, events.PLAN_ERRORED, **exc.data)
+                raise
+            except OSError as exc:
+                await self._move(plan, Phase.ROLLBACK, State.FAILED, f"the rollback failed: {exc.strerror or exc}",
+                                 events.PLAN_ERRORED)
+                raise PlanError("The rollback failed", {"plan_id": plan_id,
+                                                        "error": exc.strerror or type(exc).__name__}) from None
+            plan = await self._move(plan, Phase.ROLLBACK, State.COMPLETED, None, events.CHECKPOINT_RESTORED,
+                                    files=files)
+            await asyncio.to_thread(self._workspace.discard, plan_id)
+        return {**plan.status(), "files": files}
+
+    async def aclose(self) -> None:
+        for execution in list(self._running.values()):
+            execution.cancel()
+        tasks = [e.task for e in self._running.values() if e.task is not None]
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+
+
+def _log_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        logger.info("plan execution stopped: %s", exc)

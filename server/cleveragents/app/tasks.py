@@ -1,0 +1,408 @@
+"""TaskService: agent tasks from the first message to a terminal state.
+
+One ``_Run`` per task that is being worked on holds the current snapshot, the
+actor's asyncio task and the listeners of its stream. Every change goes through
+``_Run.update`` under the run's lock, so a cancel and a late result can't both land:
+once a task is terminal, later changes are discarded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Collection
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from cleveragents.domain.actor import (
+    Actor,
+    ArtifactChunk,
+    InputRequired,
+    TextChunk,
+    ToolInfo,
+    Turn,
+    Usage,
+)
+from cleveragents.domain.errors import BusinessRuleViolation, TaskNotFoundError, ValidationError
+from cleveragents.domain.task import (
+    INTERRUPTED_STATES,
+    Artifact,
+    Message,
+    Part,
+    PushConfig,
+    Role,
+    StreamItem,
+    Task,
+    TaskArtifactUpdate,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdate,
+)
+from cleveragents.ids import new_id, utc_now
+
+logger = logging.getLogger(__name__)
+
+LISTENER_BUFFER = 4096
+RESTART_REASON = "The server stopped while this task was running."
+_END = object()
+
+
+class PushDispatcher(Protocol):
+    def deliver(self, config: PushConfig, item: StreamItem) -> None:
+        """Queue ``item`` for the webhook; never blocks, never raises."""
+
+
+class ContextRouter(Protocol):
+    """Claims messages for contexts that belong to something else (a plan's gate)."""
+
+    async def claim(self, message: Message) -> Task | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPage:
+    tasks: list[Task]
+    next_page_token: str
+    page_size: int
+    total_size: int
+
+
+def _agent_message(task: Task, text: str) -> Message:
+    return Message(new_id(), Role.AGENT, (Part.of_text(text),), task.context_id, task.id)
+
+
+class _Run:
+    def __init__(self, task: Task):
+        self.task = task
+        self.lock = asyncio.Lock()
+        self.listeners: set[asyncio.Queue[Any]] = set()
+        self.runner: asyncio.Task[None] | None = None
+        self.settled = asyncio.Event()
+        self.push_configs: list[PushConfig] = []
+
+    def listen(self) -> asyncio.Queue[Any]:
+        queue: asyncio.Queue[Any] = asyncio.Queue(LISTENER_BUFFER)
+        self.listeners.add(queue)
+        return queue
+
+    def broadcast(self, item: Any) -> None:
+        for queue in list(self.listeners):
+            try:
+                queue.put_nowait(item)
+            except asyncio.QueueFull:
+                # A listener this far behind has stopped reading: end its stream.
+                self.listeners.discard(queue)
+                queue.get_nowait()
+                queue.put_nowait(_END)
+
+    def settle(self) -> None:
+        self.settled.set()
+        for queue in list(self.listeners):
+            try:
+                queue.put_nowait(_END)
+            except asyncio.QueueFull:
+                queue.get_nowait()
+                queue.put_nowait(_END)
+        self.listeners.clear()
+
+
+class TaskService:
+    def __init__(self, store: Any, actor: Actor, *, tools: Callable[[], list[ToolInfo]] | None = None,
+                 push: PushDispatcher | None = None, router: ContextRouter | None = None):
+        self._store = store
+        self.actor = actor
+        self._tools = tools or (lambda: [])
+        self._push = push
+        self.router = router
+        self._live: dict[str, _Run] = {}
+        self._recovered: asyncio.Future[None] | None = None
+
+    # -- start-up ------------------------------------------------------------------
+    async def _ready(self) -> None:
+        """After a restart, tasks that were running can't resume: fail them once."""
+        if self._recovered is None:
+            self._recovered = asyncio.ensure_future(self._recover())
+        await asyncio.shield(self._recovered)
+
+    async def _recover(self) -> None:
+        for task in await self._store.live_tasks():
+            if task.state in (TaskState.SUBMITTED, TaskState.WORKING):
+                failed = task.transition(TaskState.FAILED, utc_now(), _agent_message(task, RESTART_REASON))
+                await self._store.save_task(failed)
+
+    # -- sending -------------------------------------------------------------------
+    async def send(self, message: Message, *, blocking: bool = True, history_length: int | None = None,
+                   push_config: PushConfig | None = None, metadata: dict[str, Any] | None = None) -> Task:
+        """Start (or resume) a task. Blocking waits until it is terminal or needs input;
+        a caller that goes away cancels the task."""
+        run = await self._start(message, push_config, metadata)
+        if not blocking:
+            return run.task.trimmed(history_length)
+        try:
+            await run.settled.wait()
+        except asyncio.CancelledError:
+            await asyncio.shield(self._cancel_quietly(run.task.id))
+            raise
+        return run.task.trimmed(history_length)
+
+    async def stream(self, message: Message, *, push_config: PushConfig | None = None,
+                     metadata: dict[str, Any] | None = None) -> AsyncIterator[StreamItem]:
+        """The task, then its updates until it is terminal or needs input. Closing the
+        iterator early (the client went away) cancels the task."""
+        run = await self._start(message, push_config, metadata, listen=True)
+        queue = next(iter(run.listeners)) if run.listeners else None
+        return self._follow(run, queue, cancel_on_exit=True)
+
+    async def subscribe(self, task_id: str) -> AsyncIterator[StreamItem]:
+        await self._ready()
+        run = self._live.get(task_id)
+        if run is None or run.settled.is_set():
+            task = run.task if run is not None else await self._require(task_id)
+            raise BusinessRuleViolation(
+                f"Task {task_id} is {task.state.value}; only a running task can be subscribed to",
+                {"task_id": task_id, "state": task.state.value},
+            )
+        return self._follow(run, run.listen(), cancel_on_exit=False)
+
+    async def _follow(self, run: _Run, queue: asyncio.Queue[Any] | None,
+                      cancel_on_exit: bool) -> AsyncIterator[StreamItem]:
+        finished = False
+        try:
+            yield run.task
+            while queue is not None:
+                item = await queue.get()
+                if item is _END:
+                    break
+                yield item
+            finished = True
+        finally:
+            if queue is not None:
+                run.listeners.discard(queue)
+            if cancel_on_exit and not finished and not run.settled.is_set():
+                await asyncio.shield(self._cancel_quietly(run.task.id))
+
+    async def _start(self, message: Message, push_config: PushConfig | None,
+                     metadata: dict[str, Any] | None, listen: bool = False) -> _Run:
+        await self._ready()
+        if not message.parts:
+            raise ValidationError("Invalid params", {"errors": [
+                {"loc": ["message", "parts"], "msg": "a message needs at least one part", "type": "too_short"}]})
+        if self.router is not None and (claimed := await self.router.claim(message)) is not None:
+            run = _Run(claimed)
+            run.settle()
+            return run
+        task = await self._resumable(message)
+        now = utc_now()
+        if task is None:
+            task_id = new_id()
+            context_id = message.context_id or new_id()
+            message = replace(message, task_id=task_id, context_id=context_id)
+            task = Task(task_id, context_id, TaskStatus(TaskState.SUBMITTED, now), (message,), (), metadata)
+            await self._store.add_task(task)
+        else:
+            message = replace(message, task_id=task.id, context_id=task.context_id)
+            task = task.with_message(message).transition(TaskState.WORKING, now)
+            await self._store.save_task(task)
+        if push_config is not None:
+            await self._store.put_push_config(replace(push_config, task_id=task.id, id=push_config.id or new_id()))
+        run = _Run(task)
+        if self._push is not None:
+            run.push_configs = await self._store.list_push_configs(task.id)
+        if listen:
+            run.listen()
+        self._live[task.id] = run
+        turn = Turn(task.id, task.context_id, message, task.history[:-1], tuple(self._tools()))
+        run.runner = asyncio.ensure_future(self._drive(run, turn))
+        return run
+
+    async def _resumable(self, message: Message) -> Task | None:
+        """The input-required task this message answers, if it answers one."""
+        if message.task_id:
+            task = await self._require(message.task_id)
+            if task.state in INTERRUPTED_STATES:
+                return task
+            raise BusinessRuleViolation(
+                f"Task {task.id} is {task.state.value}; only a task that asks for input takes a new message",
+                {"task_id": task.id, "state": task.state.value},
+            )
+        if message.context_id:
+            waiting = await self._store.list_tasks(
+                context_id=message.context_id, states=INTERRUPTED_STATES, limit=1)
+            if waiting:
+                return waiting[0][1]
+        return None
+
+    # -- running -------------------------------------------------------------------
+    async def _drive(self, run: _Run, turn: Turn) -> None:
+        chunks: list[str] = []
+        response_id = f"{run.task.id}-response-{len(run.task.history)}"
+        held: str | None = None
+        try:
+            if run.task.state is TaskState.SUBMITTED:
+                await self._update(run, lambda t: t.transition(TaskState.WORKING, utc_now()))
+            async for event in self.actor.respond(turn):
+                if isinstance(event, TextChunk):
+                    if held is not None:
+                        await self._artifact(run, response_id, held, append=bool(chunks), last=False)
+                        chunks.append(held)
+                    held = event.text
+                elif isinstance(event, ArtifactChunk):
+                    await self._add_artifact(run, event.artifact, event.append, event.last_chunk)
+                elif isinstance(event, InputRequired):
+                    state = TaskState.AUTH_REQUIRED if event.auth else TaskState.INPUT_REQUIRED
+                    await self._finish(run, state, event.prompt)
+                    return
+                elif isinstance(event, Usage):
+                    await self._update(run, lambda t, u=event: _add_usage(t, u), broadcast=False)
+            if held is not None:
+                await self._artifact(run, response_id, held, append=bool(chunks), last=True)
+                chunks.append(held)
+            await self._finish(run, TaskState.COMPLETED, "".join(chunks) if chunks else None)
+        except asyncio.CancelledError:
+            pass  # cancel() already recorded the canceled state
+        except Exception as exc:
+            logger.warning("task %s failed", run.task.id, exc_info=exc)
+            await self._finish(run, TaskState.FAILED, f"{type(exc).__name__}: {exc}")
+        finally:
+            self._live.pop(run.task.id, None)
+            run.settle()
+
+    async def _artifact(self, run: _Run, artifact_id: str, text: str, append: bool, last: bool) -> None:
+        artifact = Artifact(artifact_id, (Part.of_text(text),), name="response")
+        await self._add_artifact(run, artifact, append, last)
+
+    async def _add_artifact(self, run: _Run, artifact: Artifact, append: bool, last: bool) -> None:
+        def change(task: Task) -> Task:
+            return task.with_artifact(artifact, append)
+
+        if await self._update(run, change, broadcast=False):
+            self._emit(run, TaskArtifactUpdate(run.task.id, run.task.context_id, artifact, append, last))
+
+    async def _finish(self, run: _Run, state: TaskState, text: str | None) -> None:
+        def change(task: Task) -> Task:
+            now = utc_now()
+            if text is None:
+                return task.transition(state, now)
+            reply = _agent_message(task, text)
+            status_message = reply if state is not TaskState.COMPLETED else None
+            return task.with_message(reply).transition(state, now, status_message)
+
+        if await self._update(run, change, broadcast=False):
+            self._emit(run, TaskStatusUpdate(run.task.id, run.task.context_id, run.task.status, final=True))
+
+    async def _update(self, run: _Run, change: Callable[[Task], Task], broadcast: bool = True) -> bool:
+        async with run.lock:
+            if run.task.terminal:
+                return False  # a late result after a cancel: discarded
+            task = change(run.task)
+            await self._store.save_task(task)
+            run.task = task
+        if broadcast:
+            self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status, final=False))
+        return True
+
+    def _emit(self, run: _Run, item: StreamItem) -> None:
+        run.broadcast(item)
+        if self._push is not None:
+            for config in run.push_configs:
+                self._push.deliver(config, item)
+
+    # -- reading and cancelling ----------------------------------------------------
+    async def _require(self, task_id: str) -> Task:
+        if (run := self._live.get(task_id)) is not None:
+            return run.task
+        task = await self._store.get_task(task_id)
+        if task is None:
+            raise TaskNotFoundError(f"Task not found: {task_id}", {"task_id": task_id})
+        return task
+
+    async def get(self, task_id: str, history_length: int | None = None) -> Task:
+        await self._ready()
+        return (await self._require(task_id)).trimmed(history_length)
+
+    async def list(self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,
+                   page_size: int = 50, page_token: str | None = None, status_after: str | None = None,
+                   history_length: int | None = None, include_artifacts: bool = False) -> TaskPage:
+        await self._ready()
+        before = _parse_token(page_token)
+        filters: dict[str, Any] = {"context_id": context_id, "states": states, "status_after": status_after}
+        rows = await self._store.list_tasks(**filters, limit=page_size + 1, before=before)
+        page, more = rows[:page_size], len(rows) > page_size
+        return TaskPage(
+            [task.trimmed(history_length, include_artifacts) for _, task in page],
+            str(page[-1][0]) if more else "", page_size, await self._store.count_tasks(**filters),
+        )
+
+    async def cancel(self, task_id: str) -> Task:
+        await self._ready()
+        run = self._live.get(task_id)
+        if run is None:
+            task = (await self._require(task_id)).transition(TaskState.CANCELED, utc_now())
+            await self._store.save_task(task)
+            return task
+        async with run.lock:
+            task = run.task.transition(TaskState.CANCELED, utc_now())
+            await self._store.save_task(task)
+            run.task = task
+        self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status, final=True))
+        if run.runner is not None:
+            run.runner.cancel()
+        run.settle()
+        return task
+
+    async def _cancel_quietly(self, task_id: str) -> None:
+        try:
+            await self.cancel(task_id)
+        except Exception:  # already terminal: nothing to cancel
+            pass
+
+    async def aclose(self) -> None:
+        """Cancel running tasks (shutdown)."""
+        for task_id in list(self._live):
+            await self._cancel_quietly(task_id)
+
+    # -- push configs --------------------------------------------------------------
+    async def set_push_config(self, config: PushConfig) -> PushConfig:
+        await self._require(config.task_id)
+        config = replace(config, id=config.id or new_id())
+        await self._store.put_push_config(config)
+        if (run := self._live.get(config.task_id)) is not None:
+            run.push_configs = [c for c in run.push_configs if c.id != config.id] + [config]
+        return config
+
+    async def get_push_config(self, task_id: str, config_id: str | None) -> PushConfig:
+        await self._require(task_id)
+        configs = await self._store.list_push_configs(task_id)
+        for config in configs:
+            if config_id in (None, config.id):
+                return config
+        raise TaskNotFoundError("Push notification config not found",
+                                {"task_id": task_id, "config_id": config_id})
+
+    async def list_push_configs(self, task_id: str) -> list[PushConfig]:
+        await self._require(task_id)
+        return await self._store.list_push_configs(task_id)
+
+    async def delete_push_config(self, task_id: str, config_id: str) -> None:
+        await self._require(task_id)
+        await self._store.delete_push_config(task_id, config_id)
+        if (run := self._live.get(task_id)) is not None:
+            run.push_configs = [c for c in run.push_configs if c.id != config_id]
+
+
+def _add_usage(task: Task, usage: Usage) -> Task:
+    metadata = dict(task.metadata or {})
+    total = dict(metadata.get("usage") or {})
+    total["input_tokens"] = total.get("input_tokens", 0) + usage.input_tokens
+    total["output_tokens"] = total.get("output_tokens", 0) + usage.output_tokens
+    total["cost"] = total.get("cost", 0.0) + usage.cost
+    metadata["usage"] = total
+    return replace(task, metadata=metadata)
+
+
+def _parse_token(token: str | None) -> int | None:
+    if not token:
+        return None
+    if not token.isdigit():
+        raise ValidationError("Invalid params", {"errors": [
+            {"loc": ["pageToken"], "msg": "not a token from a previous page", "type": "value_error"}]})
+    return int(token)

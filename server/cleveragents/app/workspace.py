@@ -1,0 +1,44 @@
+"""What the plan service needs from the workspace layer (``infra/workspace``).
+
+Every method blocks on the disk; the plan service calls them in a worker thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from cleveragents.domain.tools import WorkspaceView
+
+
+class PlanOverlay(WorkspaceView, Protocol):
+    def to_records(self) -> list[dict[str, Any]]: ...
+
+    def changed_paths(self) -> list[str]: ...
+
+
+class PlanWorkspace(Protocol):
+    root: str
+
+    def overlay(self, records: list[dict[str, Any]] | None = None) -> PlanOverlay:
+        """A fresh overlay, or one rebuilt from stored records."""
+
+    def diff(self, overlay: PlanOverlay, checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The overlay against the workspace; after an apply, against the checkpoint's
+        pre-images, so the change stays visible."""
+
+    def apply(self, plan_id: str, overlay: PlanOverlay, force: bool) -> dict[str, Any]:
+        """Write the overlay into the workspace; returns the checkpoint."""
+
+    def rollback(self, checkpoint: dict[str, Any], force: bool) -> list[str]: ...
+
+    def recover(self) -> list[dict[str, Any]]:
+        """Journals an interrupted apply or rollback left: each completed or undone.
+        Items hold plan_id, op, outcome ("completed" | "undone" | "failed"), paths and
+        checkpoint."""
+
+    def discard(self, plan_id: str) -> None:
+        """Forget the plan's journal (its state is stored)."""
+
+    def put_blob(self, data: bytes) -> str: ...
+
+    def get_blob(self, digest: str) -> bytes: ...

@@ -1,0 +1,105 @@
+"""The default actor: deterministic, local, with no language model.
+
+It lets the product work out of the box. A message that names a tool with its
+arguments (``fs.search TODO``, ``fs.read path=README.md``) runs that tool read-only
+and answers with the result; anything else gets a plain description of what it can
+do. Tools that change files are refused here: changes go through a plan, where they
+can be reviewed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from cleveragents.domain.actor import ActorEvent, TextChunk, ToolCall, Turn
+from cleveragents.domain.errors import StructuredError
+from cleveragents.domain.tools import Tool, ToolContext, WorkspaceView
+
+NAME = "local/default"
+READ_ONLY_TOOLS = frozenset({"fs.read", "fs.glob", "fs.search"})
+MAX_REPLY_CHARS = 20_000
+
+
+class LocalActor:
+    def __init__(self, tools: Callable[[], Sequence[Tool]], view: Callable[[], WorkspaceView],
+                 workspace: str, name: str = NAME):
+        self.name = name
+        self._tools = tools
+        self._view = view
+        self._workspace = workspace
+
+    async def respond(self, turn: Turn) -> AsyncIterator[ActorEvent]:
+        tools = {tool.name: tool for tool in self._tools()}
+        words = turn.message.text().strip()
+        first = words.split(maxsplit=1)[0] if words else ""
+        if first not in tools:
+            yield TextChunk(self._introduction(tools))
+            return
+        tool = tools[first]
+        if tool.name not in READ_ONLY_TOOLS:
+            yield TextChunk(
+                f"{tool.name} changes files, so it runs in a plan you can review: call "
+                "`_cleveragents/plan/use` with an action (see `_cleveragents/registry/action/list`)."
+            )
+            return
+        try:
+            arguments = tool.validate(parse_arguments(tool, words[len(first):]))
+            context = ToolContext(view=self._view(), workspace=self._workspace)
+            result = await asyncio.to_thread(tool.run, arguments, context)
+        except StructuredError as exc:
+            yield TextChunk(f"{tool.name} refused: {exc.message} {json.dumps(exc.data, default=str)}")
+            return
+        yield ToolCall(tool.name, arguments, result.output)
+        yield TextChunk(_render(tool.name, result.summary, result.output))
+
+    def _introduction(self, tools: dict[str, Tool]) -> str:
+        lines = [
+            ("No language model is configured, so this is the local actor: it runs a tool "
+             "when your message starts with the tool's name and its arguments, for example "
+             "`fs.search TODO` or `fs.read path=README.md`."),
+            "Read-only tools it runs here:",
+        ]
+        lines += [f"- {name}: {tools[name].description}" for name in sorted(tools) if name in READ_ONLY_TOOLS]
+        others = sorted(set(tools) - READ_ONLY_TOOLS)
+        if others:
+            lines.append("Tools that change files run in plans: " + ", ".join(others) + ".")
+        lines.append("Configure a model actor (for example `openai/gpt-4o`) for open-ended requests.")
+        return "\n".join(lines)
+
+
+def parse_arguments(tool: Tool, text: str) -> dict[str, Any]:
+    """``key=value`` pairs; bare words fill the schema's required fields in order."""
+    schema = tool.input_schema()
+    required = [name for name in schema.get("required", []) if name in schema.get("properties", {})]
+    arguments: dict[str, Any] = {}
+    positional: list[str] = []
+    for word in shlex.split(text):
+        key, sep, value = word.partition("=")
+        if sep and key in schema.get("properties", {}):
+            arguments[key] = _scalar(value)
+        else:
+            positional.append(word)
+    missing = [name for name in required if name not in arguments]
+    for name, value in zip(missing, positional, strict=False):
+        arguments[name] = value
+    if len(positional) > len(missing) and missing:
+        arguments[missing[-1]] = " ".join(positional[len(missing) - 1:])
+    return arguments
+
+
+def _scalar(value: str) -> Any:
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _render(name: str, summary: str, output: dict[str, Any]) -> str:
+    body = json.dumps(output, indent=2, ensure_ascii=False, default=str)
+    if len(body) > MAX_REPLY_CHARS:
+        body = body[:MAX_REPLY_CHARS] + "\n... (truncated)"
+    return f"{name}: {summary}\n{body}" if summary else f"{name}:\n{body}"
