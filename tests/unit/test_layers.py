@@ -14,6 +14,8 @@ ALLOWED = {
     # is how they get one.
     "transports": {"transports", "a2a", "container"},
     "cli": {"cli", "transports", "a2a", "container"},
+    # The API for publishing agents composes everything, like the composition root.
+    "publish": {"publish", "a2a", "app", "domain", "infra", "transports", "container"},
 }
 
 

@@ -1,0 +1,11 @@
+"""Publish your own agent over A2A: ``Agent``, ``tool``, ``AgentTeam`` and ``A2A``."""
+
+from __future__ import annotations
+
+from cleveragents.domain.actor import InputRequired
+from cleveragents.publish.agent import Agent
+from cleveragents.publish.server import A2A
+from cleveragents.publish.team import AgentTeam, Task, TeamTask
+from cleveragents.publish.tools import FunctionTool, tool
+
+__all__ = ["A2A", "Agent", "AgentTeam", "FunctionTool", "InputRequired", "Task", "TeamTask", "tool"]

@@ -1,0 +1,228 @@
+"""``Agent``: a user's own agent, published over A2A with a few lines of Python.
+
+An agent answers a turn in one of three ways: its ``handler`` (a function the user
+writes), its ``actor`` (another actor it delegates to, a model actor for example), or,
+with neither, deterministically over its own tools: a message that starts with a
+tool's name runs that tool, anything else gets an introduction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from dataclasses import replace
+from typing import Any
+
+from cleveragents.a2a.cards import SkillSpec
+from cleveragents.domain.actor import (
+    ActorEvent,
+    ArtifactChunk,
+    InputRequired,
+    TextChunk,
+    ToolCall,
+    Turn,
+    Usage,
+)
+from cleveragents.domain.errors import BusinessRuleViolation, StructuredError
+from cleveragents.domain.task import Artifact, Message, Part, Role
+from cleveragents.ids import new_id
+from cleveragents.infra.actors.local import parse_arguments
+from cleveragents.publish.threads import run_user_code
+from cleveragents.publish.tools import FunctionTool, as_tool, render
+
+Handler = Callable[..., Any]
+_EVENT_TYPES = (TextChunk, ArtifactChunk, InputRequired, ToolCall, Usage)
+_DONE = object()
+
+
+class Agent:
+    """An actor with a name, a role, a goal and tools. ``actor`` is an object with
+    ``respond`` or a ``provider/model`` name (``actor_name``) that the composition
+    root resolves by setting ``actor``."""
+
+    def __init__(self, name: str, role: str = "", goal: str = "", instructions: str = "",
+                 tools: Iterable[Any] = (), actor: Any = None, handler: Handler | None = None):
+        if not name:
+            raise TypeError("an agent needs a name")
+        if handler is not None and actor is not None:
+            raise TypeError(f"agent {name!r}: give a handler or an actor, not both")
+        if handler is not None and not callable(handler):
+            raise TypeError(f"agent {name!r}: the handler must be callable")
+        self.name = name
+        self.role = role
+        self.goal = goal
+        self.instructions = instructions
+        self.tools: tuple[FunctionTool, ...] = tuple(as_tool(t) for t in tools)
+        _check_unique(name, self.tools)
+        self.handler = handler
+        self._handler_takes_turn = handler is not None and _takes_two_arguments(handler)
+        self.actor_name: str | None = actor if isinstance(actor, str) else None
+        self.actor: Any = None if isinstance(actor, str) else actor
+        if self.actor is not None and not callable(getattr(self.actor, "respond", None)):
+            raise TypeError(f"agent {name!r}: the actor must have respond(turn) or be a 'provider/model' name")
+
+    def __repr__(self) -> str:
+        return f"Agent({self.name!r})"
+
+    @property
+    def description(self) -> str:
+        """For the agent card: "<role>. <goal>", else the instructions."""
+        return ". ".join(text for text in (self.role, self.goal) if text) or self.instructions
+
+    def skills(self) -> list[SkillSpec]:
+        """One skill per tool, for the agent card."""
+        return [SkillSpec(t.name, t.name, t.description or t.name, tags=("tool",)) for t in self.tools]
+
+    async def respond(self, turn: Turn) -> AsyncIterator[ActorEvent]:
+        if self.handler is not None:
+            events = self._from_handler(turn)
+        elif self.actor is not None:
+            events = self.actor.respond(self._delegated(turn))
+        elif self.actor_name is not None:
+            raise BusinessRuleViolation(
+                f"Agent {self.name!r} uses the actor {self.actor_name!r}, which no configured provider resolved",
+                {"agent": self.name, "actor": self.actor_name},
+            )
+        else:
+            events = self._deterministic(turn)
+        async for event in events:
+            yield event
+
+    # -- one turn run locally (seed 002's ``agent.start``) ---------------------------
+    def start(self, text: str) -> str:
+        """Answer ``text`` and return the reply (the question, if the agent asks one)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.astart(text))
+        raise RuntimeError("start() can't run inside an event loop: use `await agent.astart(text)`")
+
+    async def astart(self, text: str) -> str:
+        context_id = new_id()
+        message = Message(new_id(), Role.USER, (Part.of_text(text),), context_id)
+        reply: list[str] = []
+        async for event in self.respond(Turn(new_id(), context_id, message)):
+            if isinstance(event, TextChunk):
+                reply.append(event.text)
+            elif isinstance(event, InputRequired):
+                reply.append(event.prompt)
+                break
+        return "".join(reply)
+
+    # -- the three ways to answer ------------------------------------------------------
+    async def _from_handler(self, turn: Turn) -> AsyncIterator[ActorEvent]:
+        handler = self.handler
+        assert handler is not None
+        args = (turn.message.text(), turn) if self._handler_takes_turn else (turn.message.text(),)
+        if inspect.iscoroutinefunction(handler) or inspect.isasyncgenfunction(handler):
+            result = handler(*args)
+        else:
+            result = await run_user_code(handler, *args)  # a sync handler never blocks the loop
+        if inspect.isawaitable(result):
+            result = await result
+        if isinstance(result, AsyncIterator):
+            async for item in result:
+                for event in as_events(item):
+                    yield event
+        elif isinstance(result, Iterator):
+            async for item in _in_thread(result):
+                for event in as_events(item):
+                    yield event
+        else:
+            for event in as_events(result):
+                yield event
+
+    def _delegated(self, turn: Turn) -> Turn:
+        """The turn with this agent's tools and persona, for the actor it delegates to."""
+        persona = {"name": self.name, "role": self.role, "goal": self.goal, "instructions": self.instructions}
+        return replace(turn, tools=(*turn.tools, *(t.info() for t in self.tools)),
+                       context={**turn.context, "agent": persona})
+
+    async def _deterministic(self, turn: Turn) -> AsyncIterator[ActorEvent]:
+        tools = {t.name: t for t in self.tools}
+        words = turn.message.text().strip()
+        first = words.split(maxsplit=1)[0] if words else ""
+        if first not in tools:
+            yield TextChunk(self.introduction())
+            return
+        tool = tools[first]
+        try:
+            arguments = tool.validate(parse_arguments(tool, words[len(first):]))
+        except ValueError as exc:  # shlex: an unclosed quote
+            yield TextChunk(f"{tool.name} refused: {exc}")
+            return
+        except StructuredError as exc:
+            yield TextChunk(f"{tool.name} refused: {exc.message} {json.dumps(exc.data, default=str)}")
+            return
+        result = await tool.call(arguments)
+        yield ToolCall(tool.name, arguments, result)
+        yield TextChunk(render(result))
+
+    def introduction(self) -> str:
+        lines = [f"I am {self.name}" + (f", {self.role}." if self.role else ".")]
+        if self.goal:
+            lines.append(f"My goal: {self.goal}.")
+        if not self.tools:
+            lines.append("No language model is configured and I have no tools, so I can't answer open-ended requests.")
+            return "\n".join(lines)
+        lines += [
+            ("No language model is configured, so I run a tool when your message starts with "
+             f"its name and its arguments, for example `{_example_call(self.tools[0])}`."),
+            "My tools:",
+        ]
+        lines += [f"- {t.name}: {t.description}" if t.description else f"- {t.name}" for t in self.tools]
+        return "\n".join(lines)
+
+
+def as_events(value: Any) -> Iterator[ActorEvent]:
+    """What a handler yields or returns, as actor events."""
+    if value is None:
+        return
+    if isinstance(value, str):
+        yield TextChunk(value)
+    elif isinstance(value, _EVENT_TYPES):
+        yield value
+    elif isinstance(value, Artifact):
+        yield ArtifactChunk(value)
+    elif isinstance(value, dict):
+        yield ArtifactChunk(Artifact(new_id(), (Part.of_data(value),), name="data"))
+    else:
+        raise TypeError(f"a handler gives str, dict, Artifact, ArtifactChunk or InputRequired, "
+                        f"not {type(value).__name__}")
+
+
+async def _in_thread(items: Iterator[Any]) -> AsyncIterator[Any]:
+    """A sync generator's items, each produced in a worker thread."""
+    try:
+        while (item := await run_user_code(next, items, _DONE)) is not _DONE:
+            yield item
+    finally:
+        close = getattr(items, "close", None)
+        if close is not None:
+            with contextlib.suppress(ValueError):  # still running in its thread after a cancel
+                close()
+
+
+def _takes_two_arguments(handler: Handler) -> bool:
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    try:
+        params = inspect.signature(handler).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: give it the text only
+        return False
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return True
+    return sum(1 for p in params if p.kind in positional) >= 2
+
+
+def _check_unique(agent: str, tools: tuple[FunctionTool, ...]) -> None:
+    names = [t.name for t in tools]
+    if duplicates := sorted({n for n in names if names.count(n) > 1}):
+        raise ValueError(f"agent {agent!r}: two tools are named {', '.join(duplicates)}")
+
+
+def _example_call(tool: FunctionTool) -> str:
+    required = tool.input_schema().get("required", [])
+    return " ".join([tool.name, *(f"{name}=..." for name in required)])

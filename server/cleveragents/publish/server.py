@@ -1,0 +1,78 @@
+"""``A2A``: serve an ``Agent`` or an ``AgentTeam`` as an A2A endpoint.
+
+It holds what the agent card says (name, description, url, version, skills, auth)
+and hands the actor and itself (as the card's source) to a transport. Only stdio
+exists so far; the HTTP transport adds ``serve`` and ``asgi_app``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cleveragents.a2a.cards import AgentCardSpec, SkillSpec, card_v03, card_v1
+from cleveragents.config import Settings
+from cleveragents.domain.actor import Actor
+
+HTTP_NOT_BUILT = "HTTP mode is not built yet: use serve_stdio() for now"
+
+
+class A2A:
+    def __init__(self, agent: Actor | None = None, agents: Actor | None = None, name: str | None = None,
+                 description: str | None = None, url: str = "http://localhost:8000/a2a", version: str = "1.0.0",
+                 prefix: str = "", auth_token: str | None = None,
+                 extended_agent_card_callback: Callable[..., Any] | None = None):
+        actor = agent if agent is not None else agents  # the single agent wins, as in seed 002
+        if actor is None:
+            raise TypeError("A2A needs agent=... (an Agent) or agents=... (an AgentTeam)")
+        self._actor = actor
+        self.name = name or actor.name
+        self.description = description if description is not None else getattr(actor, "description", "")
+        self.url = url
+        self.version = version
+        self.prefix = prefix
+        self.auth_token = auth_token
+        self.extended_agent_card_callback = extended_agent_card_callback
+
+    def __repr__(self) -> str:
+        return f"A2A({self.name!r})"
+
+    @property
+    def actor(self) -> Actor:
+        return self._actor
+
+    def skills(self) -> tuple[SkillSpec, ...]:
+        return tuple(getattr(self._actor, "skills", tuple)())
+
+    def card_spec(self) -> AgentCardSpec:
+        """What the agent card says: a skill per tool, streaming and push notifications,
+        the extended card when something is behind authentication."""
+        return AgentCardSpec(
+            name=self.name, description=self.description, version=self.version, url=self.url,
+            skills=self.skills(), streaming=True, push_notifications=True,
+            extended_card=self.extended_agent_card_callback is not None or self.auth_token is not None,
+            bearer=self.auth_token is not None,
+        )
+
+    def agent_card(self, version: str = "1.0") -> dict[str, Any]:
+        """The public agent card in the A2A ``version`` (1.0 or 0.3) wire form."""
+        render = {"1.0": card_v1, "0.3": card_v03}.get(version)
+        if render is None:
+            raise ValueError(f"agent cards come in A2A 1.0 or 0.3, not {version!r}")
+        return render(self.card_spec())
+
+    def serve_stdio(self, *, log_level: str = "WARNING", **settings: Any) -> int:
+        """Serve on this process's stdio (LSP framing) until the client exits; returns
+        the exit code. ``settings`` are ``cleveragents.config.Settings`` fields
+        (``workspace`` defaults to the current directory, ``memory=True`` writes nothing)."""
+        from cleveragents.transports.lsp.main import (
+            serve_stdio,  # the transport loads only to serve
+        )
+
+        return serve_stdio(Settings.from_env(**settings), actor=self._actor, card=self, log_level=log_level)
+
+    def serve(self, port: int = 8000, host: str = "127.0.0.1") -> None:
+        raise NotImplementedError(HTTP_NOT_BUILT)
+
+    def asgi_app(self) -> Any:
+        raise NotImplementedError(HTTP_NOT_BUILT)
