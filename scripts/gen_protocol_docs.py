@@ -33,6 +33,9 @@ from cleveragents.a2a.capabilities import NOTIFICATIONS  # noqa: E402
 from cleveragents.a2a.methods import MethodSpec  # noqa: E402
 from cleveragents.a2a.version import SUPPORTED_VERSIONS  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from protocol_lifecycles import plan_section, task_section  # noqa: E402
+
 # Families, in the order they appear. Extension methods are sorted into them by name.
 STANDARD_FAMILY = "Standard A2A"
 LEGACY_FAMILY = "Deprecated aliases"
@@ -51,9 +54,10 @@ NOTIFICATION_TEXT = {
     "_cleveragents/event": "the raw `A2aEvent` of a live `_cleveragents/event/subscribe` "
     "subscription: `event_id`, `event_type`, `plan_id`, `data`, `timestamp`, plus "
     "`subscription_id`.",
-    "task/statusUpdate": "a task or plan status change (plan events carry `planId`, "
-    "`phase` and `state`).",
-    "task/artifactUpdate": "a new or changed artifact of a task or plan.",
+    "task/statusUpdate": "a stream item of a task (with `requestId`, see Streams), or a plan "
+    "status change for a subscriber (plan events carry `planId`, `phase` and `state`).",
+    "task/artifactUpdate": "an artifact update of a task's stream (with `requestId`), or a new "
+    "plan artifact for a subscriber.",
     "$/progress": "LSP work-done progress for plan execution, sent when the request "
     "carried a `workDoneToken`.",
 }
@@ -449,7 +453,7 @@ def render(services: set[str] | None = None) -> str:
         by_family.setdefault(family_of(spec), []).append(spec)
 
     order = [STANDARD_FAMILY, *(name for name, _ in FAMILIES), OTHER_FAMILY, LEGACY_FAMILY]
-    lines = intro() + error_sections() + events_section()
+    lines = intro() + error_sections() + task_section() + plan_section() + events_section()
     lines += ["## Methods", "", "Grouped by family:", ""]
     lines += [f"- {name} ({len(by_family[name])})" for name in order if by_family.get(name)]
     lines.append("")

@@ -1,0 +1,139 @@
+"""The lifecycle sections of docs/protocol.md (tasks, streams, plans), generated from
+the domain's own tables so the reference can't drift from the state machines."""
+
+from __future__ import annotations
+
+from cleveragents.app.tasks import LISTENER_BUFFER
+from cleveragents.domain.guards import GuardPolicy
+from cleveragents.domain.plan import ALLOWED, Profile
+from cleveragents.domain.task import TERMINAL_STATES, TRANSITIONS
+
+
+def _names(values: object) -> str:
+    items = sorted(getattr(v, "value", v) for v in values)  # type: ignore[attr-defined]
+    return ", ".join(f"`{v}`" for v in items) or "—"
+
+
+def task_section() -> list[str]:
+    lines = [
+        "## Agent task lifecycle",
+        "",
+        "`SendMessage` / `message/send` starts a task (or resumes one, see below) and, by default, answers "
+        "when the task is terminal or needs input. `configuration.returnImmediately: true` (1.0) or "
+        "`configuration.blocking: false` (0.3) answers at once with the submitted task. `historyLength` "
+        "limits the history in any answer that carries the task.",
+        "",
+        "| state | may become |",
+        "|---|---|",
+    ]
+    for state, targets in TRANSITIONS.items():
+        lines.append(f"| `{state.value}` | {_names(targets)} |")
+    lines += [
+        "",
+        f"- Terminal states ({_names(TERMINAL_STATES)}) never change again. `CancelTask` on a terminal task is "
+        "-32002 and leaves it as it was; a result that arrives after a cancel is discarded.",
+        "- A failed task carries its reason in `status.message`.",
+        "- Multi-turn: a message with the `taskId` of an `input-required` (or `auth-required`) task, or with "
+        "the `contextId` of a context that has one, resumes that task; it does not create a new one. A "
+        "message to a terminal task is -32004.",
+        "- A message whose `contextId` (or `taskId`) is a plan's id answers that plan's gate (see Plans): "
+        "it approves the waiting step, or cancels the plan when it starts with no, reject, cancel or stop. "
+        "The answer is the plan as a task.",
+        "- Tasks that were submitted or working when the server stopped are failed at the next start, with "
+        "the reason in `status.message`; input-required tasks keep waiting.",
+        "- The store keeps the newest finished tasks (10,000 by default, `--max-terminal-tasks`); older "
+        "finished tasks are evicted, live ones never are.",
+        "",
+        "### Streams",
+        "",
+        "`SendStreamingMessage` / `message/stream` and `SubscribeToTask` / `tasks/resubscribe` stream the "
+        "task: first the task itself, then status and artifact updates, until it is terminal or needs "
+        "input.",
+        "",
+        "- Over stdio, each item is sent as a notification carrying the request's id: `task/artifactUpdate` "
+        "for artifact updates and `task/statusUpdate` for the rest, with params `{\"requestId\": <id>, "
+        "...item}`, where the item has the dialect's stream shape (1.0: `{\"task\"}`, `{\"statusUpdate\"}`, "
+        "`{\"artifactUpdate\"}`; 0.3: `kind`-tagged, with `final` on status updates). Then the request "
+        "answers with the last item.",
+        "- `$/cancelRequest` on a stream cancels its task, as a client that goes away does. "
+        "`CancelTask` ends a running stream with a final canceled status update.",
+        "- `SubscribeToTask` on a terminal task is -32004.",
+        f"- A subscriber that falls {LISTENER_BUFFER} items behind is disconnected (its stream ends).",
+        "- The agent's reply streams as chunks of an artifact named `response`; the whole reply is also the "
+        "agent's message in the history.",
+        "- Push notification configs receive the same items, POSTed as JSON in the dialect the config was "
+        "created in, with the config's token in `X-A2A-Notification-Token`.",
+        "",
+    ]
+    return lines
+
+
+def plan_section() -> list[str]:
+    policy = GuardPolicy()
+    lines = [
+        "## Plan lifecycle",
+        "",
+        "A plan is made from an action (`_cleveragents/registry/action/list`) with `plan/use`. `execute` "
+        "runs its steps in the plan's overlay: tools read the overlay over the workspace, and every write "
+        "stays in the overlay, so the workspace is not touched. `diff` compares the overlay with the "
+        "workspace. `apply` writes it into the workspace, journaled and file by file (temp file and "
+        "rename), after checking that no target changed on disk since execute (else -32008 with "
+        "`data.conflicts`, unless `force`); it keeps the pre-images as a checkpoint, which `rollback` "
+        "restores byte for byte (modes included), deleting the files the plan created.",
+        "",
+        "A plan's position is a `(phase, state)` pair; each position allows these actions "
+        "(`status`, `tree`, `explain`, `diff`, `artifacts` and `list` are always allowed). Anything "
+        "else is -32004 with `data` naming `phase`, `state` and `allowed_actions`.",
+        "",
+        "| phase | state | allowed actions |",
+        "|---|---|---|",
+    ]
+    for (phase, state), actions in ALLOWED.items():
+        lines.append(f"| `{phase.value}` | `{state.value}` | {_names(actions)} |")
+    lines += [
+        "",
+        "A cancelled plan, in any phase, allows nothing more.",
+        "",
+        "### Automation profiles",
+        "",
+        "| profile | gate before execute | gate before apply |",
+        "|---|---|---|",
+    ]
+    for profile in Profile:
+        lines.append(f"| `{profile.value}` | {'yes' if profile.gate_before_execute else 'no'} | "
+                     f"{'yes' if profile.gate_before_apply else 'no'} |")
+    lines += [
+        "",
+        "A gate puts the plan in `input-required` (with a `task/statusUpdate` event to subscribers). "
+        "`plan/execute` or `plan/apply` resumes it, and so does a `message/send` to the plan's context id.",
+        "",
+        "### Execution",
+        "",
+        "- Each step is a decision node (`plan/tree`, `plan/explain`): the tool and its arguments, the "
+        "rationale, the outcome, what it read and wrote, and timings. `plan/correct` re-runs from a "
+        "decision with new arguments or guidance; the decisions from there on are kept, marked "
+        "`superseded`, and the new ones branch off. `plan/prompt` queues guidance for the next step of a "
+        "running plan.",
+        "- `plan/execute` answers when execution ends (`wait: false` answers at once). With a "
+        "`workDoneToken` it reports `$/progress` (`begin`, a `report` per step, `end`); "
+        "`window/workDoneProgress/cancel` for that token, `$/cancelRequest`, or `plan/cancel` cancels it.",
+        "- A step that fails leaves the overlay as it was before the step, and the plan in "
+        "`execute/failed`; the call answers with the step's error.",
+        "- An apply or rollback, once begun, runs to its end even if its caller goes away. If the process "
+        "dies during one, the next start completes it or undoes it from the journal, and the plan's state "
+        "and `reason` say which. A plan that was executing comes back as `execute/interrupted`.",
+        "",
+        "### Guards",
+        "",
+        "Checked on every file a tool touches:",
+        "",
+        "- Paths stay inside the workspace: no `..` out of it, no absolute path outside it, no symlink "
+        "that leads out (-32003, `data.reason`: `outside_workspace`, `absolute_path`, `symlink_escape`).",
+        f"- Protected paths are refused for reading and writing: {_names(policy.protected)} at the root, "
+        f"{_names(policy.protected_anywhere)} anywhere, and secrets matching {_names(policy.secret_patterns)} "
+        "(-32003, reason `protected` or `secret`).",
+        f"- Limits: {policy.max_files_changed} files changed and {policy.max_bytes_written // (1024 * 1024)} "
+        f"MiB written per plan, {policy.max_steps} steps (-32006, `data.limit` names it).",
+        "",
+    ]
+    return lines
