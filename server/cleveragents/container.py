@@ -129,6 +129,12 @@ class Container:
             "context_service": self.context_service,
         }
 
+    async def start(self) -> None:
+        """Repair what a crash left (an interrupted apply, tasks that were running)
+        before the first request is served."""
+        await self.plan_service.recover()
+        await self.task_service.recover()
+
     async def aclose(self) -> None:
         if self._closed:
             return

@@ -72,6 +72,10 @@ class PlanLifecycleService:
         }))
 
     # -- start-up recovery ---------------------------------------------------------
+    async def recover(self) -> None:
+        """Run the start-up repair now (otherwise the first call runs it)."""
+        await self._ready()
+
     async def _ready(self) -> None:
         if self._recovered is None:
             self._recovered = asyncio.ensure_future(self._recover())

@@ -117,6 +117,10 @@ class TaskService:
         self._recovered: asyncio.Future[None] | None = None
 
     # -- start-up ------------------------------------------------------------------
+    async def recover(self) -> None:
+        """Run the start-up repair now (otherwise the first call runs it)."""
+        await self._ready()
+
     async def _ready(self) -> None:
         """After a restart, tasks that were running can't resume: fail them once."""
         if self._recovered is None:

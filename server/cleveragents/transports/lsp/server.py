@@ -94,9 +94,13 @@ class A2aLanguageServer(LanguageServer):
 
     def _runtime_future(self) -> asyncio.Future[Any]:
         if self._runtime is None:
-            self._runtime = asyncio.ensure_future(asyncio.to_thread(
-                _Runtime, self.settings, self._container_options))
+            self._runtime = asyncio.ensure_future(self._start_runtime())
         return self._runtime
+
+    async def _start_runtime(self) -> _Runtime:
+        runtime = await asyncio.to_thread(_Runtime, self.settings, self._container_options)
+        await runtime.container.start()
+        return runtime
 
     async def facade(self) -> Any:
         # Shielded: a cancelled request must not cancel the services' startup.
