@@ -34,7 +34,7 @@ from cleveragents.a2a.methods import MethodSpec  # noqa: E402
 from cleveragents.a2a.version import SUPPORTED_VERSIONS  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from protocol_lifecycles import plan_section, task_section  # noqa: E402
+from protocol_sections import events_section, plan_section, task_section  # noqa: E402
 
 # Families, in the order they appear. Extension methods are sorted into them by name.
 STANDARD_FAMILY = "Standard A2A"
@@ -414,34 +414,6 @@ def error_sections() -> list[str]:
         lines.append(f"| {code} | `{cls.__name__}` | {_cell(_meaning(cls))} |")
     lines.append("")
     return lines
-
-
-def events_section() -> list[str]:
-    from cleveragents.a2a.events import DEFAULT_CAPACITY, EVENT_GAP
-    from cleveragents.a2a.subscriptions import MAX_LIVE_SUBSCRIPTIONS
-
-    return [
-        "## Event subscriptions",
-        "",
-        "`_cleveragents/event/subscribe` opens a subscription, optionally filtered by `plan_id` "
-        "and `event_types`.",
-        "",
-        "- Over stdio the subscription is live: the result has `live: true`, and each event is "
-        "pushed as a `_cleveragents/event` notification holding the raw `A2aEvent` (`event_id`, "
-        "`event_type`, `plan_id`, `data`, `timestamp`) plus `subscription_id`. Task and plan "
-        "events are also sent as `task/statusUpdate` or `task/artifactUpdate`.",
-        "- `since=<event_id>` resumes after that event: buffered events after it are replayed "
-        "first (`replayed` counts them). `gap: true` means the buffer no longer holds everything "
-        "after `since`.",
-        "- In process there is no push channel: the result has `live: false`, carries the buffered "
-        "`events`, and a `cursor` to pass as `since` on the next poll.",
-        "- `_cleveragents/event/unsubscribe` ends a live subscription.",
-        f"- The server keeps the last {DEFAULT_CAPACITY} events. A live subscriber that falls further "
-        f"behind than that receives an `{EVENT_GAP}` whose `data.missed` says how many events it lost.",
-        f"- At most {MAX_LIVE_SUBSCRIPTIONS} subscriptions are live at once; another one is refused "
-        "with -32004 until one is closed.",
-        "",
-    ]
 
 
 def render(services: set[str] | None = None) -> str:

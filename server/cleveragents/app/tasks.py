@@ -1,8 +1,8 @@
 """TaskService: agent tasks from the first message to a terminal state.
 
-One ``_Run`` per task that is being worked on holds the current snapshot, the
+One ``TaskRun`` per task that is being worked on holds the current snapshot, the
 actor's asyncio task and the listeners of its stream. Every change goes through
-``_Run.update`` under the run's lock, so a cancel and a late result can't both land:
+``TaskRun.update`` under the run's lock, so a cancel and a late result can't both land:
 once a task is terminal, later changes are discarded.
 """
 
@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from cleveragents.app.task_runs import END, TaskRun
 from cleveragents.domain.actor import (
     Actor,
     ArtifactChunk,
@@ -42,9 +43,7 @@ from cleveragents.ids import new_id, utc_now
 
 logger = logging.getLogger(__name__)
 
-LISTENER_BUFFER = 4096
 RESTART_REASON = "The server stopped while this task was running."
-_END = object()
 
 
 class PushDispatcher(Protocol):
@@ -70,41 +69,6 @@ def _agent_message(task: Task, text: str) -> Message:
     return Message(new_id(), Role.AGENT, (Part.of_text(text),), task.context_id, task.id)
 
 
-class _Run:
-    def __init__(self, task: Task):
-        self.task = task
-        self.lock = asyncio.Lock()
-        self.listeners: set[asyncio.Queue[Any]] = set()
-        self.runner: asyncio.Task[None] | None = None
-        self.settled = asyncio.Event()
-        self.push_configs: list[PushConfig] = []
-
-    def listen(self) -> asyncio.Queue[Any]:
-        queue: asyncio.Queue[Any] = asyncio.Queue(LISTENER_BUFFER)
-        self.listeners.add(queue)
-        return queue
-
-    def broadcast(self, item: Any) -> None:
-        for queue in list(self.listeners):
-            try:
-                queue.put_nowait(item)
-            except asyncio.QueueFull:
-                # A listener this far behind has stopped reading: end its stream.
-                self.listeners.discard(queue)
-                queue.get_nowait()
-                queue.put_nowait(_END)
-
-    def settle(self) -> None:
-        self.settled.set()
-        for queue in list(self.listeners):
-            try:
-                queue.put_nowait(_END)
-            except asyncio.QueueFull:
-                queue.get_nowait()
-                queue.put_nowait(_END)
-        self.listeners.clear()
-
-
 class TaskService:
     def __init__(self, store: Any, actor: Actor, *, tools: Callable[[], list[ToolInfo]] | None = None,
                  push: PushDispatcher | None = None, router: ContextRouter | None = None):
@@ -113,7 +77,7 @@ class TaskService:
         self._tools = tools or (lambda: [])
         self._push = push
         self.router = router
-        self._live: dict[str, _Run] = {}
+        self._live: dict[str, TaskRun] = {}
         self._recovered: asyncio.Future[None] | None = None
 
     # -- start-up ------------------------------------------------------------------
@@ -167,14 +131,14 @@ class TaskService:
             )
         return self._follow(run, run.listen(), cancel_on_exit=False)
 
-    async def _follow(self, run: _Run, queue: asyncio.Queue[Any] | None,
+    async def _follow(self, run: TaskRun, queue: asyncio.Queue[Any] | None,
                       cancel_on_exit: bool) -> AsyncIterator[StreamItem]:
         finished = False
         try:
             yield run.task
             while queue is not None:
                 item = await queue.get()
-                if item is _END:
+                if item is END:
                     break
                 yield item
             finished = True
@@ -185,13 +149,13 @@ class TaskService:
                 await asyncio.shield(self._cancel_quietly(run.task.id))
 
     async def _start(self, message: Message, push_config: PushConfig | None,
-                     metadata: dict[str, Any] | None, listen: bool = False) -> _Run:
+                     metadata: dict[str, Any] | None, listen: bool = False) -> TaskRun:
         await self._ready()
         if not message.parts:
             raise ValidationError("Invalid params", {"errors": [
                 {"loc": ["message", "parts"], "msg": "a message needs at least one part", "type": "too_short"}]})
         if self.router is not None and (claimed := await self.router.claim(message)) is not None:
-            run = _Run(claimed)
+            run = TaskRun(claimed)
             run.settle()
             return run
         task = await self._resumable(message)
@@ -208,7 +172,7 @@ class TaskService:
             await self._store.save_task(task)
         if push_config is not None:
             await self._store.put_push_config(replace(push_config, task_id=task.id, id=push_config.id or new_id()))
-        run = _Run(task)
+        run = TaskRun(task)
         if self._push is not None:
             run.push_configs = await self._store.list_push_configs(task.id)
         if listen:
@@ -236,7 +200,7 @@ class TaskService:
         return None
 
     # -- running -------------------------------------------------------------------
-    async def _drive(self, run: _Run, turn: Turn) -> None:
+    async def _drive(self, run: TaskRun, turn: Turn) -> None:
         chunks: list[str] = []
         response_id = f"{run.task.id}-response-{len(run.task.history)}"
         held: str | None = None
@@ -270,18 +234,18 @@ class TaskService:
             self._live.pop(run.task.id, None)
             run.settle()
 
-    async def _artifact(self, run: _Run, artifact_id: str, text: str, append: bool, last: bool) -> None:
+    async def _artifact(self, run: TaskRun, artifact_id: str, text: str, append: bool, last: bool) -> None:
         artifact = Artifact(artifact_id, (Part.of_text(text),), name="response")
         await self._add_artifact(run, artifact, append, last)
 
-    async def _add_artifact(self, run: _Run, artifact: Artifact, append: bool, last: bool) -> None:
+    async def _add_artifact(self, run: TaskRun, artifact: Artifact, append: bool, last: bool) -> None:
         def change(task: Task) -> Task:
             return task.with_artifact(artifact, append)
 
         if await self._update(run, change, broadcast=False):
             self._emit(run, TaskArtifactUpdate(run.task.id, run.task.context_id, artifact, append, last))
 
-    async def _finish(self, run: _Run, state: TaskState, text: str | None) -> None:
+    async def _finish(self, run: TaskRun, state: TaskState, text: str | None) -> None:
         def change(task: Task) -> Task:
             now = utc_now()
             if text is None:
@@ -293,7 +257,7 @@ class TaskService:
         if await self._update(run, change, broadcast=False):
             self._emit(run, TaskStatusUpdate(run.task.id, run.task.context_id, run.task.status, final=True))
 
-    async def _update(self, run: _Run, change: Callable[[Task], Task], broadcast: bool = True) -> bool:
+    async def _update(self, run: TaskRun, change: Callable[[Task], Task], broadcast: bool = True) -> bool:
         async with run.lock:
             if run.task.terminal:
                 return False  # a late result after a cancel: discarded
@@ -304,7 +268,7 @@ class TaskService:
             self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status, final=False))
         return True
 
-    def _emit(self, run: _Run, item: StreamItem) -> None:
+    def _emit(self, run: TaskRun, item: StreamItem) -> None:
         run.broadcast(item)
         if self._push is not None:
             for config in run.push_configs:

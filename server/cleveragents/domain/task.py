@@ -46,7 +46,7 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
                            _S.FAILED, _S.CANCELED}),
     _S.INPUT_REQUIRED: frozenset({_S.WORKING, _S.CANCELED, _S.FAILED}),
     _S.AUTH_REQUIRED: frozenset({_S.WORKING, _S.CANCELED, _S.FAILED}),
-    **{state: frozenset() for state in TERMINAL_STATES},
+    **{state: frozenset() for state in TaskState if state.terminal},
 }
 
 

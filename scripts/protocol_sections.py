@@ -1,9 +1,10 @@
-"""The lifecycle sections of docs/protocol.md (tasks, streams, plans), generated from
-the domain's own tables so the reference can't drift from the state machines."""
+"""The prose sections of docs/protocol.md about lifecycles (tasks, streams, plans) and
+event subscriptions, built from the code's own tables and limits so the reference
+can't drift from them."""
 
 from __future__ import annotations
 
-from cleveragents.app.tasks import LISTENER_BUFFER
+from cleveragents.app.task_runs import LISTENER_BUFFER
 from cleveragents.domain.guards import GuardPolicy
 from cleveragents.domain.plan import ALLOWED, Profile
 from cleveragents.domain.task import TERMINAL_STATES, TRANSITIONS
@@ -137,3 +138,31 @@ def plan_section() -> list[str]:
         "",
     ]
     return lines
+
+
+def events_section() -> list[str]:
+    from cleveragents.a2a.events import DEFAULT_CAPACITY, EVENT_GAP
+    from cleveragents.a2a.subscriptions import MAX_LIVE_SUBSCRIPTIONS
+
+    return [
+        "## Event subscriptions",
+        "",
+        "`_cleveragents/event/subscribe` opens a subscription, optionally filtered by `plan_id` "
+        "and `event_types`.",
+        "",
+        "- Over stdio the subscription is live: the result has `live: true`, and each event is "
+        "pushed as a `_cleveragents/event` notification holding the raw `A2aEvent` (`event_id`, "
+        "`event_type`, `plan_id`, `data`, `timestamp`) plus `subscription_id`. Task and plan "
+        "events are also sent as `task/statusUpdate` or `task/artifactUpdate`.",
+        "- `since=<event_id>` resumes after that event: buffered events after it are replayed "
+        "first (`replayed` counts them). `gap: true` means the buffer no longer holds everything "
+        "after `since`.",
+        "- In process there is no push channel: the result has `live: false`, carries the buffered "
+        "`events`, and a `cursor` to pass as `since` on the next poll.",
+        "- `_cleveragents/event/unsubscribe` ends a live subscription.",
+        f"- The server keeps the last {DEFAULT_CAPACITY} events. A live subscriber that falls further "
+        f"behind than that receives an `{EVENT_GAP}` whose `data.missed` says how many events it lost.",
+        f"- At most {MAX_LIVE_SUBSCRIPTIONS} subscriptions are live at once; another one is refused "
+        "with -32004 until one is closed.",
+        "",
+    ]

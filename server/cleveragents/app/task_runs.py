@@ -1,0 +1,49 @@
+"""A task being worked on: its current snapshot, the actor's asyncio task, and the
+listeners of its stream (bounded queues, so a reader that stopped can't grow memory)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from cleveragents.domain.task import PushConfig, Task
+
+LISTENER_BUFFER = 4096
+END = object()  # the last thing a listener receives
+
+
+class TaskRun:
+    """Changed only by TaskService, under ``lock``."""
+
+    def __init__(self, task: Task):
+        self.task = task
+        self.lock = asyncio.Lock()
+        self.listeners: set[asyncio.Queue[Any]] = set()
+        self.runner: asyncio.Task[None] | None = None
+        self.settled = asyncio.Event()
+        self.push_configs: list[PushConfig] = []
+
+    def listen(self) -> asyncio.Queue[Any]:
+        queue: asyncio.Queue[Any] = asyncio.Queue(LISTENER_BUFFER)
+        self.listeners.add(queue)
+        return queue
+
+    def broadcast(self, item: Any) -> None:
+        for queue in list(self.listeners):
+            try:
+                queue.put_nowait(item)
+            except asyncio.QueueFull:
+                # A listener this far behind has stopped reading: end its stream.
+                self.listeners.discard(queue)
+                queue.get_nowait()
+                queue.put_nowait(END)
+
+    def settle(self) -> None:
+        self.settled.set()
+        for queue in list(self.listeners):
+            try:
+                queue.put_nowait(END)
+            except asyncio.QueueFull:
+                queue.get_nowait()
+                queue.put_nowait(END)
+        self.listeners.clear()
