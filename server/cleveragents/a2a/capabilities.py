@@ -19,12 +19,13 @@ AGENT_DESCRIPTION = "Autonomous software engineering agent"
 NOTIFICATIONS = ("_cleveragents/event", "task/statusUpdate", "task/artifactUpdate", "$/progress")
 
 
-def a2a_capabilities() -> dict[str, Any]:
-    """The ``capabilities.experimental.a2a`` object of the stdio ``initialize`` result."""
+def a2a_capabilities(agent_card: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``capabilities.experimental.a2a`` object of the stdio ``initialize`` result;
+    ``agent_card`` is a published agent's own card (else the backend's summary)."""
     return {
         "versions": list(SUPPORTED_VERSIONS),
         "defaultVersion": DEFAULT_VERSION,
-        "agentCard": {
+        "agentCard": agent_card or {
             "name": AGENT_NAME,
             "description": AGENT_DESCRIPTION,
             "version": __version__,

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -53,13 +54,16 @@ class StepFailed(Exception):
 
 class PlanRunner:
     def __init__(self, store: Any, workspace: PlanWorkspace, tools: Any, bus: events.EventBus,
-                 max_steps: int, tool_settings: dict[str, Any] | None = None):
+                 max_steps: int, tool_settings: dict[str, Any] | None = None,
+                 actor_for: Callable[[Plan], Any] | None = None):
         self._store = store
         self._workspace = workspace
         self._tools = tools
         self._bus = bus
         self._max_steps = max_steps
         self._tool_settings = tool_settings or {}
+        # The actor a step may ask for edits (an `actor.edit` tool); none by default.
+        self._actor_for = actor_for
 
     async def run(self, execution: Execution, start: int, overlay: PlanOverlay, parent_id: str | None,
                   progress: Progress) -> PlanOverlay:
@@ -100,7 +104,8 @@ class PlanRunner:
         )
         started = time.perf_counter()
         context = ToolContext(view=overlay, workspace=self._workspace.root, cancelled=execution.cancelled,
-                              guidance=guidance, settings=self._tool_settings)
+                              guidance=guidance, settings=self._tool_settings,
+                              actor=self._actor_for(plan) if self._actor_for is not None else None)
         try:
             tool = self._tools.get(step.tool)
             arguments = tool.validate(step.arguments)

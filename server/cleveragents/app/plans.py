@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -31,12 +32,13 @@ TEXT_ARTIFACT_LIMIT = 64 * 1024
 
 class PlanLifecycleService:
     def __init__(self, store: Any, workspace: PlanWorkspace, tools: Any, actions: Any,
-                 bus: events.EventBus, *, max_steps: int = 200, tool_settings: dict[str, Any] | None = None):
+                 bus: events.EventBus, *, max_steps: int = 200, tool_settings: dict[str, Any] | None = None,
+                 actor_for: Callable[[Plan], Any] | None = None):
         self._store = store
         self._workspace = workspace
         self._actions = actions
         self._bus = bus
-        self._runner = PlanRunner(store, workspace, tools, bus, max_steps, tool_settings)
+        self._runner = PlanRunner(store, workspace, tools, bus, max_steps, tool_settings, actor_for)
         self._running: dict[str, Execution] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._recovered: asyncio.Future[None] | None = None

@@ -30,21 +30,21 @@ def position_encoding(client_capabilities: Any) -> str:
     return "utf-16"
 
 
-def initialize_result(params: dict[str, Any]) -> dict[str, Any]:
+def initialize_result(params: dict[str, Any], agent_card: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "capabilities": {
             "positionEncoding": position_encoding(params.get("capabilities")),
             "textDocumentSync": dict(TEXT_DOCUMENT_SYNC),
             "workspace": {"workspaceFolders": {"supported": True, "changeNotifications": True}},
-            "experimental": {"a2a": a2a_capabilities()},
+            "experimental": {"a2a": a2a_capabilities(agent_card)},
         },
         "serverInfo": {"name": SERVER_NAME, "version": __version__},
     }
 
 
-def initialize_response(msg_id: Any, params: dict[str, Any]) -> dict[str, Any]:
+def initialize_response(msg_id: Any, params: dict[str, Any], agent_card: dict[str, Any] | None = None) -> dict[str, Any]:
     """The whole JSON-RPC response to ``initialize``."""
-    return {"jsonrpc": "2.0", "id": msg_id, "result": initialize_result(params)}
+    return {"jsonrpc": "2.0", "id": msg_id, "result": initialize_result(params, agent_card)}
 
 
 def early_initialize(body: bytes) -> tuple[Any, dict[str, Any]] | None:

@@ -54,16 +54,18 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
     reader = await framing.open_stdin(stdin)
     writer = await framing.PipeWriter.open(stdout)
     first = await framing.read_frame(reader, args.max_message_size)
+    card = (services or {}).get("card")
+    agent_card = card.agent_card("1.0") if card is not None else None
     early = handshake.early_initialize(first) if isinstance(first, bytes) else None
     if early is not None:
-        writer.write(framing.encode_frame(handshake.initialize_response(*early)))
+        writer.write(framing.encode_frame(handshake.initialize_response(*early, agent_card=agent_card)))
     server_module = await loading
     if settings is None:
         settings = Settings.from_env(workspace=args.workspace, state_dir=args.state_dir, memory=args.memory or None,
                                      max_terminal_tasks=getattr(args, "max_terminal_tasks", None))
     server = server_module.A2aLanguageServer(
         settings, workspace_fixed=args.workspace is not None, max_message_size=args.max_message_size,
-        container_options=services or {},
+        container_options=services or {}, agent_card=agent_card,
     )
     if early is not None:
         return await server.serve(reader, writer, first, answered=early[0])

@@ -74,7 +74,7 @@ class A2aProtocol(LanguageServerProtocol):
         msg_id = self.msg_id
         self._server.configure_from_initialize(params)
         yield from super().lsp_initialize(params)  # pygls's own state: workspace, client capabilities
-        return WireResponse(initialize_response(msg_id, self._converter.unstructure(params)))
+        return WireResponse(initialize_response(msg_id, self._converter.unstructure(params), self._server.agent_card))
 
     def suppress_response(self, msg_id: Any) -> None:
         """Don't write the response to ``msg_id``: it has been answered already."""

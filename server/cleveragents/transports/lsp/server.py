@@ -36,7 +36,8 @@ class A2aLanguageServer(LanguageServer):
     protocol: A2aProtocol
 
     def __init__(self, settings: Settings, *, workspace_fixed: bool = False,
-                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, container_options: dict[str, Any] | None = None):
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, container_options: dict[str, Any] | None = None,
+                 agent_card: dict[str, Any] | None = None):
         super().__init__(
             "cleveragents", __version__, protocol_cls=A2aProtocol,
             converter_factory=plain_dict_converter,
@@ -46,6 +47,7 @@ class A2aLanguageServer(LanguageServer):
         self._workspace_fixed = workspace_fixed
         # Passed to the Container: a published agent's actor and card (``A2A(...)``).
         self._container_options = container_options or {}
+        self.agent_card = agent_card
         self.a2a_version: str | None = None
         self._runtime: asyncio.Future[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
