@@ -54,9 +54,10 @@ class Container:
             from cleveragents.infra.store.memory import MemoryStore
 
             return MemoryStore(terminal_cap=self.settings.max_terminal_tasks)
+        from cleveragents.infra.state_dir import prepare_state_dir
         from cleveragents.infra.store.sqlite import SqliteStore
 
-        state_dir = self.settings.resolved_state_dir
+        state_dir = prepare_state_dir(self.settings.resolved_state_dir)
         logger.info("opening the state store in %s", state_dir)
         return SqliteStore.open_in(state_dir, terminal_cap=self.settings.max_terminal_tasks)
 

@@ -90,14 +90,14 @@ class PlanRunner:
             progress.report(f"step {index + 1}/{total}: {step.tool}", index, total)
             decision, overlay = await self._step(execution, step, overlay, parent_id, guidance)
             parent_id = decision.decision_id
-            await self._store.save_plan_state(execution.plan, [decision], overlay.to_records())
+            await self._store.save_plan_state(execution.plan, [decision], await asyncio.to_thread(overlay.to_records))
             progress.report(f"step {index + 1}/{total}: {decision.summary or decision.outcome}", index + 1, total)
         return overlay
 
     async def _step(self, execution: Execution, step: Any, overlay: PlanOverlay, parent_id: str | None,
                     guidance: tuple[str, ...]) -> tuple[Decision, PlanOverlay]:
         plan = execution.plan
-        before = overlay.to_records()
+        before = await asyncio.to_thread(overlay.to_records)
         decision = Decision(
             new_id(), plan.plan_id, step.id, step.tool, step.arguments, parent_id, step.rationale,
             "running", guidance=guidance, started_at=utc_now(), overlay_before=tuple(before),
@@ -120,7 +120,7 @@ class PlanRunner:
                 error=None if cancelled else _error_dict(exc),  # type: ignore[arg-type]
                 ended_at=utc_now(), duration_ms=_ms(started),
             )
-            await self._store.save_plan_state(execution.plan, [decision], overlay.to_records())
+            await self._store.save_plan_state(execution.plan, [decision], before)
             if cancelled:
                 raise asyncio.CancelledError() from None
             raise StepFailed(decision, exc) from None  # type: ignore[arg-type]

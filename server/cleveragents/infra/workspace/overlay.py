@@ -12,7 +12,7 @@ import os
 import stat
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -169,7 +169,9 @@ class Overlay:
         return [entry.path for entry in self.entries()]
 
     def to_records(self) -> list[dict[str, Any]]:
-        return [asdict(entry) for entry in self.entries()]
+        # Built by hand: dataclasses.asdict deep-copies, and plans save this after every step.
+        return [{"path": e.path, "blob": e.blob, "mode": e.mode, "base": e.base, "written": e.written}
+                for e in self.entries()]
 
     @classmethod
     def from_records(

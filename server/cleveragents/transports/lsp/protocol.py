@@ -76,6 +76,14 @@ class A2aProtocol(LanguageServerProtocol):
         yield from super().lsp_initialize(params)  # pygls's own state: workspace, client capabilities
         return WireResponse(initialize_response(msg_id, self._converter.unstructure(params), self._server.agent_card))
 
+    def notify(self, method: str, params: Any | None = None) -> None:
+        """Send a notification whose params are a plain dict, even for methods that
+        lsprotocol types (``$/progress``): pygls would build its attrs class around it."""
+        if isinstance(params, dict):
+            self._send_data(JsonRPCNotification(method=method, params=params, jsonrpc="2.0"))
+        else:
+            super().notify(method, params)
+
     def suppress_response(self, msg_id: Any) -> None:
         """Don't write the response to ``msg_id``: it has been answered already."""
         self._suppressed.add(msg_id)
