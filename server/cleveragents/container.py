@@ -106,12 +106,18 @@ class Container:
             view=self.plan_workspace.overlay, workspace=str(self.workspace),
         )
 
+        infos: list[ToolInfo] = []
+
         def tool_infos() -> list[ToolInfo]:
-            return [ToolInfo(t["name"], t["description"], t["input_schema"]) for t in tools.list_tools()["tools"]]
+            # The backend's tools, for its own actor; a published agent brings its own.
+            if not infos:
+                infos.extend(ToolInfo(t["name"], t["description"], t["input_schema"])
+                             for t in tools.list_tools()["tools"])
+            return infos
 
         self.push_sender = PushSender(post_json)
-        self.task_service = TaskService(self.store, self.actor, tools=tool_infos, push=self.push_sender,
-                                        router=PlanGates(self.plan_service))
+        self.task_service = TaskService(self.store, self.actor, tools=None if actor is not None else tool_infos,
+                                        push=self.push_sender, router=PlanGates(self.plan_service))
         self.agent_card_service = AgentCardService.for_backend(card, self.tool_registry)
         self.context_service = ContextService(self.store, self.plan_workspace)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import threading
 import time
 from datetime import datetime, timezone
@@ -13,6 +14,10 @@ _RANDOM_BITS = 80
 _RANDOM_MASK = (1 << _RANDOM_BITS) - 1
 _lock = threading.Lock()
 _last = 0
+# Seeded once from the OS. Drawing from os.urandom for every id releases the GIL in a
+# syscall, and under load each reacquisition can wait for a busy worker thread.
+_random = random.Random(os.urandom(32))
+os.register_at_fork(after_in_child=lambda: _random.seed(os.urandom(32)))
 
 
 def new_id() -> str:
@@ -24,7 +29,7 @@ def new_id() -> str:
     global _last
     with _lock:
         candidate = (time.time_ns() // 1_000_000) << _RANDOM_BITS
-        candidate |= int.from_bytes(os.urandom(10), "big") & _RANDOM_MASK
+        candidate |= _random.getrandbits(_RANDOM_BITS)
         _last = candidate if candidate > _last else _last + 1
         value = _last
     return str(ULID.from_int(value))

@@ -159,6 +159,7 @@ class TaskService:
             run.settle()
             return run
         task = await self._resumable(message)
+        resumed = task is not None
         now = utc_now()
         if task is None:
             task_id = new_id()
@@ -170,11 +171,16 @@ class TaskService:
             message = replace(message, task_id=task.id, context_id=task.context_id)
             task = task.with_message(message).transition(TaskState.WORKING, now)
             await self._store.save_task(task)
-        if push_config is not None:
-            await self._store.put_push_config(replace(push_config, task_id=task.id, id=push_config.id or new_id()))
         run = TaskRun(task)
+        if push_config is not None:
+            push_config = replace(push_config, task_id=task.id, id=push_config.id or new_id())
+            await self._store.put_push_config(push_config)
         if self._push is not None:
-            run.push_configs = await self._store.list_push_configs(task.id)
+            # A new task has only the config it came with; a resumed one may have more.
+            run.push_configs = await self._store.list_push_configs(task.id) if resumed else (
+                [push_config] if push_config is not None else [])
+            if resumed:
+                self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status), listeners=False)
         if listen:
             run.listen()
         self._live[task.id] = run
@@ -206,7 +212,7 @@ class TaskService:
         held: str | None = None
         try:
             if run.task.state is TaskState.SUBMITTED:
-                await self._update(run, lambda t: t.transition(TaskState.WORKING, utc_now()))
+                await self._update(run, lambda t: t.transition(TaskState.WORKING, utc_now()), persist=False)
             async for event in self.actor.respond(turn):
                 if isinstance(event, TextChunk):
                     if held is not None:
@@ -220,7 +226,7 @@ class TaskService:
                     await self._finish(run, state, event.prompt)
                     return
                 elif isinstance(event, Usage):
-                    await self._update(run, lambda t, u=event: _add_usage(t, u), broadcast=False)
+                    await self._update(run, lambda t, u=event: _add_usage(t, u), broadcast=False, persist=False)
             if held is not None:
                 await self._artifact(run, response_id, held, append=bool(chunks), last=True)
                 chunks.append(held)
@@ -242,7 +248,7 @@ class TaskService:
         def change(task: Task) -> Task:
             return task.with_artifact(artifact, append)
 
-        if await self._update(run, change, broadcast=False):
+        if await self._update(run, change, broadcast=False, persist=False):
             self._emit(run, TaskArtifactUpdate(run.task.id, run.task.context_id, artifact, append, last))
 
     async def _finish(self, run: TaskRun, state: TaskState, text: str | None) -> None:
@@ -257,19 +263,25 @@ class TaskService:
         if await self._update(run, change, broadcast=False):
             self._emit(run, TaskStatusUpdate(run.task.id, run.task.context_id, run.task.status, final=True))
 
-    async def _update(self, run: TaskRun, change: Callable[[Task], Task], broadcast: bool = True) -> bool:
+    async def _update(self, run: TaskRun, change: Callable[[Task], Task], broadcast: bool = True,
+                      persist: bool = True) -> bool:
+        """Change the task; ``persist=False`` keeps the change in memory until the next
+        stored one (the working state and streamed chunks: after a crash a running task
+        is failed anyway, so storing them would only cost a write each)."""
         async with run.lock:
             if run.task.terminal:
                 return False  # a late result after a cancel: discarded
             task = change(run.task)
-            await self._store.save_task(task)
+            if persist:
+                await self._store.save_task(task)
             run.task = task
         if broadcast:
             self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status, final=False))
         return True
 
-    def _emit(self, run: TaskRun, item: StreamItem) -> None:
-        run.broadcast(item)
+    def _emit(self, run: TaskRun, item: StreamItem, listeners: bool = True) -> None:
+        if listeners:
+            run.broadcast(item)
         if self._push is not None:
             for config in run.push_configs:
                 self._push.deliver(config, item)

@@ -214,10 +214,17 @@ class Task:
                 {"task_id": self.id, "state": self.state.value,
                  "allowed": sorted(s.value for s in TRANSITIONS[self.state])},
             )
-        return replace(self, status=TaskStatus(state, timestamp, message))
+        return self._with(status=TaskStatus(state, timestamp, message))
+
+    def _with(self, *, status: TaskStatus | None = None, history: tuple[Message, ...] | None = None,
+              artifacts: tuple[Artifact, ...] | None = None) -> Task:
+        # dataclasses.replace is several times slower, and a task changes a few times per turn.
+        return Task(self.id, self.context_id, status or self.status,
+                    self.history if history is None else history,
+                    self.artifacts if artifacts is None else artifacts, self.metadata)
 
     def with_message(self, message: Message) -> Task:
-        return replace(self, history=(*self.history, message))
+        return self._with(history=(*self.history, message))
 
     def with_artifact(self, artifact: Artifact, append: bool = False) -> Task:
         """Add an artifact; with ``append``, extend the parts of the one with the same id."""
@@ -229,14 +236,14 @@ class Task:
                 break
         else:
             artifacts.append(artifact)
-        return replace(self, artifacts=tuple(artifacts))
+        return self._with(artifacts=tuple(artifacts))
 
     def trimmed(self, history_length: int | None, include_artifacts: bool = True) -> Task:
         """A view for a response: the last ``history_length`` messages (all when None)."""
         history = self.history
         if history_length is not None:
             history = history[len(history) - history_length:] if history_length else ()
-        return replace(self, history=history, artifacts=self.artifacts if include_artifacts else ())
+        return self._with(history=history, artifacts=self.artifacts if include_artifacts else ())
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "context_id": self.context_id, "status": self.status.to_dict(),

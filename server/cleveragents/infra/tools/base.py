@@ -7,6 +7,7 @@ A subclass sets ``name``, ``description`` and ``Arguments`` (a model) and writes
 from __future__ import annotations
 
 import abc
+import copy
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
@@ -16,6 +17,7 @@ from cleveragents.domain.errors import ValidationError
 from cleveragents.domain.tools import ToolContext, ToolResult
 
 ArgumentsT = TypeVar("ArgumentsT", bound=pydantic.BaseModel)
+_SCHEMAS: dict[type[pydantic.BaseModel], dict[str, Any]] = {}
 
 
 class StrictArguments(pydantic.BaseModel):
@@ -34,7 +36,11 @@ class ModelTool(abc.ABC, Generic[ArgumentsT]):
         return self.name.split(".", 1)[0]
 
     def input_schema(self) -> dict[str, Any]:
-        return _without_titles(self.Arguments.model_json_schema())
+        # Building a JSON schema is slow (milliseconds), and every listing and task start asks.
+        cached = _SCHEMAS.get(self.Arguments)
+        if cached is None:
+            cached = _SCHEMAS[self.Arguments] = _without_titles(self.Arguments.model_json_schema())
+        return copy.deepcopy(cached)
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         return self.parse(arguments).model_dump()

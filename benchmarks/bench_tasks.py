@@ -1,0 +1,232 @@
+"""Agent-task benchmark: a published echo agent on stdio against stock pygls, and
+ListTasks through the server at 1,000 to 100,000 stored tasks.
+
+Run by hand:  .venv/bin/python benchmarks/bench_tasks.py [--quick] [--json FILE]
+
+The echo agent is ``tests/e2e/agents/echo_agent.py`` (``A2A(agent=...).serve_stdio()``
+with an async handler that returns the message's text). Both servers are driven by
+bench_stdio.py's client, so any difference comes from the servers. See
+benchmarks/README.md for what each figure means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_stdio import HEALTH, INIT_PARAMS, SERVERS, Conn, percentile
+from bench_task_store import MIB, fill, rss_bytes
+
+from cleveragents.infra.store.sqlite import SqliteStore
+
+REPO = Path(__file__).resolve().parents[1]
+ECHO = [sys.executable, str(REPO / "tests" / "e2e" / "agents" / "echo_agent.py")]
+BASELINE = SERVERS["bare pygls"]
+SEND = ("SendMessage", {"message": {"role": "ROLE_USER", "messageId": "bench", "parts": [{"text": "hello"}]}})
+FULL = {"rounds": 3, "warmup": 100, "requests": 1000, "pipelined": 2000, "depth": 64,
+        "sizes": [1_000, 10_000, 100_000], "list_reps": 101}
+QUICK = {"rounds": 1, "warmup": 20, "requests": 200, "pipelined": 500, "depth": 64,
+         "sizes": [1_000, 10_000], "list_reps": 21}
+P50_TARGET = 1.5  # echo p50 / baseline p50, at most
+THROUGHPUT_TARGET = 5.0  # echo in-flight req/s / baseline in-flight req/s, at least
+FLAT_TARGET = 2.0  # ListTasks at the largest size / at the smallest, at most
+RSS_TARGET_MIB = 40.0
+LIST_QUERIES = {"all tasks": {"pageSize": 50}, "one context": {"pageSize": 50, "contextId": "ctx-007"}}
+
+
+async def spawn(cmd: list[str], cwd: str, env: dict[str, str] | None = None) -> Conn:
+    proc = await asyncio.create_subprocess_exec(
+        *cmd, cwd=cwd, env={**os.environ, **(env or {})}, limit=1 << 24,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+    )
+    conn = Conn(proc)
+    await conn.call("initialize", INIT_PARAMS)
+    conn.send("initialized", {}, notify=True)
+    return conn
+
+
+async def stop(conn: Conn) -> int:
+    await conn.call("shutdown")
+    conn.send("exit", notify=True)
+    await conn.drain()
+    conn.proc.stdin.close()
+    return await asyncio.wait_for(conn.proc.wait(), 30)
+
+
+def server_rss_mib(conn: Conn) -> float:
+    for line in Path(f"/proc/{conn.proc.pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS for the server")
+
+
+async def timed_calls(conn: Conn, method: str, params: Any, n: int) -> list[float]:
+    """Sequential calls: send one, wait for its answer; microseconds each."""
+    latencies = []
+    for _ in range(n):
+        started = time.perf_counter_ns()
+        await conn.call(method, params)
+        latencies.append((time.perf_counter_ns() - started) / 1000)
+    return latencies
+
+
+async def in_flight(conn: Conn, method: str, params: Any, total: int, depth: int) -> float:
+    """Requests per second with ``depth`` in flight (a new one goes out per answer)."""
+    started = time.perf_counter()
+    sent = done = 0
+    while sent < min(depth, total):
+        conn.send(method, params)
+        sent += 1
+    await conn.drain()
+    while done < total:
+        await conn.response()
+        done += 1
+        if sent < total:
+            conn.send(method, params)
+            sent += 1
+            await conn.drain()
+    return total / (time.perf_counter() - started)
+
+
+async def load(cmd: list[str], method: str, params: Any, cfg: dict[str, Any], workdir: str) -> dict[str, float]:
+    conn = await spawn(cmd, workdir)
+    await timed_calls(conn, method, params, cfg["warmup"])  # not counted: one-off costs
+    latencies = await timed_calls(conn, method, params, cfg["requests"])
+    rps = await in_flight(conn, method, params, cfg["pipelined"], cfg["depth"])
+    code = await stop(conn)
+    return {"p50_us": percentile(latencies, 50), "p95_us": percentile(latencies, 95), "rps": rps, "exit": code}
+
+
+async def round_trips(cfg: dict[str, Any]) -> dict[str, list[dict[str, float]]]:
+    runs: dict[str, list[dict[str, float]]] = {"echo agent": [], "bare pygls": []}
+    targets = {"echo agent": (ECHO + ["--memory"], *SEND), "bare pygls": (BASELINE, HEALTH, {})}
+    with tempfile.TemporaryDirectory() as workdir:
+        for i in range(cfg["rounds"]):
+            order = list(targets) if i % 2 == 0 else list(reversed(targets))  # neither always goes first
+            for name in order:
+                runs[name].append(await load(*targets[name], cfg, workdir))
+                print(f"  round {i + 1}/{cfg['rounds']} {name}: {runs[name][-1]}", file=sys.stderr)
+    return runs
+
+
+def fill_state(workspace: Path, size: int) -> dict[str, float]:
+    """In a child process, so its RSS shows only this store: ``size`` small terminal
+    tasks written to the SQLite store a server on ``workspace`` opens."""
+    args = [sys.executable, __file__, "--fill", str(workspace), str(size)]
+    return json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+
+
+async def fill_worker(workspace: Path, size: int) -> dict[str, float]:
+    store = SqliteStore.open_in(workspace / ".cleveragents", terminal_cap=size)
+    before = rss_bytes()
+    insert_us = await fill(store, size)
+    growth = (rss_bytes() - before) / MIB
+    await store.close()
+    return {"rss_growth_mib": growth, "insert_us": insert_us}
+
+
+async def listing(cfg: dict[str, Any]) -> dict[str, Any]:
+    sizes = cfg["sizes"]
+    out: dict[str, Any] = {"sizes": sizes, "fills": {}, "queries": {}, "server_rss_mib": {}}
+    with tempfile.TemporaryDirectory(prefix="bench-tasks-") as tmp:
+        for size in sizes:
+            print(f"... filling a store with {size:,} tasks", file=sys.stderr, flush=True)
+            (Path(tmp) / str(size)).mkdir()
+            out["fills"][size] = fill_state(Path(tmp) / str(size), size)
+        cap = {"CLEVERAGENTS_MAX_TERMINAL_TASKS": str(max(sizes))}  # keep every task
+        conns = {size: await spawn(ECHO, str(Path(tmp) / str(size)), cap) for size in sizes}
+        for label, params in LIST_QUERIES.items():
+            samples: dict[int, list[float]] = {size: [] for size in sizes}
+            for rep in range(10 + cfg["list_reps"]):  # round-robin: a busy machine slows every size alike
+                for size, conn in conns.items():
+                    (elapsed,) = await timed_calls(conn, "ListTasks", params, 1)
+                    if rep >= 10:
+                        samples[size].append(elapsed)
+            out["queries"][label] = {size: (statistics.median(s), min(s)) for size, s in samples.items()}
+        for size, conn in conns.items():
+            total = (await conn.call("ListTasks", {"pageSize": 1}))["result"]["totalSize"]
+            assert total == size, f"the server on the {size:,} store lists {total:,} tasks"
+            out["server_rss_mib"][size] = server_rss_mib(conn)
+            await stop(conn)
+    return out
+
+
+def table(rows: list[list[str]]) -> None:
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
+    for n, row in enumerate(rows):
+        print(" | ".join(cell.ljust(w) if c == 0 else cell.rjust(w) for c, (cell, w) in enumerate(zip(row, widths, strict=True))))
+        if n == 0:
+            print("-+-".join("-" * w for w in widths))
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def report(trips: dict[str, list[dict[str, float]]], lists: dict[str, Any]) -> dict[str, Any]:
+    med = {name: {key: statistics.median(r[key] for r in runs) for key in ("p50_us", "p95_us", "rps")}
+           for name, runs in trips.items()}
+    echo, base = med["echo agent"], med["bare pygls"]
+    ratios = {key: echo[key] / base[key] for key in echo}
+    print("\nround trips: echo agent SendMessage vs bare pygls trivial request (median over spawns)\n")
+    table([["metric", "echo agent", "bare pygls", "ratio"],
+           *[[label, f"{echo[key]:,.0f}", f"{base[key]:,.0f}", f"{ratios[key]:.2f}"]
+             for label, key in (("sequential p50 (us)", "p50_us"), ("sequential p95 (us)", "p95_us"),
+                                ("64 in flight (req/s)", "rps"))]])
+    clean = all(r["exit"] == 0 for runs in trips.values() for r in runs)
+    print(f"clean exits: {verdict(clean)}")
+    print(f"targets: p50 ratio <= {P50_TARGET}: {verdict(ratios['p50_us'] <= P50_TARGET)}; "
+          f"in-flight throughput ratio >= {THROUGHPUT_TARGET}: {verdict(ratios['rps'] >= THROUGHPUT_TARGET)}")
+
+    sizes = lists["sizes"]
+    first, last = sizes[0], sizes[-1]
+    print("\nListTasks through the server, one page of 50 with totalSize (median / min, us)\n")
+    flat = []
+    rows = [["query", *(f"{size:,} tasks" for size in sizes), f"{last:,}/{first:,}"]]
+    for label, by_size in lists["queries"].items():
+        flat.append(by_size[last][0] / by_size[first][0])
+        rows.append([label, *(f"{by_size[s][0]:,.0f} / {by_size[s][1]:,.0f}" for s in sizes), f"{flat[-1]:.2f}x"])
+    table(rows)
+    print(f"flat (every {last:,}/{first:,} median ratio <= {FLAT_TARGET}): {verdict(all(r <= FLAT_TARGET for r in flat))}")
+
+    fill_growth = lists["fills"][last]["rss_growth_mib"]
+    server_growth = lists["server_rss_mib"][last] - lists["server_rss_mib"][first]
+    print(f"\nstore memory: filling a SQLite store with {last:,} tasks grew the process by {fill_growth:.1f} MiB "
+          f"({lists['fills'][last]['insert_us']:.0f} us per add_task); target < {RSS_TARGET_MIB:.0f} MiB: "
+          f"{verdict(fill_growth < RSS_TARGET_MIB)}")
+    print(f"server RSS: {lists['server_rss_mib'][last]:.1f} MiB serving {last:,} tasks, "
+          f"{lists['server_rss_mib'][first]:.1f} MiB serving {first:,}: +{server_growth:.1f} MiB; "
+          f"target < {RSS_TARGET_MIB:.0f} MiB: {verdict(server_growth < RSS_TARGET_MIB)}")
+    return {"round_trips": med, "ratios": ratios, "listing": lists}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small counts and sizes, for a smoke run")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the raw numbers here")
+    parser.add_argument("--fill", nargs=2, metavar=("WORKSPACE", "SIZE"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.fill:
+        print(json.dumps(asyncio.run(fill_worker(Path(args.fill[0]), int(args.fill[1])))))
+        return 0
+    cfg = dict(QUICK if args.quick else FULL)
+    print(f"bench_tasks: python {sys.version.split()[0]}, {os.cpu_count()} CPUs; {cfg}", file=sys.stderr)
+    trips = asyncio.run(round_trips(cfg))
+    lists = asyncio.run(listing(cfg))
+    summary = report(trips, lists)
+    if args.json:
+        args.json.write_text(json.dumps({"settings": cfg, "round_trips": trips, **summary}, indent=1, default=str))
+    return 0  # a report, not a gate
+
+
+if __name__ == "__main__":
+    sys.exit(main())
