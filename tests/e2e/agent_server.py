@@ -31,7 +31,7 @@ from tests.conftest import REPO
 from tests.e2e.rawclient import frame
 
 AGENTS = Path(__file__).resolve().parent / "agents"
-EXAMPLES = REPO / "examples"
+EXAMPLES = REPO / "docs" / "examples"
 TIMEOUT = 15.0
 STREAM_NOTIFICATIONS = ("task/statusUpdate", "task/artifactUpdate")
 

@@ -1,4 +1,4 @@
-"""The README's Python example runs as written."""
+"""The README's Python examples run as written."""
 
 import re
 import subprocess
@@ -7,10 +7,20 @@ import sys
 from tests.conftest import REPO
 
 
-def test_readme_python_example_runs(tmp_path):
-    readme = (REPO / "README.md").read_text()
-    (snippet,) = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+def python_snippets() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
+
+
+def test_readme_facade_example_runs(tmp_path):
+    snippet = python_snippets()[0]
     done = subprocess.run([sys.executable, "-c", snippet], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert re.fullmatch(r"[0-9A-Z]{26}\n", done.stdout)
     assert (tmp_path / ".cleveragents" / "state.db").is_file()
+
+
+def test_readme_agent_example_is_the_example_file():
+    """The example file is served by the e2e tests (tests/e2e/test_published_agents.py)."""
+    example = (REPO / "docs" / "examples" / "research_agent.py").read_text()
+    assert python_snippets()[1].strip() in example
+    assert len(python_snippets()[1].strip().splitlines()) <= 20
