@@ -6,11 +6,15 @@ Kept free of pydantic so the stdio server can use it before its services load.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 from cleveragents.a2a.errors import InvalidRequestError, ParseError
 
 Kind = Literal["request", "notification", "response"]
+
+# A `\uD800`-`\uDFFF` escape: a surrogate pair is fine, a lone half is not text.
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def decode(body: bytes | str) -> Any:
@@ -20,13 +24,20 @@ def decode(body: bytes | str) -> Any:
     except UnicodeDecodeError as exc:
         raise ParseError("Parse error: the body is not valid UTF-8", {"position": exc.start}) from exc
     try:
-        return json.loads(text)
+        message = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ParseError(
             f"Parse error: {exc.msg}", {"line": exc.lineno, "column": exc.colno}
         ) from exc
     except RecursionError as exc:
         raise ParseError("Parse error: the JSON is nested too deeply") from exc
+    if _ESCAPED_SURROGATE.search(text):
+        try:
+            json.dumps(message, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ParseError("Parse error: a string holds a lone UTF-16 surrogate, which is not text",
+                             {"escape": f"\\u{ord(exc.object[exc.start]):04x}"}) from None
+    return message
 
 
 def echo_id(message: Any) -> str | int | None:

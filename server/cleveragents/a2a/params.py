@@ -190,9 +190,15 @@ class GetTaskParams(TaskIdParams):
 
 
 class ListTasksParams(StandardParams):
-    contextId: str | None = None
-    pageSize: int | None = Field(default=None, ge=1, le=100)
-    pageToken: str | None = None
+    contextId: str | None = Field(default=None, max_length=256, description="Only tasks of this context")
+    status: str | list[str] | None = Field(
+        default=None, description="Only tasks in this state (1.0 `TASK_STATE_*` or 0.3 names)")
+    pageSize: int | None = Field(default=None, ge=1, le=100, description="1-100, default 50")
+    pageToken: str | None = Field(default=None, max_length=32, description="`nextPageToken` of the previous page")
+    statusTimestampAfter: str | None = Field(
+        default=None, max_length=64, description="Only tasks whose status changed after this ISO-8601 time")
+    historyLength: int | None = Field(default=None, ge=0, description="At most this many messages of history")
+    includeArtifacts: bool = Field(default=False, strict=True, description="Include each task's artifacts")
 
 
 class PushConfigParams(StandardParams):

@@ -106,8 +106,6 @@ class TaskEndpoint:
             wanted = status if isinstance(status, list) else [status]
             states = {codec.state_from_wire(str(s), ["status"]) for s in wanted}
         history_length = params.get("historyLength")
-        if history_length is not None and (not isinstance(history_length, int) or history_length < 0):
-            raise _bad(["historyLength"], "must be a non-negative integer")
         page = await self.service.list(
             context_id=params.get("contextId"), states=states, page_size=params.get("pageSize") or 50,
             page_token=params.get("pageToken"), status_after=params.get("statusTimestampAfter"),

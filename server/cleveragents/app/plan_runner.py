@@ -19,7 +19,7 @@ from typing import Any
 from cleveragents.app.progress import Progress
 from cleveragents.app.workspace import PlanOverlay, PlanWorkspace
 from cleveragents.domain import events
-from cleveragents.domain.errors import BudgetExceededError, StructuredError
+from cleveragents.domain.errors import BudgetExceededError, PlanError, StructuredError
 from cleveragents.domain.plan import Decision, Plan
 from cleveragents.domain.tools import ToolCancelled, ToolContext
 from cleveragents.ids import new_id, utc_now
@@ -110,20 +110,21 @@ class PlanRunner:
             tool = self._tools.get(step.tool)
             arguments = tool.validate(step.arguments)
             result = await asyncio.to_thread(tool.run, arguments, context)
-        except (StructuredError, ToolCancelled, asyncio.CancelledError) as exc:
+        except (Exception, asyncio.CancelledError) as exc:
             # The step's partial writes go: the overlay is as before the step.
             overlay = await asyncio.to_thread(self._workspace.overlay, before)
-            cancelled = not isinstance(exc, StructuredError)
+            cancelled = isinstance(exc, (ToolCancelled, asyncio.CancelledError))
+            error = None if cancelled else _as_step_error(exc, plan.plan_id, step.tool)
             decision = replace(
                 decision, outcome="cancelled" if cancelled else "failed",
-                summary="cancelled" if cancelled else exc.message,  # type: ignore[union-attr]
-                error=None if cancelled else _error_dict(exc),  # type: ignore[arg-type]
+                summary="cancelled" if error is None else error.message,
+                error=None if error is None else _error_dict(error),
                 ended_at=utc_now(), duration_ms=_ms(started),
             )
             await self._store.save_plan_state(execution.plan, [decision], before)
-            if cancelled:
+            if error is None:
                 raise asyncio.CancelledError() from None
-            raise StepFailed(decision, exc) from None  # type: ignore[arg-type]
+            raise StepFailed(decision, error) from None
         for artifact in result.artifacts:
             await self._store_artifact(plan, decision.decision_id, artifact)
         decision = replace(
@@ -143,6 +144,17 @@ class PlanRunner:
             **{k: record[k] for k in ("artifact_id", "decision_id", "name", "media_type", "size")},
             "phase": plan.phase.value, "state": plan.state.value,
         }))
+
+
+def _as_step_error(exc: Exception, plan_id: str, tool: str) -> StructuredError:
+    """A tool's refusal as it is; anything else (a bug, an OS error) as a PlanError that
+    names the tool, with the traceback on stderr."""
+    if isinstance(exc, StructuredError):
+        return exc
+    logger.warning("tool %s failed in plan %s", tool, plan_id, exc_info=exc)
+    detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+    return PlanError(f"The tool {tool} failed: {detail}", {"plan_id": plan_id, "tool": tool,
+                                                         "error": type(exc).__name__})
 
 
 def _error_dict(error: StructuredError) -> dict[str, Any]:

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from cleveragents.app.calls import CallContext
+from cleveragents.app.paging import parse_cursor
 from cleveragents.app.plan_runner import Execution, PlanRunner, StepFailed
 from cleveragents.app.progress import Progress
 from cleveragents.app.workspace import PlanWorkspace
 from cleveragents.domain import events
 from cleveragents.domain import plan as rules
-from cleveragents.domain.errors import PlanError, ResourceNotFoundError, ValidationError
+from cleveragents.domain.errors import PlanError, ResourceNotFoundError, StructuredError
 from cleveragents.domain.plan import Phase, Plan, Profile, State, Step
 from cleveragents.ids import new_id, utc_now
 
@@ -40,12 +42,16 @@ class PlanLifecycleService:
         self._bus = bus
         self._runner = PlanRunner(store, workspace, tools, bus, max_steps, tool_settings, actor_for)
         self._running: dict[str, Execution] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._recovered: asyncio.Future[None] | None = None
 
     # -- helpers -------------------------------------------------------------------
     def _lock(self, plan_id: str) -> asyncio.Lock:
-        return self._locks.setdefault(plan_id, asyncio.Lock())
+        # Weak values: a lock lives only while someone holds or waits for it.
+        lock = self._locks.get(plan_id)
+        if lock is None:
+            lock = self._locks[plan_id] = asyncio.Lock()
+        return lock
 
     async def _require(self, plan_id: str) -> Plan:
         await self._ready()
@@ -145,10 +151,7 @@ class PlanLifecycleService:
 
     async def list(self, session_id: str | None = None, limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
         await self._ready()
-        if cursor is not None and not cursor.isdigit():
-            raise ValidationError("Invalid cursor", {"errors": [{"loc": ["cursor"], "msg": "not a cursor from a previous page"}]})
-        rows = await self._store.list_plans(session_id=session_id, limit=limit + 1,
-                                            before=int(cursor) if cursor else None)
+        rows = await self._store.list_plans(session_id=session_id, limit=limit + 1, before=parse_cursor(cursor))
         page, more = rows[:limit], len(rows) > limit
         return {"plans": [self._summary(plan) for _, plan in page],
                 "next_cursor": str(page[-1][0]) if more else None,
@@ -225,11 +228,22 @@ class PlanLifecycleService:
 
     # -- executing -----------------------------------------------------------------
     async def execute(self, plan_id: str, wait: bool = True, context: CallContext | None = None) -> dict[str, Any]:
+        """Run the plan's steps. A plan that failed or was interrupted goes on from the
+        step that did not finish: the steps that succeeded are not run again."""
         async with self._lock(plan_id):
             plan = await self._require(plan_id)
             plan.require(rules.EXECUTE)
-            records = None if plan.phase is Phase.PLAN else await self._store.load_overlay(plan_id)
-            return await self._launch(plan, 0, records, None, wait, context)
+            start, parent_id, records = 0, None, None
+            if plan.phase is not Phase.PLAN:
+                active = [d for d in await self._store.list_decisions(plan_id) if d.outcome != "superseded"]
+                done = [d for d in active if d.outcome == "succeeded"]
+                start, parent_id = len(done), (done[-1].decision_id if done else None)
+                records = await self._store.load_overlay(plan_id)
+                unfinished = [replace(d, outcome="superseded") for d in active if d.outcome != "succeeded"]
+                if unfinished:
+                    await self._store.save_plan_state(plan, unfinished, None)
+            execution = await self._launch(plan, start, records, parent_id, context)
+        return await self._finish_launch(execution, wait)
 
     async def correct(self, plan_id: str, decision_id: str | None = None, guidance: str | None = None,
                       arguments: dict[str, Any] | None = None, wait: bool = True,
@@ -257,11 +271,14 @@ class PlanLifecycleService:
             later = decisions[decisions.index(target):]
             await self._store.save_plan_state(
                 plan, [replace(d, outcome="superseded") for d in later], None)
-            return await self._launch(plan, index, list(target.overlay_before), target.parent_id, wait, context,
-                                      corrected=target.decision_id)
+            execution = await self._launch(plan, index, list(target.overlay_before), target.parent_id, context,
+                                           corrected=target.decision_id)
+        return await self._finish_launch(execution, wait)
 
     async def _launch(self, plan: Plan, start: int, records: list[dict[str, Any]] | None, parent_id: str | None,
-                      wait: bool, context: CallContext | None, corrected: str | None = None) -> dict[str, Any]:
+                      context: CallContext | None, corrected: str | None = None) -> Execution:
+        """Start the execution (under the plan's lock); the caller waits for it after
+        releasing the lock, so cancel and prompt reach a running plan."""
         execution = Execution(plan)
         self._running[plan.plan_id] = execution
         try:
@@ -272,9 +289,13 @@ class PlanLifecycleService:
             raise
         progress = Progress(context, f"Executing plan {plan.action_name}")
         execution.task = asyncio.ensure_future(self._execute(execution, start, overlay, parent_id, progress))
+        return execution
+
+    async def _finish_launch(self, execution: Execution, wait: bool) -> dict[str, Any]:
+        assert execution.task is not None
         if not wait:
             execution.task.add_done_callback(_log_failure)
-            return {**plan.status(), "running": True}
+            return {**execution.plan.status(), "running": True}
         try:
             return await asyncio.shield(execution.task)
         except asyncio.CancelledError:
@@ -330,22 +351,13 @@ class PlanLifecycleService:
                 return self._workspace.apply(plan_id, self._workspace.overlay(records), force)
 
             try:
-                checkpoint = await asyncio.to_thread(write)
-            except PlanError as exc:  # refused before any write (a conflict)
-                await self._move(plan, before.phase, before.state, exc.message, events.PLAN_ERRORED, **exc.data)
-                progress.end("refused")
-                raise
-            except OSError as exc:
-                await self._move(plan, Phase.APPLY, State.FAILED, f"the apply failed: {exc.strerror or exc}",
-                                 events.PLAN_ERRORED)
-                progress.end("failed")
-                raise PlanError("The apply failed; the workspace was restored",
-                                {"plan_id": plan_id, "error": exc.strerror or type(exc).__name__}) from None
+                checkpoint = await self._write_files(plan, before, "apply", write)
+            finally:
+                progress.end()
             await self._store.put_checkpoint(plan_id, checkpoint)
             files = [entry["path"] for entry in checkpoint["entries"]]
             plan = await self._move(plan, Phase.APPLY, State.COMPLETED, None, events.PLAN_APPLIED, files=files)
             await asyncio.to_thread(self._workspace.discard, plan_id)
-            progress.end(f"{len(files)} file(s) written")
         return {**plan.status(), "files": files}
 
     async def _rollback(self, plan_id: str, force: bool) -> dict[str, Any]:
@@ -357,20 +369,35 @@ class PlanLifecycleService:
                 raise PlanError("The plan has no checkpoint to restore", {"plan_id": plan_id})
             before = plan
             plan = await self._move(plan, Phase.ROLLBACK, State.RUNNING)
-            try:
-                files = await asyncio.to_thread(self._workspace.rollback, checkpoint, force)
-            except PlanError as exc:
-                await self._move(plan, before.phase, before.state, exc.message, events.PLAN_ERRORED, **exc.data)
-                raise
-            except OSError as exc:
-                await self._move(plan, Phase.ROLLBACK, State.FAILED, f"the rollback failed: {exc.strerror or exc}",
-                                 events.PLAN_ERRORED)
-                raise PlanError("The rollback failed", {"plan_id": plan_id,
-                                                        "error": exc.strerror or type(exc).__name__}) from None
+            files = await self._write_files(
+                plan, before, "rollback", lambda: self._workspace.rollback(checkpoint, force))
             plan = await self._move(plan, Phase.ROLLBACK, State.COMPLETED, None, events.CHECKPOINT_RESTORED,
                                     files=files)
             await asyncio.to_thread(self._workspace.discard, plan_id)
         return {**plan.status(), "files": files}
+
+    async def _write_files(self, plan: Plan, before: Plan, op: str, work: Callable[[], Any]) -> Any:
+        """Run an apply or rollback in a worker thread. A refusal over conflicts wrote
+        nothing: the plan goes back to where it was (so `force` can follow). Any other
+        failure leaves the plan failed in that phase, with the reason; the journal has
+        undone what it could, and the next start finishes the rest."""
+        phase = Phase.APPLY if op == "apply" else Phase.ROLLBACK
+        try:
+            return await asyncio.to_thread(work)
+        except StructuredError as exc:
+            if "conflicts" in exc.data:
+                await self._move(plan, before.phase, before.state, exc.message, events.PLAN_ERRORED, **exc.data)
+            else:
+                await self._move(plan, phase, State.FAILED, exc.message, events.PLAN_ERRORED)
+            raise
+        except OSError as exc:
+            reason = f"the {op} failed: {exc.strerror or type(exc).__name__}"
+            await self._move(plan, phase, State.FAILED, reason, events.PLAN_ERRORED)
+            raise PlanError(f"The {op} failed", {"plan_id": plan.plan_id,
+                                                 "error": exc.strerror or type(exc).__name__}) from None
+        except Exception:
+            await self._move(plan, phase, State.FAILED, f"the {op} failed (an internal error)", events.PLAN_ERRORED)
+            raise
 
     async def aclose(self) -> None:
         for execution in list(self._running.values()):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from cleveragents.app.paging import parse_cursor
 from cleveragents.app.ports import SessionRepository
 from cleveragents.domain import events
-from cleveragents.domain.errors import DuplicateEntityError, ResourceNotFoundError, ValidationError
+from cleveragents.domain.errors import DuplicateEntityError, ResourceNotFoundError
 from cleveragents.domain.session import DEFAULT_ACTOR, Session, SessionStatus
 from cleveragents.ids import new_id, utc_now
 
@@ -81,7 +82,7 @@ class SessionService:
     async def list(
         self, status: SessionStatus | None = None, limit: int = 100, cursor: str | None = None
     ) -> dict[str, Any]:
-        before = _parse_cursor(cursor)
+        before = parse_cursor(cursor)
         rows = await self._store.list_sessions(status, limit + 1, before)
         page, more = rows[:limit], len(rows) > limit
         return {
@@ -90,10 +91,3 @@ class SessionService:
             "total": await self._store.count_sessions(status),
         }
 
-
-def _parse_cursor(cursor: str | None) -> int | None:
-    if cursor is None:
-        return None
-    if not cursor.isdigit():
-        raise ValidationError("Invalid cursor", {"errors": [{"loc": ["cursor"], "msg": "not a cursor from a previous page"}]})
-    return int(cursor)

@@ -14,7 +14,8 @@ from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from cleveragents.app.task_runs import END, TaskRun
+from cleveragents.app.paging import parse_cursor
+from cleveragents.app.task_runs import END, LISTENER_BUFFER, TaskRun
 from cleveragents.domain.actor import (
     Actor,
     ArtifactChunk,
@@ -44,6 +45,7 @@ from cleveragents.ids import new_id, utc_now
 logger = logging.getLogger(__name__)
 
 RESTART_REASON = "The server stopped while this task was running."
+MAX_WATCHERS = 64  # subscribers of one task that waits for input
 
 
 class PushDispatcher(Protocol):
@@ -52,9 +54,14 @@ class PushDispatcher(Protocol):
 
 
 class ContextRouter(Protocol):
-    """Claims messages for contexts that belong to something else (a plan's gate)."""
+    """Claims messages for contexts that belong to something else (a plan's gate),
+    and shows that something as a task."""
 
     async def claim(self, message: Message) -> Task | None: ...
+
+    async def task(self, task_id: str) -> Task | None: ...
+
+    async def cancel(self, task_id: str) -> Task | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +85,8 @@ class TaskService:
         self._push = push
         self.router = router
         self._live: dict[str, TaskRun] = {}
+        # Subscribers of tasks waiting for input: they join the run that resumes it.
+        self._watchers: dict[str, set[asyncio.Queue[Any]]] = {}
         self._recovered: asyncio.Future[None] | None = None
 
     # -- start-up ------------------------------------------------------------------
@@ -102,7 +111,7 @@ class TaskService:
                    push_config: PushConfig | None = None, metadata: dict[str, Any] | None = None) -> Task:
         """Start (or resume) a task. Blocking waits until it is terminal or needs input;
         a caller that goes away cancels the task."""
-        run = await self._start(message, push_config, metadata)
+        run, _ = await self._start(message, push_config, metadata)
         if not blocking:
             return run.task.trimmed(history_length)
         try:
@@ -116,20 +125,47 @@ class TaskService:
                      metadata: dict[str, Any] | None = None) -> AsyncIterator[StreamItem]:
         """The task, then its updates until it is terminal or needs input. Closing the
         iterator early (the client went away) cancels the task."""
-        run = await self._start(message, push_config, metadata, listen=True)
-        queue = next(iter(run.listeners)) if run.listeners else None
+        run, queue = await self._start(message, push_config, metadata, listen=True)
         return self._follow(run, queue, cancel_on_exit=True)
 
     async def subscribe(self, task_id: str) -> AsyncIterator[StreamItem]:
+        """The task, then its updates. A task waiting for input is streamed now and
+        followed once a message resumes it."""
         await self._ready()
         run = self._live.get(task_id)
-        if run is None or run.settled.is_set():
-            task = run.task if run is not None else await self._require(task_id)
+        if run is not None and not run.settled.is_set():
+            return self._follow(run, run.listen(), cancel_on_exit=False)
+        task = run.task if run is not None else await self._require(task_id)
+        if task.terminal:
             raise BusinessRuleViolation(
-                f"Task {task_id} is {task.state.value}; only a running task can be subscribed to",
+                f"Task {task_id} is {task.state.value}; a finished task has no updates to subscribe to",
                 {"task_id": task_id, "state": task.state.value},
             )
-        return self._follow(run, run.listen(), cancel_on_exit=False)
+        watchers = self._watchers.setdefault(task_id, set())
+        if len(watchers) >= MAX_WATCHERS:
+            raise BusinessRuleViolation("Too many subscribers for this task", {"task_id": task_id, "limit": MAX_WATCHERS})
+        queue: asyncio.Queue[Any] = asyncio.Queue(LISTENER_BUFFER)
+        watchers.add(queue)
+        return self._watch(task, queue)
+
+    async def _watch(self, task: Task, queue: asyncio.Queue[Any]) -> AsyncIterator[StreamItem]:
+        try:
+            yield task
+            while (item := await queue.get()) is not END:
+                yield item
+        finally:
+            if (watchers := self._watchers.get(task.id)) is not None:
+                watchers.discard(queue)
+                if not watchers:
+                    del self._watchers[task.id]
+            if (run := self._live.get(task.id)) is not None:
+                run.listeners.discard(queue)
+
+    def _tell_watchers(self, task: Task) -> None:
+        """A waiting task ended without a run (cancelled): its subscribers hear it and stop."""
+        for queue in self._watchers.pop(task.id, set()):
+            queue.put_nowait(TaskStatusUpdate(task.id, task.context_id, task.status, final=True))
+            queue.put_nowait(END)
 
     async def _follow(self, run: TaskRun, queue: asyncio.Queue[Any] | None,
                       cancel_on_exit: bool) -> AsyncIterator[StreamItem]:
@@ -148,8 +184,8 @@ class TaskService:
             if cancel_on_exit and not finished and not run.settled.is_set():
                 await asyncio.shield(self._cancel_quietly(run.task.id))
 
-    async def _start(self, message: Message, push_config: PushConfig | None,
-                     metadata: dict[str, Any] | None, listen: bool = False) -> TaskRun:
+    async def _start(self, message: Message, push_config: PushConfig | None, metadata: dict[str, Any] | None,
+                     listen: bool = False) -> tuple[TaskRun, asyncio.Queue[Any] | None]:
         await self._ready()
         if not message.parts:
             raise ValidationError("Invalid params", {"errors": [
@@ -157,7 +193,7 @@ class TaskService:
         if self.router is not None and (claimed := await self.router.claim(message)) is not None:
             run = TaskRun(claimed)
             run.settle()
-            return run
+            return run, None
         task = await self._resumable(message)
         resumed = task is not None
         now = utc_now()
@@ -166,27 +202,48 @@ class TaskService:
             context_id = message.context_id or new_id()
             message = replace(message, task_id=task_id, context_id=context_id)
             task = Task(task_id, context_id, TaskStatus(TaskState.SUBMITTED, now), (message,), (), metadata)
-            await self._store.add_task(task)
         else:
+            if task.id in self._live:  # another message is resuming it right now
+                raise BusinessRuleViolation(f"Task {task.id} is already working on a message",
+                                            {"task_id": task.id, "state": TaskState.WORKING.value})
             message = replace(message, task_id=task.id, context_id=task.context_id)
             task = task.with_message(message).transition(TaskState.WORKING, now)
-            await self._store.save_task(task)
+        # Registered before the first await, so a cancel or another message sees this run.
         run = TaskRun(task)
-        if push_config is not None:
-            push_config = replace(push_config, task_id=task.id, id=push_config.id or new_id())
-            await self._store.put_push_config(push_config)
-        if self._push is not None:
-            # A new task has only the config it came with; a resumed one may have more.
-            run.push_configs = await self._store.list_push_configs(task.id) if resumed else (
-                [push_config] if push_config is not None else [])
-            if resumed:
-                self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status), listeners=False)
-        if listen:
-            run.listen()
+        queue = run.listen() if listen else None
+        if resumed:
+            run.listeners |= self._watchers.pop(task.id, set())
         self._live[task.id] = run
+        try:
+            async with run.lock:
+                if resumed:
+                    # Read again now that this run is registered: a cancel that finished
+                    # while we looked the task up must win.
+                    fresh = await self._store.get_task(task.id)
+                    if fresh is None or fresh.state not in INTERRUPTED_STATES:
+                        state = fresh.state.value if fresh is not None else "gone"
+                        raise BusinessRuleViolation(
+                            f"Task {task.id} is {state}; only a task that asks for input takes a new message",
+                            {"task_id": task.id, "state": state})
+                await (self._store.save_task(task) if resumed else self._store.add_task(task))
+                if push_config is not None:
+                    push_config = replace(push_config, task_id=task.id, id=push_config.id or new_id())
+                    await self._store.put_push_config(push_config)
+                if self._push is not None:
+                    # A new task has only the config it came with; a resumed one may have more.
+                    run.push_configs = await self._store.list_push_configs(task.id) if resumed else (
+                        [push_config] if push_config is not None else [])
+        except BaseException:
+            self._live.pop(task.id, None)
+            run.settle()
+            raise
+        if run.task.terminal:  # cancelled while it was being stored
+            return run, queue
+        if resumed:
+            self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status), listeners=False)
         turn = Turn(task.id, task.context_id, message, task.history[:-1], tuple(self._tools()))
         run.runner = asyncio.ensure_future(self._drive(run, turn))
-        return run
+        return run, queue
 
     async def _resumable(self, message: Message) -> Task | None:
         """The input-required task this message answers, if it answers one."""
@@ -237,7 +294,8 @@ class TaskService:
             logger.warning("task %s failed", run.task.id, exc_info=exc)
             await self._finish(run, TaskState.FAILED, f"{type(exc).__name__}: {exc}")
         finally:
-            self._live.pop(run.task.id, None)
+            if self._live.get(run.task.id) is run:
+                del self._live[run.task.id]
             run.settle()
 
     async def _artifact(self, run: TaskRun, artifact_id: str, text: str, append: bool, last: bool) -> None:
@@ -297,13 +355,18 @@ class TaskService:
 
     async def get(self, task_id: str, history_length: int | None = None) -> Task:
         await self._ready()
-        return (await self._require(task_id)).trimmed(history_length)
+        try:
+            task = await self._require(task_id)
+        except TaskNotFoundError:
+            if self.router is None or (task := await self.router.task(task_id)) is None:
+                raise
+        return task.trimmed(history_length)
 
     async def list(self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,
                    page_size: int = 50, page_token: str | None = None, status_after: str | None = None,
                    history_length: int | None = None, include_artifacts: bool = False) -> TaskPage:
         await self._ready()
-        before = _parse_token(page_token)
+        before = parse_cursor(page_token, "pageToken")
         filters: dict[str, Any] = {"context_id": context_id, "states": states, "status_after": status_after}
         rows = await self._store.list_tasks(**filters, limit=page_size + 1, before=before)
         page, more = rows[:page_size], len(rows) > page_size
@@ -316,8 +379,24 @@ class TaskService:
         await self._ready()
         run = self._live.get(task_id)
         if run is None:
-            task = (await self._require(task_id)).transition(TaskState.CANCELED, utc_now())
-            await self._store.save_task(task)
+            try:
+                task = await self._require(task_id)
+            except TaskNotFoundError:
+                if self.router is None or (plan_task := await self.router.cancel(task_id)) is None:
+                    raise
+                return plan_task
+            task = task.transition(TaskState.CANCELED, utc_now())
+            # Held while the cancel is stored, so a message can't resume the task meanwhile.
+            placeholder = self._live.setdefault(task_id, TaskRun(task))
+            if placeholder.task is not task:  # a message is resuming it: cancel that run
+                return await self.cancel(task_id)
+            try:
+                await self._store.save_task(task)
+            finally:
+                if self._live.get(task_id) is placeholder:
+                    del self._live[task_id]
+                placeholder.settle()
+            self._tell_watchers(task)
             return task
         async with run.lock:
             task = run.task.transition(TaskState.CANCELED, utc_now())
@@ -327,6 +406,8 @@ class TaskService:
         if run.runner is not None:
             run.runner.cancel()
         run.settle()
+        if self._live.get(task_id) is run:
+            del self._live[task_id]
         return task
 
     async def _cancel_quietly(self, task_id: str) -> None:
@@ -378,11 +459,3 @@ def _add_usage(task: Task, usage: Usage) -> Task:
     metadata["usage"] = total
     return replace(task, metadata=metadata)
 
-
-def _parse_token(token: str | None) -> int | None:
-    if not token:
-        return None
-    if not token.isdigit():
-        raise ValidationError("Invalid params", {"errors": [
-            {"loc": ["pageToken"], "msg": "not a token from a previous page", "type": "value_error"}]})
-    return int(token)

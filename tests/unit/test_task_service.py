@@ -1,0 +1,102 @@
+"""The task service's races and edges, in process with a real container and store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from cleveragents.a2a.facade import A2aLocalFacade
+from cleveragents.config import Settings
+from cleveragents.container import Container
+from cleveragents.domain.actor import InputRequired, TextChunk, Turn
+
+
+class AskingActor:
+    """Asks for input on a first turn; answers the second after a short pause."""
+
+    name = "test/asking"
+
+    async def respond(self, turn: Turn):
+        if not turn.history:
+            yield InputRequired("Which file?")
+            return
+        await asyncio.sleep(0.05)
+        yield TextChunk(f"Reading {turn.message.text()}.")
+
+
+@pytest.fixture
+async def call(workspace):
+    container = Container(Settings(workspace=workspace), actor=AskingActor())
+    facade = A2aLocalFacade(container)
+
+    async def call(method: str, **params: Any) -> dict[str, Any]:
+        return (await facade.dispatch({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})).to_wire()
+
+    call.facade = facade  # type: ignore[attr-defined]
+    yield call
+    await container.aclose()
+
+
+def message(text: str, **extra: Any) -> dict[str, Any]:
+    return {"message": {"role": "ROLE_USER", "parts": [{"text": text}], **extra}}
+
+
+async def waiting_task(call) -> dict[str, Any]:
+    task = (await call("SendMessage", **message("hi")))["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    return task
+
+
+async def test_a_cancel_during_a_resume_wins_and_stays(call):
+    for _ in range(24):
+        task = await waiting_task(call)
+        resume = asyncio.ensure_future(call("SendMessage", **message("a.py", taskId=task["id"])))
+        for _ in range(_ % 4):  # land the cancel at different points of the resume
+            await asyncio.sleep(0)
+        cancelled = await call("CancelTask", id=task["id"])
+        answered = await resume
+        assert cancelled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+        if "error" in answered:  # the cancel came first: a canceled task takes no message
+            assert answered["error"]["code"] == -32004
+        else:  # the cancel came while the message was being taken
+            assert answered["result"]["task"]["status"]["state"] == "TASK_STATE_CANCELED"
+        await asyncio.sleep(0.1)  # longer than the actor takes
+        assert (await call("GetTask", id=task["id"]))["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+async def test_two_messages_cannot_resume_one_task_at_once(call):
+    task = await waiting_task(call)
+    first, second = await asyncio.gather(call("SendMessage", **message("a.py", taskId=task["id"])),
+                                         call("SendMessage", **message("b.py", taskId=task["id"])))
+    outcomes = sorted(("result" in r) for r in (first, second))
+    assert outcomes == [False, True]
+    refused = first if "error" in first else second
+    assert refused["error"]["code"] == -32004
+    history = (await call("GetTask", id=task["id"]))["result"]["history"]
+    assert len(history) == 4  # hi, the question, one answer, one reply
+
+
+async def test_subscribing_to_a_waiting_task_follows_it_once_resumed(call):
+    task = await waiting_task(call)
+    items = await call.facade.services["task_service"].service.subscribe(task["id"])
+    first = await anext(items)
+    assert first.state.value == "input-required"
+    await call("SendMessage", **message("a.py", taskId=task["id"]))
+    rest = [item async for item in items]
+    assert rest[-1].status.state.value == "completed" and rest[-1].final
+
+
+@pytest.mark.parametrize("params", [{"statusTimestampAfter": 12345}, {"statusTimestampAfter": []},
+                                    {"includeArtifacts": "false"}, {"historyLength": -1}])
+async def test_list_params_are_checked(call, params):
+    assert (await call("ListTasks", **params))["error"]["code"] == -32602
+
+
+async def test_a_lone_surrogate_is_a_parse_error_not_a_crash(call):
+    body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "SendMessage",
+                       "params": message("x", contextId="\ud800")}).encode()
+    answer = await call.facade.handle_raw(body)
+    assert answer["error"]["code"] == -32700 and answer["error"]["data"] == {"escape": "\\ud800"}
