@@ -126,7 +126,10 @@ def plan_section() -> list[str]:
         "",
         "### Guards",
         "",
-        "Checked on every file a tool touches:",
+        "Checked on every file the file tools (`fs.*`, `patch.apply`) touch. `shell.run` is not "
+        "path-guarded: it runs only allow-listed programs, without a shell and with secret-looking "
+        "environment variables removed, in the workspace directory, and what those programs read is "
+        "up to them (an allow-listed `python` can read anything the server can).",
         "",
         "- Paths stay inside the workspace: no `..` out of it, no absolute path outside it, no symlink "
         "that leads out (-32003, `data.reason`: `outside_workspace`, `absolute_path`, `symlink_escape`).",

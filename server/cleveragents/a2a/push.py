@@ -19,6 +19,7 @@ logger = logging.getLogger(__name__)
 
 QUEUE_LIMIT = 256
 RETRIES = 3
+IDLE_SECONDS = 60.0  # a webhook's worker stops after this long with nothing to send
 TOKEN_HEADER = "X-A2A-Notification-Token"
 DIALECT_KEY = "dialect"  # in PushConfig.metadata: "1.0" or "0.3"
 
@@ -26,9 +27,10 @@ Poster = Callable[[str, Any, Mapping[str, str]], "str | None"]
 
 
 class PushSender:
-    def __init__(self, post: Poster, retry_delay: float = 0.5):
+    def __init__(self, post: Poster, retry_delay: float = 0.5, idle: float = IDLE_SECONDS):
         self._post = post
         self._retry_delay = retry_delay
+        self._idle = idle
         self._queues: dict[str, asyncio.Queue[tuple[PushConfig, Any]]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
 
@@ -38,15 +40,22 @@ class PushSender:
         queue = self._queues.get(config.url)
         if queue is None:
             queue = self._queues[config.url] = asyncio.Queue(QUEUE_LIMIT)
-            self._workers[config.url] = asyncio.ensure_future(self._work(queue))
+            self._workers[config.url] = asyncio.ensure_future(self._work(config.url, queue))
         if queue.full():
             queue.get_nowait()
             logger.warning("push queue for a webhook of task %s is full; dropped its oldest item", config.task_id)
         queue.put_nowait((config, body))
 
-    async def _work(self, queue: asyncio.Queue[tuple[PushConfig, Any]]) -> None:
+    async def _work(self, url: str, queue: asyncio.Queue[tuple[PushConfig, Any]]) -> None:
         while True:
-            config, body = await queue.get()
+            try:
+                config, body = await asyncio.wait_for(queue.get(), self._idle)
+            except asyncio.TimeoutError:
+                if queue.empty():  # nothing arrived meanwhile: this webhook's worker goes
+                    self._queues.pop(url, None)
+                    self._workers.pop(url, None)
+                    return
+                continue
             headers = _headers(config)
             for attempt in range(RETRIES):
                 problem = await asyncio.to_thread(self._post, config.url, body, headers)
