@@ -20,6 +20,17 @@ logger = logging.getLogger(__name__)
 ACTOR_PROVIDERS: frozenset[str] = frozenset({"local"})
 
 
+def _guard_policy(policy: Any, workspace: Path, state_dir: Path) -> Any:
+    """Plans never touch the state directory, wherever it is inside the workspace."""
+    try:
+        inside = state_dir.resolve().relative_to(workspace).as_posix()
+    except ValueError:
+        return policy  # outside the workspace: the path guards keep plans away from it
+    if inside in policy.protected or inside == ".":
+        return policy
+    return policy.with_overrides(protected=(*policy.protected, inside))
+
+
 class Container:
     """Owns the services and their lifetimes. Building it opens the store (blocking).
 
@@ -78,7 +89,7 @@ class Container:
         from cleveragents.infra.tools.builtin import builtin_tools
         from cleveragents.infra.workspace.plan_workspace import PlanWorkspace
 
-        self.guard_policy = GuardPolicy()
+        self.guard_policy = _guard_policy(GuardPolicy(), self.workspace, self.blob_dir)
         self.plan_workspace = PlanWorkspace(self.workspace, self.blob_dir, self.guard_policy)
         self.tool_registry = ToolRegistry(builtin_tools())
         self.action_registry = ActionRegistry(

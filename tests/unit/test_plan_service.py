@@ -189,3 +189,21 @@ async def test_bad_cursors_are_invalid_params(backend, cursor):
     assert (await error(call, "_cleveragents/plan/list", cursor=cursor))["code"] == -32602
     assert (await error(call, "session.list", cursor=cursor))["code"] == -32602
     assert (await error(call, "ListTasks", pageToken=cursor))["code"] == -32602
+
+
+async def test_a_state_dir_inside_the_workspace_is_protected_whatever_its_name(workspace):
+    container = Container(Settings(workspace=workspace, state_dir=workspace / "state"))
+    facade = A2aLocalFacade(container)
+
+    async def call(method: str, **params: Any) -> dict[str, Any]:
+        return (await facade.dispatch({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})).to_wire()
+
+    try:
+        patch = "--- /dev/null\n+++ b/state/journal/evil.json\n@@ -0,0 +1 @@\n+{}\n"
+        plan_id = (await result(call, "_cleveragents/plan/use", action_name="apply-patch",
+                                arguments={"patch": patch}, automation_profile="autonomous"))["plan_id"]
+        refused = await error(call, "_cleveragents/plan/execute", plan_id=plan_id)
+        assert refused["code"] == -32003 and refused["data"]["reason"] == "protected"
+        assert not (workspace / "state" / "journal" / "evil.json").exists()
+    finally:
+        await container.aclose()
