@@ -23,7 +23,7 @@ ACTOR_PROVIDERS: frozenset[str] = frozenset({"local"})
 def _guard_policy(policy: Any, workspace: Path, state_dir: Path) -> Any:
     """Plans never touch the state directory, wherever it is inside the workspace."""
     try:
-        inside = state_dir.resolve().relative_to(workspace).as_posix()
+        inside = state_dir.resolve().relative_to(workspace.resolve()).as_posix()
     except ValueError:
         return policy  # outside the workspace: the path guards keep plans away from it
     if inside in policy.protected or inside == ".":

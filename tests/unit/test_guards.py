@@ -84,3 +84,29 @@ def test_policy_from_settings_overrides_defaults_and_checks_them():
     assert wrong.value.data["field"] == "max_bytes_written"
     with pytest.raises(ValidationError):
         GuardPolicy().with_overrides(protected=".git")
+
+
+def test_extra_protected_paths_can_be_added_in_any_spelling():
+    """The composition root adds the state dir when it lies in the workspace."""
+    base = GuardPolicy()
+    policy = base.with_overrides(protected=(*base.protected, "./var/state/", "build\\cache"))
+    assert policy.protected == (".git", ".cleveragents", "var/state", "build/cache")
+    for path in ("var/state/journal/p1.json", "var/state", "VAR/State/blobs/ab", "build/cache/x", ".git/config"):
+        with pytest.raises(AuthorizationError) as refused:
+            policy.check(path, write=True)
+        assert refused.value.data["reason"] == "protected"
+    assert policy.check("var/statement.txt", write=True) == "var/statement.txt"
+    assert base.check("var/state/db", write=True) == "var/state/db"  # the original is unchanged
+
+
+@pytest.mark.parametrize(("entry", "reason"), [("/srv/state", "absolute_path"), ("../state", "outside_workspace"),
+                                               (".", "invalid_path")])
+def test_a_protected_path_outside_the_workspace_is_refused_without_echoing_it(entry, reason):
+    with pytest.raises(ValidationError) as refused:
+        GuardPolicy().with_overrides(protected=[".git", entry])
+    assert refused.value.data == {"field": "protected", "index": 1, "reason": reason}
+
+
+def test_max_read_bytes_is_a_setting():
+    assert GuardPolicy().max_read_bytes == 32 * 1024 * 1024
+    assert GuardPolicy.from_settings({"max_read_bytes": 1024}).max_read_bytes == 1024

@@ -17,7 +17,7 @@ import pytest
 from cleveragents.a2a.facade import A2aLocalFacade
 from cleveragents.config import Settings
 from cleveragents.container import Container
-from cleveragents.domain.tools import ToolCancelled, ToolContext, ToolResult
+from cleveragents.domain.tools import ToolContext, ToolResult
 from cleveragents.infra.tools.base import ModelTool, StrictArguments
 
 

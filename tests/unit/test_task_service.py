@@ -51,10 +51,10 @@ async def waiting_task(call) -> dict[str, Any]:
 
 
 async def test_a_cancel_during_a_resume_wins_and_stays(call):
-    for _ in range(24):
+    for attempt in range(24):
         task = await waiting_task(call)
         resume = asyncio.ensure_future(call("SendMessage", **message("a.py", taskId=task["id"])))
-        for _ in range(_ % 4):  # land the cancel at different points of the resume
+        for _ in range(attempt % 4):  # land the cancel at different points of the resume
             await asyncio.sleep(0)
         cancelled = await call("CancelTask", id=task["id"])
         answered = await resume

@@ -10,9 +10,11 @@ import pytest
 
 from cleveragents.domain.errors import (
     AuthorizationError,
+    BudgetExceededError,
     ResourceNotFoundError,
     ValidationError,
 )
+from cleveragents.domain.guards import GuardPolicy
 from cleveragents.domain.tools import ToolCancelled, ToolContext
 from cleveragents.infra.tools.builtin import builtin_tools
 from cleveragents.infra.tools.fs import (
@@ -136,7 +138,7 @@ def test_replace_writes_only_the_files_that_change(context, overlay, workspace):
                       "docs/c.md": "old_name\n"})
     result = run(ReplaceTool(), context, pattern=r"old_(\w+)", replacement=r"new_\1", glob="src/**/*.py")
     assert result.output == {"files": [{"path": "src/a.py", "replacements": 2}], "total_replacements": 2,
-                             "files_scanned": 2}
+                             "files_scanned": 2, "skipped": []}
     assert result.reads == ["src/a.py", "src/b.py"] and result.writes == ["src/a.py"]
     assert overlay.changed_paths() == ["src/a.py"]
     assert overlay.read_bytes("src/a.py") == b"new_name(1)\nnew_name(2)\n"
@@ -162,6 +164,41 @@ def test_a_cancelled_replace_writes_nothing(context, overlay, workspace):
     with pytest.raises(ToolCancelled):
         run(ReplaceTool(), context, pattern="x", replacement="y")
     assert overlay.changed_paths() == []
+
+
+def test_read_refuses_a_fifo_instead_of_blocking(context, workspace):
+    os.mkfifo(workspace / "pipe")
+    outcome: list = []
+
+    def read():
+        try:
+            run(ReadTool(), context, path="pipe")
+        except ValidationError as exc:
+            outcome.append(exc.data)
+
+    worker = threading.Thread(target=read, daemon=True)
+    worker.start()
+    worker.join(5)
+    if worker.is_alive():
+        os.close(os.open(workspace / "pipe", os.O_WRONLY | os.O_NONBLOCK))  # unblocks it
+        pytest.fail("fs.read blocked on a FIFO")
+    assert outcome == [{"path": "pipe", "reason": "not_a_regular_file"}]
+
+
+def test_files_over_max_read_bytes_are_refused_by_read_and_skipped_by_search_and_replace(workspace, tmp_path):
+    overlay = Overlay(workspace, BlobStore(tmp_path / "blobs"), GuardPolicy(max_read_bytes=20))
+    context = ToolContext(view=overlay, workspace=str(workspace))
+    files(workspace, {"big.txt": "needle " * 10, "small.txt": "needle\n"})
+    with pytest.raises(BudgetExceededError) as refused:
+        run(ReadTool(), context, path="big.txt")
+    assert refused.value.data["limit"] == "max_read_bytes" and refused.value.data["path"] == "big.txt"
+    skipped = [{"path": "big.txt", "reason": "too_large"}]
+    search = run(SearchTool(), context, pattern="needle", glob="*.txt")
+    assert [r["path"] for r in search.output["results"]] == ["small.txt"]
+    assert search.output["skipped"] == skipped and search.reads == ["small.txt"]
+    replace = run(ReplaceTool(), context, pattern="needle", replacement="pin", glob="*.txt")
+    assert replace.output["skipped"] == skipped and replace.writes == ["small.txt"]
+    assert overlay.changed_paths() == ["small.txt"]
 
 
 # --- patch -----------------------------------------------------------------------------

@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from cleveragents.domain.errors import AuthorizationError, PlanError
+from cleveragents.domain.errors import AuthorizationError, PlanError, ValidationError
+from cleveragents.domain.guards import GuardPolicy
 from cleveragents.infra.workspace.blobs import BlobStore
 from cleveragents.infra.workspace.checkpoint import Checkpoint
 from cleveragents.infra.workspace.diff import diff_overlay
@@ -237,3 +238,102 @@ def test_durable_mode_applies_and_rolls_back_the_same(root, blobs, overlay, tmp_
     assert (root / "new" / "deep" / "c.py").read_bytes() == b"c\n"
     durable.rollback(checkpoint)
     assert snapshot(root) == before
+
+
+# --- a journal is untrusted input -------------------------------------------------------
+
+def forge_journal(applier, blobs, entries, plan_id="p-forged", created_dirs=()):
+    """A journal as a plan that wrote into the state directory could leave it: an
+    apply "started", whose new contents are in the blob store."""
+    records = []
+    for path, content in entries:
+        records.append({"path": path, "existed": False, "pre_blob": None, "pre_mode": None,
+                        "post_blob": blobs.put(content), "post_mode": 0o755})
+    checkpoint = {"plan_id": plan_id, "created_at": "2020-01-01T00:00:00Z", "entries": records,
+                  "created_dirs": list(created_dirs)}
+    applier.journal_dir.mkdir(parents=True, exist_ok=True)
+    (applier.journal_dir / f"{plan_id}.json").write_text(
+        json.dumps({"op": "apply", "status": "started", "checkpoint": checkpoint}))
+
+
+@pytest.mark.parametrize(("path", "reason"), [
+    (".git/hooks/pre-commit", "protected"),
+    ("deploy/.env", "secret"),
+    ("../outside.sh", "outside_workspace"),
+    ("a/../b.txt", "not_normalized"),
+])
+def test_recovery_refuses_a_journal_naming_a_guarded_path(root, blobs, applier, path, reason, caplog):
+    (root / ".git").mkdir()
+    before = snapshot(root)
+    forge_journal(applier, blobs, [("aaa-first.txt", b"harmless\n"), (path, b"#!/bin/sh\necho pwned\n")])
+    [report] = applier.recover()
+    assert (report.plan_id, report.outcome) == ("p-forged", "failed")
+    assert report.error == {"reason": reason, "path": path}
+    assert snapshot(root) == before  # not even the harmless file: nothing is half done
+    assert not (root.parent / "outside.sh").exists()
+    assert journal(applier, "p-forged")["status"] == "started"  # left for a person to look at
+    assert "p-forged" in caplog.text
+
+
+def test_recovery_refuses_paths_through_symlinks_into_guarded_places(tmp_path, root, blobs, applier):
+    (root / ".git" / "hooks").mkdir(parents=True)
+    os.symlink(root / ".git", root / "docs")  # inside the root, but it leads into .git
+    (tmp_path / "elsewhere").mkdir()
+    os.symlink(tmp_path / "elsewhere", root / "out")
+    forge_journal(applier, blobs, [("docs/hooks/pre-commit", b"x\n")], plan_id="p-in")
+    forge_journal(applier, blobs, [("out/x.sh", b"x\n")], plan_id="p-out")
+    reports = {report.plan_id: report for report in applier.recover()}
+    assert reports["p-in"].outcome == reports["p-out"].outcome == "failed"
+    assert reports["p-in"].error == {"reason": "protected", "path": ".git/hooks/pre-commit"}
+    assert reports["p-out"].error == {"reason": "symlink_escape", "path": "out/x.sh"}
+    assert list((root / ".git" / "hooks").iterdir()) == [] and list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_recovery_refuses_created_dirs_outside_the_workspace(tmp_path, root, blobs, applier):
+    forge_journal(applier, blobs, [("x.txt", b"x\n")], created_dirs=["../sibling"])
+    (tmp_path / "sibling").mkdir()
+    [report] = applier.recover()
+    assert report.outcome == "failed" and report.error == {"reason": "outside_workspace", "path": "../sibling"}
+    assert (tmp_path / "sibling").is_dir() and not (root / "x.txt").exists()
+
+
+def test_recovery_leaves_out_an_absolute_path_and_obeys_the_applier_policy(tmp_path, root, blobs):
+    applier = Applier(root, blobs, tmp_path / "state" / "journal", policy=GuardPolicy(protected=("state",)))
+    forge_journal(applier, blobs, [("/etc/cron.d/x", b"x\n")], plan_id="p-abs")
+    forge_journal(applier, blobs, [("state/db", b"x\n")], plan_id="p-state")
+    reports = {report.plan_id: report for report in applier.recover()}
+    assert reports["p-abs"].error == {"reason": "absolute_path"}
+    assert reports["p-state"].error == {"reason": "protected", "path": "state/db"}
+    assert not (root / "state").exists()
+
+
+def test_a_journal_whose_plan_id_is_not_its_name_is_not_applied(root, blobs, applier):
+    forge_journal(applier, blobs, [("x.txt", b"x\n")], plan_id="p1")
+    (applier.journal_dir / "p1.json").rename(applier.journal_dir / "other.json")
+    assert applier.recover() == []
+    assert not (root / "x.txt").exists() and (applier.journal_dir / "other.json").exists()
+
+
+def test_rollback_refuses_a_checkpoint_naming_a_guarded_path(root, blobs, applier):
+    (root / ".git").mkdir()
+    digest = blobs.put(b"#!/bin/sh\n")
+    checkpoint = Checkpoint.from_dict({"plan_id": "p1", "created_at": "t", "entries": [
+        {"path": ".git/hooks/post-checkout", "existed": True, "pre_blob": digest, "pre_mode": 0o755,
+         "post_blob": None, "post_mode": None}]})
+    with pytest.raises(AuthorizationError) as refused:
+        applier.rollback(checkpoint, force=True)
+    assert refused.value.data["reason"] == "protected"
+    assert not (root / ".git" / "hooks").exists() and not applier.journal_dir.exists()
+
+
+@pytest.mark.parametrize("change", [
+    {"post_mode": 0o100755}, {"post_mode": True}, {"post_blob": "../../etc/passwd"}, {"existed": "yes"},
+    {"path": 7}, {"unknown": 1},
+])
+def test_a_malformed_checkpoint_entry_is_refused_by_index(change):
+    good = {"path": "a.txt", "existed": False, "pre_blob": None, "pre_mode": None,
+            "post_blob": "0" * 64, "post_mode": 0o644}
+    assert Checkpoint.from_dict({"plan_id": "p", "created_at": "t", "entries": [good]}).entries[0].post_mode == 0o644
+    with pytest.raises(ValidationError) as refused:
+        Checkpoint.from_dict({"plan_id": "p", "created_at": "t", "entries": [good, good | change]})
+    assert refused.value.data == {"field": "checkpoint.entries", "index": 1}

@@ -12,6 +12,7 @@ from cleveragents.domain.errors import (
     ValidationError,
 )
 from cleveragents.domain.guards import GuardPolicy
+from cleveragents.infra.workspace._fs import NotRegularFile, TooLarge, read_regular
 from cleveragents.infra.workspace.blobs import BlobStore
 from cleveragents.infra.workspace.overlay import Overlay
 
@@ -247,3 +248,59 @@ def test_concurrent_writers_are_all_recorded(overlay):
         thread.join()
     assert overlay.files_changed == 200
     assert overlay.read_bytes("t3/f49.txt") == b"3-49"
+
+
+# --- reads that must not block or flood ------------------------------------------------
+
+def outcome_within(call, fifo, seconds: float = 5.0):
+    """``call()``'s result or exception; fails (instead of hanging the suite) when
+    it blocks opening ``fifo``."""
+    box: list = []
+
+    def target():
+        try:
+            box.append(call())
+        except Exception as exc:  # handed to the test's thread
+            box.append(exc)
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # lets the blocked open() return
+        pytest.fail("blocked on a FIFO")
+    return box[0]
+
+
+def test_reading_a_fifo_is_refused_without_blocking(root, overlay):
+    os.mkfifo(root / "pipe")
+    refused = outcome_within(lambda: overlay.read_bytes("pipe"), root / "pipe")
+    assert isinstance(refused, ValidationError)
+    assert refused.data == {"path": "pipe", "reason": "not_a_regular_file"}
+    with pytest.raises(IsADirectoryError):
+        overlay.read_bytes("src")
+
+
+def test_reads_over_max_read_bytes_are_refused(root, blobs):
+    overlay = Overlay(root, blobs, GuardPolicy(max_read_bytes=6))
+    assert overlay.read_bytes("README.md") == b"hello\n"  # exactly the limit
+    (root / "big.txt").write_bytes(b"1234567")
+    with pytest.raises(BudgetExceededError) as on_disk:
+        overlay.read_bytes("big.txt")
+    assert on_disk.value.data == {"limit": "max_read_bytes", "max": 6, "path": "big.txt", "size": 7}
+    overlay.write_bytes("mine.txt", b"12345678")
+    with pytest.raises(BudgetExceededError) as written:
+        overlay.read_bytes("mine.txt")
+    assert written.value.data == {"limit": "max_read_bytes", "max": 6, "path": "mine.txt", "size": 8}
+
+
+def test_the_file_reader_does_not_follow_a_last_symlink(tmp_path, root):
+    """The overlay reads resolved paths; a link there was swapped in after the check."""
+    (tmp_path / "outside.txt").write_bytes(b"outside\n")
+    os.symlink(tmp_path / "outside.txt", root / "swapped")
+    with pytest.raises(NotRegularFile):
+        read_regular(root / "swapped")
+    with pytest.raises(TooLarge) as too_large:
+        read_regular(root / "README.md", limit=5)
+    assert (too_large.value.limit, too_large.value.info.st_size) == (5, 6)
+    assert read_regular(root / "README.md", limit=6)[0] == b"hello\n"

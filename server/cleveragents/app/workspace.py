@@ -33,8 +33,8 @@ class PlanWorkspace(Protocol):
 
     def recover(self) -> list[dict[str, Any]]:
         """Journals an interrupted apply or rollback left: each completed or undone.
-        Items hold plan_id, op, outcome ("completed" | "undone" | "failed"), paths and
-        checkpoint."""
+        Items hold plan_id, op, outcome ("completed" | "undone" | "failed"), paths,
+        checkpoint and error (why a journal was not applied, else None)."""
 
     def discard(self, plan_id: str) -> None:
         """Forget the plan's journal (its state is stored)."""

@@ -62,6 +62,7 @@ class GuardPolicy:
     )
     max_files_changed: int = 5000
     max_bytes_written: int = 256 * 1024 * 1024
+    max_read_bytes: int = 32 * 1024 * 1024
     max_steps: int = 200
 
     @classmethod
@@ -106,8 +107,20 @@ class GuardPolicy:
 def _setting(name: str, value: Any, *, tuple_of_str: bool) -> Any:
     if tuple_of_str:
         if isinstance(value, (list, tuple)) and all(isinstance(item, str) and item for item in value):
+            if name == "protected":
+                return tuple(_protected_path(index, item) for index, item in enumerate(value))
             return tuple(value)
         raise ValidationError(f"{name} must be a list of non-empty strings", {"field": name, "expected": "list[str]"})
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     raise ValidationError(f"{name} must be a non-negative integer", {"field": name, "expected": "int>=0"})
+
+
+def _protected_path(index: int, entry: str) -> str:
+    """``entry`` in the form ``refusal`` compares: "./state/" and "state\\" are "state"."""
+    try:
+        return normalize(entry)
+    except AuthorizationError as exc:
+        # The entry itself is left out: it may be a path outside the workspace.
+        raise ValidationError("protected paths must be relative to the workspace", {
+            "field": "protected", "index": index, "reason": exc.data["reason"]}) from None

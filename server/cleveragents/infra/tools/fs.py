@@ -2,7 +2,9 @@
 
 Line and column numbers are 1-based; columns count characters. A file is text when
 it decodes as UTF-8 and has no NUL byte in its first 8 KiB; other files are binary:
-``fs.read`` refuses them and ``fs.search``/``fs.replace`` skip them.
+``fs.read`` refuses them and ``fs.search``/``fs.replace`` skip them. A file over the
+guards' ``max_read_bytes``, or one that is no regular file (a FIFO), is refused by
+``fs.read``; ``fs.search``/``fs.replace`` skip it and list it under ``skipped``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,11 @@ from typing import Any
 import pydantic
 from pydantic import Field
 
-from cleveragents.domain.errors import ResourceNotFoundError, ValidationError
+from cleveragents.domain.errors import (
+    BudgetExceededError,
+    ResourceNotFoundError,
+    ValidationError,
+)
 from cleveragents.domain.tools import ToolContext, ToolResult, WorkspaceView
 from cleveragents.infra.tools.base import ModelTool, StrictArguments
 
@@ -55,9 +61,11 @@ def read_text(view: WorkspaceView, path: str, tool: str) -> str:
     return text
 
 
-def _text_files(view: WorkspaceView, pattern: str, context: ToolContext) -> Iterator[tuple[str, str]]:
+def _text_files(
+    view: WorkspaceView, pattern: str, context: ToolContext, skipped: list[dict[str, str]]
+) -> Iterator[tuple[str, str]]:
     """``(path, text)`` for each text file matching ``pattern``, checking for a
-    cancel between files."""
+    cancel between files. Files too big or not regular go to ``skipped``."""
     for path in view.glob(pattern):
         context.check_cancelled()
         if context.progress is not None:
@@ -65,6 +73,16 @@ def _text_files(view: WorkspaceView, pattern: str, context: ToolContext) -> Iter
         try:
             text = decode_text(view.read_bytes(path))
         except FileNotFoundError:  # listed, then deleted by an earlier write
+            continue
+        except BudgetExceededError as exc:
+            if exc.data.get("limit") != "max_read_bytes":
+                raise
+            skipped.append({"path": path, "reason": "too_large"})
+            continue
+        except ValidationError as exc:
+            if exc.data.get("reason") != "not_a_regular_file":
+                raise
+            skipped.append({"path": path, "reason": "not_a_regular_file"})
             continue
         if text is not None:
             yield path, text
@@ -151,8 +169,9 @@ class SearchTool(ModelTool[SearchArguments]):
         regex = re.compile(arguments.pattern, _regex_flags(arguments.ignore_case))
         results: list[dict[str, Any]] = []
         searched: list[str] = []
+        skipped: list[dict[str, str]] = []
         truncated = False
-        for path, text in _text_files(context.view, arguments.glob, context):
+        for path, text in _text_files(context.view, arguments.glob, context, skipped):
             searched.append(path)
             for number, line in enumerate(split_lines(text), start=1):
                 line = line.rstrip("\r\n")
@@ -167,7 +186,8 @@ class SearchTool(ModelTool[SearchArguments]):
             if truncated:
                 break
         return ToolResult(
-            output={"results": results, "truncated": truncated, "files_searched": len(searched)},
+            output={"results": results, "truncated": truncated, "files_searched": len(searched),
+                    "skipped": skipped},
             summary=f"{len(results)} matches in {len(searched)} files",
             reads=searched,
         )
@@ -227,8 +247,9 @@ class ReplaceTool(ModelTool[ReplaceArguments]):
         flags = _regex_flags(arguments.ignore_case, arguments.multiline, arguments.dotall)
         regex = re.compile(arguments.pattern, flags)
         scanned: list[str] = []
+        skipped: list[dict[str, str]] = []
         changed: list[tuple[str, str, int]] = []
-        for path, text in _text_files(context.view, arguments.glob, context):
+        for path, text in _text_files(context.view, arguments.glob, context, skipped):
             scanned.append(path)
             new_text, replacements = regex.subn(arguments.replacement, text, count=arguments.count)
             if new_text != text:
@@ -239,7 +260,8 @@ class ReplaceTool(ModelTool[ReplaceArguments]):
         files = [{"path": path, "replacements": replacements} for path, _, replacements in changed]
         total = sum(replacements for _, _, replacements in changed)
         return ToolResult(
-            output={"files": files, "total_replacements": total, "files_scanned": len(scanned)},
+            output={"files": files, "total_replacements": total, "files_scanned": len(scanned),
+                    "skipped": skipped},
             summary=f"{total} replacements in {len(files)} of {len(scanned)} files",
             reads=scanned,
             writes=[path for path, _, _ in changed],

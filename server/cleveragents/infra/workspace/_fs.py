@@ -1,4 +1,5 @@
-"""File helpers shared by the blob store and the journal: whole-file atomic writes.
+"""File helpers shared by the workspace modules: whole-file atomic writes, and
+reads of workspace files that nothing placed there can hang.
 
 A write goes to a temp file next to the target and is renamed over it, so a reader
 (or a crash) sees the old file or the new one, never half of one. Temp names carry
@@ -8,7 +9,9 @@ A write goes to a temp file next to the target and is renamed over it, so a read
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 from pathlib import Path
 
 TEMP_MARKER = ".cleveragents-tmp-"
@@ -60,6 +63,51 @@ def read_file(path: Path | str) -> bytes:
     finally:
         os.close(fd)
     return b"".join(chunks) if len(chunks) > 1 else chunks[0]
+
+
+class NotRegularFile(OSError):
+    """A FIFO, socket or device where a file was expected."""
+
+
+class TooLarge(OSError):
+    """The file is bigger than the caller's limit; ``info`` is its ``stat``."""
+
+    def __init__(self, path: str, info: os.stat_result, limit: int) -> None:
+        super().__init__(errno.EFBIG, f"over {limit} bytes", path)
+        self.info = info
+        self.limit = limit
+
+
+def read_regular(path: Path | str, *, limit: int | None = None) -> tuple[bytes, os.stat_result]:
+    """A regular file's bytes and ``stat``. ``O_NONBLOCK``: opening a FIFO would
+    otherwise wait for a writer forever. A directory raises ``IsADirectoryError``;
+    a symlink (the last part of ``path`` is not followed) or anything else that is
+    not a regular file raises ``NotRegularFile``; a file over ``limit`` bytes
+    raises ``TooLarge`` before a byte of it is read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # callers pass resolved paths: a link here was swapped in
+            raise NotRegularFile(errno.ELOOP, "a symlink", os.fspath(path)) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegularFile(errno.EINVAL, "not a regular file", os.fspath(path))
+        if limit is not None and info.st_size > limit:
+            raise TooLarge(os.fspath(path), info, limit)
+        chunks = [os.read(fd, info.st_size + 1)]  # one call for a file that stays put
+        total = len(chunks[0])
+        while chunks[-1] and (limit is None or total <= limit):
+            chunks.append(os.read(fd, _CHUNK))
+            total += len(chunks[-1])
+    finally:
+        os.close(fd)
+    if limit is not None and total > limit:  # it grew while we read it
+        raise TooLarge(os.fspath(path), info, limit)
+    return b"".join(chunks), info
 
 
 def fsync_dir(directory: str | Path) -> None:

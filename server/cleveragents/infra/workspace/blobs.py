@@ -20,7 +20,7 @@ from cleveragents.infra.workspace._fs import (
     write_atomic,
 )
 
-_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+DIGEST = re.compile(r"^[0-9a-f]{64}$")
 
 
 class BlobStore:
@@ -43,7 +43,7 @@ class BlobStore:
         return Path(self._file(digest))
 
     def _file(self, digest: str) -> str:
-        if not isinstance(digest, str) or not _DIGEST.match(digest):
+        if not isinstance(digest, str) or not DIGEST.match(digest):
             raise ValidationError("not a sha256 digest", {"field": "blob", "value": str(digest)[:80]})
         return os.path.join(self._root, digest[:2], digest[2:])
 
@@ -79,6 +79,12 @@ class BlobStore:
     def get(self, digest: str) -> bytes:
         try:
             return read_file(self._file(digest))
+        except FileNotFoundError:
+            raise ResourceNotFoundError("blob not found", {"blob": digest}) from None
+
+    def size(self, digest: str) -> int:
+        try:
+            return os.stat(self._file(digest)).st_size
         except FileNotFoundError:
             raise ResourceNotFoundError("blob not found", {"blob": digest}) from None
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cleveragents.domain.errors import ValidationError
-from cleveragents.infra.workspace.blobs import BlobStore
+from cleveragents.infra.workspace.blobs import DIGEST, BlobStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,15 +57,23 @@ class Checkpoint:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Checkpoint:
+        """The checkpoint a ``to_dict`` made, checked field by field: a journal on
+        disk is input like any other. Whether its paths may be written is the
+        applier's to decide, since that needs the root and the guards."""
         try:
-            return cls(
-                str(data["plan_id"]),
-                str(data["created_at"]),
-                [CheckpointEntry(**entry) for entry in data["entries"]],
-                [str(path) for path in data.get("created_dirs", ())],
-            )
+            plan_id, created_at, entries = str(data["plan_id"]), str(data["created_at"]), data["entries"]
+            created_dirs = list(data.get("created_dirs", ()))
+            if not isinstance(entries, list) or not all(isinstance(path, str) for path in created_dirs):
+                raise TypeError("entries must be a list and created_dirs strings")
         except (KeyError, TypeError) as exc:
             raise ValidationError("malformed checkpoint", {"field": "checkpoint"}) from exc
+        checked = []
+        for index, entry in enumerate(entries):
+            try:
+                checked.append(_entry(entry))
+            except (TypeError, ValueError) as exc:
+                raise ValidationError("malformed checkpoint entry", {"field": "checkpoint.entries", "index": index}) from exc
+        return cls(plan_id, created_at, checked, created_dirs)
 
     def pre_images(self, blobs: BlobStore) -> dict[str, bytes | None]:
         """Each path's content before the apply, as ``diff_overlay(against=...)`` takes it."""
@@ -74,3 +82,17 @@ class Checkpoint:
 
     def pre_modes(self) -> dict[str, int]:
         return {entry.path: entry.pre_mode for entry in self.entries if entry.pre_mode is not None}
+
+
+def _entry(raw: Mapping[str, Any]) -> CheckpointEntry:
+    entry = CheckpointEntry(**raw)
+    if not isinstance(entry.path, str) or not isinstance(entry.existed, bool):
+        raise TypeError("path must be a string and existed a boolean")
+    for blob in (entry.pre_blob, entry.post_blob):
+        if blob is not None and not (isinstance(blob, str) and DIGEST.match(blob)):
+            raise ValueError("a blob must be a sha256 digest")
+    for mode in (entry.pre_mode, entry.post_mode):
+        # What stat.S_IMODE gives (a workspace file may be setuid); never a file type.
+        if mode is not None and (isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o7777):
+            raise ValueError("a mode must be permission bits")
+    return entry

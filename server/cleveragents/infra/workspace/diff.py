@@ -2,21 +2,36 @@
 
 By default the old side is the workspace on disk now. After an apply the disk holds
 the new side, so the caller passes the checkpoint's pre-images as ``against``.
+
+The answer has caps, so a plan that changes much cannot make a huge one. A file is
+listed with ``"truncated": true``, without hunks and left out of the ``diff`` text
+(its status, modes and counts stay) when its own diff passes ``MAX_FILE_DIFF_BYTES``
+or ``MAX_FILE_DIFF_LINES``, when the ``diff`` text would pass ``MAX_DIFF_BYTES``
+with it (every later file is truncated too), or when a side is over
+``MAX_INPUT_BYTES`` (not read at all: its counts are 0). ``stats.truncated_files``
+counts them. ``"rewritten": true`` marks a file whose changes were too tangled to
+match line by line in bounded time (``linediff``): some of its hunks show a region
+removed and added whole, which is still a correct patch.
 """
 
 from __future__ import annotations
 
-import difflib
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from cleveragents.infra.workspace._fs import NotRegularFile, TooLarge, read_regular
 from cleveragents.infra.workspace.blobs import BlobStore
+from cleveragents.infra.workspace.linediff import grouped, match_lines, opcodes
 from cleveragents.infra.workspace.overlay import NEW_FILE_MODE, Overlay, OverlayEntry
 
 CONTEXT_LINES = 3
 NO_NEWLINE = "\\ No newline at end of file"
+MAX_FILE_DIFF_BYTES = 1 << 20
+MAX_FILE_DIFF_LINES = 20_000
+MAX_DIFF_BYTES = 8 << 20
+MAX_INPUT_BYTES = 32 << 20
 
 
 def diff_overlay(
@@ -33,20 +48,34 @@ def diff_overlay(
     entries = source.entries() if isinstance(source, Overlay) else sorted(source, key=lambda e: e.path)
     files: list[dict[str, Any]] = []
     texts: list[str] = []
+    size, full = 0, False
     for entry in entries:
-        new = None if entry.blob is None else blobs.get(entry.blob)
-        new_mode = None if new is None else entry.mode
+        new_mode = None if entry.blob is None else entry.mode
         if against is not None and entry.path in against:
             old = against[entry.path]
             fallback = new_mode if new_mode is not None else NEW_FILE_MODE
             old_mode = None if old is None else (against_modes or {}).get(entry.path, fallback)
+            old_oversized = old is not None and len(old) > MAX_INPUT_BYTES
         else:
-            old, old_mode = _disk_file(Path(root) / entry.path)
+            old, old_mode, old_oversized = _disk_file(Path(root) / entry.path)
+        if old_oversized or (entry.blob is not None and blobs.size(entry.blob) > MAX_INPUT_BYTES):
+            # Not read at all: a side this big costs too much memory and time to diff.
+            status = "deleted" if entry.blob is None else "modified" if old_mode is not None else "added"
+            files.append(_file_record(entry.path, status, False, old_mode, new_mode, truncated=True))
+            continue
+        new = None if entry.blob is None else blobs.get(entry.blob)
         if old == new and old_mode == new_mode:
             continue
         file, text = _file_diff(entry.path, old, old_mode, new, new_mode)
+        if not file["truncated"]:
+            text_size = len(text.encode())
+            full = full or size + text_size > MAX_DIFF_BYTES
+            if full:
+                file.update(truncated=True, hunks=[])
+            else:
+                size += text_size
+                texts.append(text)
         files.append(file)
-        texts.append(text)
     return {
         "diff": "".join(texts),
         "files": files,
@@ -54,27 +83,37 @@ def diff_overlay(
             "files": len(files),
             "additions": sum(f["additions"] for f in files),
             "deletions": sum(f["deletions"] for f in files),
+            "truncated_files": sum(f["truncated"] for f in files),
         },
     }
 
 
-def _disk_file(path: Path) -> tuple[bytes | None, int | None]:
+def _disk_file(path: Path) -> tuple[bytes | None, int | None, bool]:
+    """The file's bytes and mode (``None``: no regular file is there), and whether
+    it is too big to read. Opened without blocking: a FIFO there cannot hang the diff."""
     try:
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode):
-            return None, None
-        return path.read_bytes(), stat.S_IMODE(info.st_mode)
-    except (FileNotFoundError, NotADirectoryError):
-        return None, None
+        data, info = read_regular(path, limit=MAX_INPUT_BYTES)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, NotRegularFile):
+        return None, None, False
+    except TooLarge as too_large:
+        return None, stat.S_IMODE(too_large.info.st_mode), True
+    return data, stat.S_IMODE(info.st_mode), False
 
 
 def _file_diff(
     path: str, old: bytes | None, old_mode: int | None, new: bytes | None, new_mode: int | None
 ) -> tuple[dict[str, Any], str]:
+    """The file's record and its part of the ``diff`` text ("" when truncated)."""
     status = "added" if old is None else "deleted" if new is None else "modified"
     old_text, new_text = _text(old), _text(new)
     binary = old_text is None or new_text is None
-    hunks = [] if binary else _hunks(_lines(old_text or ""), _lines(new_text or ""))
+    hunks, complete = ([], True) if binary else _hunks(_lines(old_text or ""), _lines(new_text or ""))
+    counted = [line[0] for hunk in hunks for line in hunk["lines"]]
+    file = _file_record(path, status, binary, old_mode, new_mode, additions=counted.count("+"),
+                        deletions=counted.count("-"), rewritten=not complete, hunks=hunks)
+    if len(counted) > MAX_FILE_DIFF_LINES:
+        file.update(truncated=True, hunks=[])
+        return file, ""
     header = [f"diff --git a/{path} b/{path}\n"]
     if status == "added":
         header.append(f"new file mode {_git_mode(new_mode)}\n")
@@ -89,18 +128,22 @@ def _file_diff(
     elif hunks:
         header += [f"--- {old_name}\n", f"+++ {new_name}\n"]
     body = "".join(hunk["header"] + "\n" + "".join(line + "\n" for line in hunk["lines"]) for hunk in hunks)
-    counted = [line[0] for hunk in hunks for line in hunk["lines"]]
-    file = {
-        "path": path,
-        "status": status,
-        "binary": binary,
-        "old_mode": old_mode,
-        "new_mode": new_mode,
-        "additions": counted.count("+"),
-        "deletions": counted.count("-"),
-        "hunks": hunks,
+    text = "".join(header) + body
+    if len(text) > MAX_FILE_DIFF_BYTES or len(text.encode()) > MAX_FILE_DIFF_BYTES:
+        file.update(truncated=True, hunks=[])
+        return file, ""
+    return file, text
+
+
+def _file_record(
+    path: str, status: str, binary: bool, old_mode: int | None, new_mode: int | None, *, additions: int = 0,
+    deletions: int = 0, truncated: bool = False, rewritten: bool = False, hunks: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    return {
+        "path": path, "status": status, "binary": binary, "old_mode": old_mode, "new_mode": new_mode,
+        "additions": additions, "deletions": deletions, "truncated": truncated, "rewritten": rewritten,
+        "hunks": hunks or [],
     }
-    return file, "".join(header) + body
 
 
 def _text(data: bytes | None) -> str | None:
@@ -122,10 +165,11 @@ def _lines(text: str) -> list[str]:
     return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
-def _hunks(old: list[str], new: list[str]) -> list[dict[str, Any]]:
+def _hunks(old: list[str], new: list[str]) -> tuple[list[dict[str, Any]], bool]:
+    """The hunks, and whether every change was matched line by line."""
     hunks = []
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    for group in matcher.get_grouped_opcodes(CONTEXT_LINES):
+    match = match_lines(old, new)
+    for group in grouped(opcodes(match.blocks), CONTEXT_LINES):
         lines: list[str] = []
         for tag, i1, i2, j1, j2 in group:
             if tag == "equal":
@@ -145,7 +189,7 @@ def _hunks(old: list[str], new: list[str]) -> list[dict[str, Any]]:
             "header": f"@@ -{old_range} +{new_range} @@",
             "lines": lines,
         })
-    return hunks
+    return hunks, match.complete
 
 
 def _emit(out: list[str], sign: str, lines: list[str]) -> None:

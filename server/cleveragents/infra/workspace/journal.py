@@ -6,6 +6,10 @@ files and their old and new states. Each file is then replaced whole (temp file 
 rename). A crash at any point leaves a journal that ``recover()`` finishes (or
 undoes) on the next start. The journal stays, status "done", until ``discard``, so
 the caller can record the outcome in its own state first.
+
+A journal is read back as untrusted input: before anything is written, every path
+it names must pass the guards and stay inside the workspace once symlinks are
+resolved. One that does not is not applied; it is reported "failed".
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from cleveragents.domain.errors import (
     PlanError,
     ValidationError,
 )
-from cleveragents.domain.guards import normalize
+from cleveragents.domain.guards import GuardPolicy
 from cleveragents.infra.workspace._fs import fsync_dir, remove_temp_files, write_atomic
 from cleveragents.infra.workspace.blobs import BlobStore
 from cleveragents.infra.workspace.checkpoint import Checkpoint, CheckpointEntry
@@ -47,13 +51,15 @@ _OTHER = {"post": "pre", "pre": "post"}
 @dataclass(frozen=True, slots=True)
 class RecoveryReport:
     """``outcome``: "completed" (the operation's result is on disk), "undone" (the
-    files are as before it) or "failed" (the journal stays for another try)."""
+    files are as before it) or "failed" (the journal stays for another try);
+    ``error`` says why it failed (``reason`` and, when it names one, ``path``)."""
 
     plan_id: str
     op: str
     outcome: str
     paths: list[str]
     checkpoint: Checkpoint
+    error: dict[str, Any] | None = None
 
 
 class _FileFailed(Exception):
@@ -68,27 +74,31 @@ class Applier:
     also fsyncs every file and directory: without it a killed process still loses
     nothing (the kernel has the pages), only a power cut could."""
 
-    def __init__(self, root: Path, blobs: BlobStore, journal_dir: Path, durable: bool = False) -> None:
+    def __init__(
+        self, root: Path, blobs: BlobStore, journal_dir: Path, durable: bool = False,
+        policy: GuardPolicy | None = None,
+    ) -> None:
         self.root = Path(root)
         self.blobs = blobs
         self.journal_dir = Path(journal_dir)
         self.durable = durable
+        self.policy = policy or GuardPolicy()
         self._real_root = os.path.realpath(self.root)
         self._lock = threading.Lock()
-        self._safe_dirs: set[str] = set()
+        self._real_dirs: dict[str, str] = {}
 
     # -- operations --------------------------------------------------------------
 
     def conflicts(self, entries: Iterable[OverlayEntry]) -> list[str]:
         """Paths whose content on disk is no longer the one the plan started from."""
         with self._lock:
-            self._safe_dirs.clear()
+            self._real_dirs.clear()
             return [entry.path for entry in entries if self._digest(self._read(entry.path)[0]) != entry.base]
 
     def apply(self, plan_id: str, entries: Iterable[OverlayEntry], *, force: bool = False) -> Checkpoint:
         _check_plan_id(plan_id)
         with self._lock:
-            self._safe_dirs.clear()
+            self._real_dirs.clear()
             self._refuse_unfinished(plan_id)
             entries = sorted(entries, key=lambda entry: entry.path)
             self._require_blobs(plan_id, [entry.blob for entry in entries if entry.blob])
@@ -118,7 +128,7 @@ class Applier:
         created. Refused when a file changed since the apply, unless ``force``."""
         _check_plan_id(checkpoint.plan_id)
         with self._lock:
-            self._safe_dirs.clear()
+            self._real_dirs.clear()
             self._refuse_unfinished(checkpoint.plan_id)
             conflicts = [entry.path for entry in checkpoint.entries
                          if self._digest(self._read(entry.path)[0]) != entry.post_blob]
@@ -132,7 +142,7 @@ class Applier:
     def recover(self) -> list[RecoveryReport]:
         """Finish or undo what a crash interrupted; report every journal still kept."""
         with self._lock:
-            self._safe_dirs.clear()
+            self._real_dirs.clear()
             self.blobs.remove_temp_files()
             remove_temp_files(self.journal_dir)
             return [report for path in sorted(self.journal_dir.glob("*.json")) if (report := self._recover(path))]
@@ -144,6 +154,7 @@ class Applier:
     # -- journal -----------------------------------------------------------------
 
     def _run(self, op: str, checkpoint: Checkpoint) -> None:
+        self._check_paths(checkpoint)
         record: dict[str, Any] = {"op": op, "status": "started", "checkpoint": checkpoint.to_dict()}
         self._write_journal(checkpoint.plan_id, record, sync=True)
         try:
@@ -163,9 +174,16 @@ class Applier:
             record = json.loads(journal.read_bytes())
             op, checkpoint = record["op"], Checkpoint.from_dict(record["checkpoint"])
             target = _TARGET[op]
+            if checkpoint.plan_id != journal.stem:  # the journal is rewritten under the plan's id
+                raise ValueError("the journal's name and plan id differ")
         except (OSError, ValueError, KeyError, TypeError, ValidationError):
             logger.warning("unreadable journal %s left in place", journal.name)
             return None
+        try:
+            self._check_paths(checkpoint)
+        except DomainError as exc:
+            logger.error("journal %s not applied: %s", journal.name, exc)
+            return RecoveryReport(checkpoint.plan_id, op, "failed", checkpoint.paths, checkpoint, _error(exc.data))
         outcome = record.get("outcome", "completed")
         if record.get("status") != "done":
             try:
@@ -176,9 +194,13 @@ class Applier:
                 else:
                     target, outcome = _OTHER[target], "undone"
                 self._move(checkpoint, target)
-            except (_FileFailed, DomainError) as exc:
+            except _FileFailed as failure:
+                logger.warning("recovery of plan %s failed: %s: %s", checkpoint.plan_id, failure.path, failure.reason)
+                return RecoveryReport(checkpoint.plan_id, op, "failed", checkpoint.paths, checkpoint,
+                                      {"path": failure.path, "reason": failure.reason})
+            except DomainError as exc:
                 logger.warning("recovery of plan %s failed: %s", checkpoint.plan_id, exc)
-                return RecoveryReport(checkpoint.plan_id, op, "failed", checkpoint.paths, checkpoint)
+                return RecoveryReport(checkpoint.plan_id, op, "failed", checkpoint.paths, checkpoint, _error(exc.data))
             self._write_journal(checkpoint.plan_id, {**record, "status": "done", "outcome": outcome})
         for directory in {os.path.dirname(path) for path in checkpoint.paths}:
             remove_temp_files(os.path.join(self._real_root, directory))
@@ -245,17 +267,28 @@ class Applier:
             os.makedirs(os.path.dirname(target), exist_ok=True)
             write_atomic(target, data, file_mode, durable=self.durable)
 
+    def _check_paths(self, checkpoint: Checkpoint) -> None:
+        """Refuse the whole checkpoint when one of its paths is refused: before
+        anything is written, so nothing is half done."""
+        for path in [*checkpoint.paths, *checkpoint.created_dirs]:
+            self._target(path)
+
     def _target(self, path: str) -> str:
-        """The file's place on disk, refusing a path whose directories lead out
-        of the workspace through a symlink."""
-        if normalize(path) != path:
-            raise ValidationError("not a normalized workspace path", {"path": path})
-        parent = os.path.dirname(path)
-        if parent and parent not in self._safe_dirs:
-            if not os.path.realpath(os.path.join(self._real_root, parent)).startswith(self._real_root + os.sep):
+        """The file's place on disk. Refused: a path the guards refuse, one whose
+        directories lead out of the workspace through a symlink, or into a place
+        the guards refuse (``docs -> .git``)."""
+        if self.policy.check(path, write=True) != path:
+            raise ValidationError("not a normalized workspace path", {"path": path, "reason": "not_normalized"})
+        parent, name = os.path.split(path)
+        real_parent = self._real_dirs.get(parent)
+        if real_parent is None:
+            real = os.path.realpath(os.path.join(self._real_root, parent))
+            if real != self._real_root and not real.startswith(self._real_root + os.sep):
                 raise AuthorizationError(f"path {path!r} refused: symlink_escape",
                                          {"path": path, "reason": "symlink_escape"})
-            self._safe_dirs.add(parent)
+            real_parent = self._real_dirs[parent] = os.path.relpath(real, self._real_root).replace(os.sep, "/")
+        if real_parent != (parent or "."):
+            self.policy.check(name if real_parent == "." else f"{real_parent}/{name}", write=True)
         return os.path.join(self._real_root, path)
 
     def _read(self, path: str) -> tuple[bytes | None, int | None]:
@@ -301,6 +334,14 @@ def _failing_as(path: str) -> Iterator[None]:
         yield
     except OSError as exc:
         raise _FileFailed(path, exc) from exc
+
+
+def _error(data: dict[str, Any]) -> dict[str, Any]:
+    """A refusal's reason and path for the report; an absolute path is left out."""
+    error = {"reason": data.get("reason", "refused")}
+    if isinstance(data.get("path"), str) and data.get("reason") != "absolute_path":
+        error["path"] = data["path"]
+    return error
 
 
 def _not_regular(path: str) -> PlanError:

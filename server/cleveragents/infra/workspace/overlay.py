@@ -22,6 +22,7 @@ from cleveragents.domain.errors import (
     ValidationError,
 )
 from cleveragents.domain.guards import GuardPolicy, normalize
+from cleveragents.infra.workspace._fs import NotRegularFile, TooLarge, read_regular
 from cleveragents.infra.workspace.blobs import BlobStore
 from cleveragents.infra.workspace.globs import compile_glob, literal_prefix
 
@@ -88,12 +89,24 @@ class Overlay:
         relative = self.resolve(path)
         with self._lock:
             entry = self._entries.get(relative)
+        limit = self.policy.max_read_bytes
         if entry is not None:
             if entry.blob is None:
                 raise FileNotFoundError(2, "deleted by the plan", relative)
+            if (size := self.blobs.size(entry.blob)) > limit:
+                raise _over("max_read_bytes", limit, relative, size=size)
             return self.blobs.get(entry.blob)
+        return self._read_disk(relative, limit)
+
+    def _read_disk(self, relative: str, limit: int | None) -> bytes:
+        """A workspace file, refused when it is no regular file or over ``limit``."""
         try:
-            return self._disk(relative).read_bytes()
+            return read_regular(self._disk(relative), limit=limit)[0]
+        except NotRegularFile:
+            raise ValidationError(f"{relative} is not a regular file",
+                                  {"path": relative, "reason": "not_a_regular_file"}) from None
+        except TooLarge as too_large:
+            raise _over("max_read_bytes", too_large.limit, relative, size=too_large.info.st_size) from None
         except OSError as exc:  # re-raised naming the relative path, not the server's
             raise type(exc)(exc.errno, exc.strerror, relative) from None
 
@@ -218,7 +231,7 @@ class Overlay:
         disk_mode = _disk_mode(disk)
         if entry is not None or disk_mode is None:
             return (entry.base if entry else None), disk_mode
-        return self.blobs.put(disk.read_bytes()), disk_mode
+        return self.blobs.put(self._read_disk(relative, None)), disk_mode
 
     def _walk(self, prefix: list[str]) -> Iterable[str]:
         """Regular files on disk below the root, without entering protected or
@@ -256,5 +269,5 @@ def _disk_mode(path: Path) -> int | None:
     return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else None
 
 
-def _over(limit: str, maximum: int, path: str) -> BudgetExceededError:
-    return BudgetExceededError(f"{limit} reached ({maximum})", {"limit": limit, "max": maximum, "path": path})
+def _over(limit: str, maximum: int, path: str, **extra: int) -> BudgetExceededError:
+    return BudgetExceededError(f"{limit} reached ({maximum})", {"limit": limit, "max": maximum, "path": path, **extra})

@@ -21,7 +21,7 @@ class PlanWorkspace:
         self.root = str(root)
         self.policy = policy or GuardPolicy()
         self.blobs = BlobStore(state_dir / "blobs")
-        self._applier = Applier(root, self.blobs, state_dir / "journal", durable=durable)
+        self._applier = Applier(root, self.blobs, state_dir / "journal", durable=durable, policy=self.policy)
 
     def overlay(self, records: list[dict[str, Any]] | None = None) -> Overlay:
         if not records:
