@@ -2,8 +2,10 @@
 
 One ``TaskRun`` per task that is being worked on holds the current snapshot, the
 actor's asyncio task and the listeners of its stream. Every change goes through
-``TaskRun.update`` under the run's lock, so a cancel and a late result can't both land:
-once a task is terminal, later changes are discarded.
+``_update`` under the run's lock, so a cancel and a late result can't both land: once
+a task is terminal, later changes are discarded. Every path that changes a task (start,
+resume, cancel, push configs of a live task) is in this one class on purpose: they
+share that locking and the ``_live`` registry, which is what keeps the races out.
 """
 
 from __future__ import annotations
