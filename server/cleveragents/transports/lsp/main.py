@@ -49,12 +49,12 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Settings | None = None,
-                 services: dict[str, Any] | None = None) -> int:
+                 container_options: dict[str, Any] | None = None) -> int:
     loading = asyncio.ensure_future(asyncio.to_thread(importlib.import_module, SERVER_MODULE))
     reader = await framing.open_stdin(stdin)
     writer = await framing.PipeWriter.open(stdout)
     first = await framing.read_frame(reader, args.max_message_size)
-    card = (services or {}).get("card")
+    card = (container_options or {}).get("card")
     agent_card = card.agent_card("1.0") if card is not None else None
     early = handshake.early_initialize(first) if isinstance(first, bytes) else None
     if early is not None:
@@ -65,7 +65,7 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
                                      max_terminal_tasks=getattr(args, "max_terminal_tasks", None))
     server = server_module.A2aLanguageServer(
         settings, workspace_fixed=args.workspace is not None, max_message_size=args.max_message_size,
-        container_options=services or {}, agent_card=agent_card,
+        container_options=container_options or {}, agent_card=agent_card,
     )
     if early is not None:
         return await server.serve(reader, writer, first, answered=early[0])
@@ -73,11 +73,11 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
 
 
 def run_stdio(args: argparse.Namespace, settings: Settings | None = None,
-              services: dict[str, Any] | None = None) -> int:
+              container_options: dict[str, Any] | None = None) -> int:
     configure_logging(args.log_level)
     protocol_out = framing.claim_stdout()
     try:
-        return asyncio.run(_serve(args, sys.stdin.buffer, protocol_out, settings, services))
+        return asyncio.run(_serve(args, sys.stdin.buffer, protocol_out, settings, container_options))
     except KeyboardInterrupt:
         return 130
 
