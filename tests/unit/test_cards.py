@@ -12,7 +12,6 @@ from cleveragents.a2a.cards import (
     SkillSpec,
     card_v03,
     card_v1,
-    skill_from_function,
 )
 
 PLAN = SkillSpec("plan", "Plan", "Plans a change", ("code",), ("Rename foo to bar",))
@@ -81,21 +80,6 @@ def test_the_rest_url_may_be_given():
                                  rest_url="https://a.example/rest"))
     assert [i["url"] for i in card["supportedInterfaces"]] == [
         "https://a.example/rpc", "https://a.example/rest", "https://a.example/rpc"]
-
-
-def search_web(query: str) -> str:
-    """Search the web
-    for information.
-
-    Returns the top results.
-    """
-    return query
-
-
-def test_a_skill_from_a_function():
-    assert skill_from_function(search_web, tags=("tool",)) == SkillSpec(
-        "search_web", "search_web", "Search the web for information.", ("tool",))
-    assert skill_from_function(lambda: None).description == "<lambda>"
 
 
 def test_v1_cards_parse_as_the_sdk_protobuf_type():

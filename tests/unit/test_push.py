@@ -49,7 +49,7 @@ async def wait_for(received: list, count: int) -> None:
 async def test_items_go_in_order_with_the_token_in_the_configs_dialect(webhook):
     url, received = webhook
     sender = PushSender(post_json)
-    v1 = PushConfig("p1", "t1", url + "/v1", token="tok-1")
+    v1 = PushConfig("p1", "t1", url + "/v1", token="tok-1", authentication={"scheme": "Bearer", "credentials": "xyz"})
     v03 = PushConfig("p2", "t1", url + "/v03", token="tok-2", metadata={"dialect": "0.3"})
     for state in (TaskState.WORKING, TaskState.COMPLETED):
         sender.deliver(v1, update(state))
@@ -61,6 +61,8 @@ async def test_items_go_in_order_with_the_token_in_the_configs_dialect(webhook):
         by_path.setdefault(headers[TOKEN_HEADER], []).append(body)
     assert [b["statusUpdate"]["status"]["state"] for b in by_path["tok-1"]] == ["TASK_STATE_WORKING",
                                                                               "TASK_STATE_COMPLETED"]
+    assert {headers.get("Authorization") for headers, _ in received if headers[TOKEN_HEADER] == "tok-1"} == {
+        "Bearer xyz"}
     assert [(b["kind"], b["status"]["state"], b["final"]) for b in by_path["tok-2"]] == [
         ("status-update", "working", False), ("status-update", "completed", True)]
 

@@ -27,6 +27,7 @@ from cleveragents.infra.tools.fs import (
 from cleveragents.infra.tools.patch import PatchApplyTool
 from cleveragents.infra.tools.shell import LOG_LIMIT, ShellRunTool
 from cleveragents.infra.workspace.blobs import BlobStore
+from cleveragents.infra.workspace.diff import diff_overlay
 from cleveragents.infra.workspace.overlay import Overlay
 
 
@@ -92,6 +93,16 @@ def test_read_refuses_binary_missing_and_protected_files(context, workspace):
         run(ReadTool(), context, path="nope.txt")
     with pytest.raises(AuthorizationError):
         run(ReadTool(), context, path=".git/config")
+
+
+def test_a_nul_past_the_first_8_kib_is_binary_to_fs_read_and_to_the_plan_diff(context, overlay, workspace):
+    files(workspace, {"late.dat": b"a" * 9000 + b"\x00tail\n"})
+    with pytest.raises(ValidationError) as caught:
+        run(ReadTool(), context, path="late.dat")
+    assert caught.value.data["reason"] == "binary"
+    overlay.write_bytes("late.dat", b"a" * 9000 + b"\x00other\n")
+    [changed] = diff_overlay(overlay, overlay.root, overlay.blobs)["files"]
+    assert changed["path"] == "late.dat" and changed["binary"] and changed["hunks"] == []
 
 
 def test_write_goes_to_the_overlay_and_reads_see_it(context, overlay, workspace):

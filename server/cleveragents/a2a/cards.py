@@ -7,8 +7,7 @@ card follows ``specification/json/a2a.json`` of v0.3.0.
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,15 +70,6 @@ class AgentCardSpec:
 
     def skills_for(self, extended: bool) -> tuple[SkillSpec, ...]:
         return self.skills + self.extended_skills if extended else self.skills
-
-
-def skill_from_function(fn: Callable[..., Any], *, tags: tuple[str, ...] = (),
-                        examples: tuple[str, ...] = ()) -> SkillSpec:
-    """A skill named after ``fn``, described by its docstring's first paragraph."""
-    name = getattr(fn, "__name__", type(fn).__name__)
-    doc = inspect.getdoc(fn) or ""
-    summary = " ".join(doc.split("\n\n", 1)[0].split())
-    return SkillSpec(id=name, name=name, description=summary or name, tags=tags, examples=examples)
 
 
 def _skill(skill: SkillSpec) -> dict[str, Any]:

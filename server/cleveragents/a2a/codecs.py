@@ -114,7 +114,7 @@ def get_codec(version: str) -> Codec:
 
 # -- readers: each checks one field and names it in the error ------------------------
 def invalid(loc: Loc, msg: str, kind: str = "value_error") -> ValidationError:
-    return ValidationError("Invalid params", {"errors": [{"loc": list(loc), "msg": msg, "type": kind}]})
+    return ValidationError.for_field(loc, msg, kind)
 
 
 def as_object(value: Any, loc: Loc) -> Json:

@@ -77,9 +77,7 @@ def _headers(config: PushConfig) -> dict[str, str]:
     headers: dict[str, str] = {}
     if config.token:
         headers[TOKEN_HEADER] = config.token
-    auth = config.authentication or {}
-    credentials = auth.get("credentials")
-    schemes = [s.lower() for s in auth.get("schemes", [])] or ([str(auth["scheme"]).lower()] if auth.get("scheme") else [])
-    if credentials and "bearer" in schemes:
-        headers["Authorization"] = f"Bearer {credentials}"
+    auth = config.authentication or {}  # the codecs store {"scheme", "credentials"}
+    if auth.get("credentials") and str(auth.get("scheme", "")).lower() == "bearer":
+        headers["Authorization"] = f"Bearer {auth['credentials']}"
     return headers

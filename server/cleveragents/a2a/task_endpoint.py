@@ -18,11 +18,10 @@ from dataclasses import replace
 from typing import Any
 
 from cleveragents.a2a import dialects
-from cleveragents.a2a.codecs import Codec, SendRequest, get_codec
+from cleveragents.a2a.codecs import Codec, SendRequest, get_codec, invalid
 from cleveragents.a2a.push import DIALECT_KEY
 from cleveragents.app.calls import CallContext
 from cleveragents.app.tasks import TaskService
-from cleveragents.domain.errors import ValidationError
 from cleveragents.domain.task import PushConfig, StreamItem, TaskArtifactUpdate
 
 STATUS_NOTIFICATION = "task/statusUpdate"
@@ -32,10 +31,6 @@ ARTIFACT_NOTIFICATION = "task/artifactUpdate"
 def codec_for(context: CallContext | None) -> Codec:
     dialect = context.dialect if context is not None else dialects.A2A_V1
     return get_codec("0.3" if dialect == dialects.A2A_V03 else "1.0")
-
-
-def _bad(loc: list[Any], msg: str) -> ValidationError:
-    return ValidationError("Invalid params", {"errors": [{"loc": loc, "msg": msg, "type": "value_error"}]})
 
 
 class TaskEndpoint:
@@ -137,7 +132,7 @@ class TaskEndpoint:
     async def delete_push_config(self, context: CallContext | None = None, **params: Any) -> Any:
         task_id, config_id = _config_ref(params, context)
         if config_id is None:
-            raise _bad(["id"], "the config's id is required")
+            raise invalid(["id"], "the config's id is required")
         await self.service.delete_push_config(task_id, config_id)
         return None if context is not None and context.dialect == dialects.A2A_V03 else {}
 
@@ -156,7 +151,7 @@ def _with_dialect(request: SendRequest, codec: Codec) -> SendRequest:
 def _task_id(params: dict[str, Any]) -> str:
     task_id = params.get("id")
     if not isinstance(task_id, str) or not task_id:
-        raise _bad(["id"], "the task's id is required")
+        raise invalid(["id"], "the task's id is required")
     return task_id
 
 
@@ -171,7 +166,7 @@ def _config_ref(params: dict[str, Any], context: CallContext | None,
         task_id, config_id = params.get("taskId"), params.get("id")
         task_loc = "taskId"
     if not isinstance(task_id, str) or not task_id:
-        raise _bad([task_loc], "the task's id is required")
+        raise invalid([task_loc], "the task's id is required")
     if config_id is not None and not isinstance(config_id, str):
-        raise _bad(["id"], "must be a string")
+        raise invalid(["id"], "must be a string")
     return task_id, config_id

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from cleveragents.domain.errors import ValidationError
+
+T = TypeVar("T")
 
 MAX_POSITION = 2**63 - 1  # SQLite's largest integer
 
@@ -12,6 +16,12 @@ def parse_cursor(cursor: str | None, field: str = "cursor") -> int | None:
     if not cursor:
         return None
     if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 19 and int(cursor) <= MAX_POSITION):
-        raise ValidationError("Invalid params", {"errors": [
-            {"loc": [field], "msg": "not a cursor from a previous page", "type": "value_error"}]})
+        raise ValidationError.for_field([field], "not a cursor from a previous page")
     return int(cursor)
+
+
+def page(rows: list[tuple[int, T]], limit: int) -> tuple[list[T], str | None]:
+    """A page from ``limit + 1`` rows read newest first: its items, and the cursor of the
+    next page (``None`` on the last)."""
+    items = rows[:limit]
+    return [item for _, item in items], (str(items[-1][0]) if len(rows) > limit else None)

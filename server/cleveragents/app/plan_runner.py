@@ -66,12 +66,14 @@ class PlanRunner:
         self._actor_for = actor_for
 
     async def run(self, execution: Execution, start: int, overlay: PlanOverlay, parent_id: str | None,
-                  progress: Progress) -> PlanOverlay:
-        """Run the plan's steps from ``start``; returns the overlay. Raises
-        ``StepFailed`` (the failed decision is stored) or ``asyncio.CancelledError``."""
+                  progress: Progress, steps_used: int) -> PlanOverlay:
+        """Run the plan's steps from ``start``; ``steps_used`` counts the decisions the
+        plan has already made (the step budget covers them all). Returns the overlay.
+        Raises ``StepFailed`` (the failed decision is stored) or ``asyncio.CancelledError``."""
         plan = execution.plan
         total = len(plan.steps)
-        used = len(await self._store.list_decisions(plan.plan_id))
+        used = steps_used
+        records = await asyncio.to_thread(overlay.to_records)
         for index in range(start, total):
             step = execution.plan.steps[index]
             if used >= self._max_steps:
@@ -88,16 +90,17 @@ class PlanRunner:
             guidance = corrections + plan.guidance
             execution.plan = replace(plan, guidance=())
             progress.report(f"step {index + 1}/{total}: {step.tool}", index, total)
-            decision, overlay = await self._step(execution, step, overlay, parent_id, guidance)
+            decision, overlay = await self._step(execution, step, overlay, records, parent_id, guidance)
             parent_id = decision.decision_id
-            await self._store.save_plan_state(execution.plan, [decision], await asyncio.to_thread(overlay.to_records))
+            records = await asyncio.to_thread(overlay.to_records)
+            await self._store.save_plan_state(execution.plan, [decision], records)
             progress.report(f"step {index + 1}/{total}: {decision.summary or decision.outcome}", index + 1, total)
         return overlay
 
-    async def _step(self, execution: Execution, step: Any, overlay: PlanOverlay, parent_id: str | None,
-                    guidance: tuple[str, ...]) -> tuple[Decision, PlanOverlay]:
+    async def _step(self, execution: Execution, step: Any, overlay: PlanOverlay, before: list[dict[str, Any]],
+                    parent_id: str | None, guidance: tuple[str, ...]) -> tuple[Decision, PlanOverlay]:
+        """``before`` is the overlay's records now, kept with the decision."""
         plan = execution.plan
-        before = await asyncio.to_thread(overlay.to_records)
         decision = Decision(
             new_id(), plan.plan_id, step.id, step.tool, step.arguments, parent_id, step.rationale,
             "running", guidance=guidance, started_at=utc_now(), overlay_before=tuple(before),
@@ -108,8 +111,7 @@ class PlanRunner:
                               actor=self._actor_for(plan) if self._actor_for is not None else None)
         try:
             tool = self._tools.get(step.tool)
-            arguments = tool.validate(step.arguments)
-            result = await asyncio.to_thread(tool.run, arguments, context)
+            result = await asyncio.to_thread(tool.run, step.arguments, context)  # run() validates
         except (Exception, asyncio.CancelledError) as exc:
             # The step's partial writes go: the overlay is as before the step.
             overlay = await asyncio.to_thread(self._workspace.overlay, before)

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from cleveragents.app.calls import CallContext
-from cleveragents.app.paging import parse_cursor
+from cleveragents.app.paging import page, parse_cursor
 from cleveragents.app.plan_runner import Execution, PlanRunner, StepFailed
 from cleveragents.app.progress import Progress
 from cleveragents.app.workspace import PlanWorkspace
@@ -152,9 +152,8 @@ class PlanLifecycleService:
     async def list(self, session_id: str | None = None, limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
         await self._ready()
         rows = await self._store.list_plans(session_id=session_id, limit=limit + 1, before=parse_cursor(cursor))
-        page, more = rows[:limit], len(rows) > limit
-        return {"plans": [self._summary(plan) for _, plan in page],
-                "next_cursor": str(page[-1][0]) if more else None,
+        plans, next_cursor = page(rows, limit)
+        return {"plans": [self._summary(plan) for plan in plans], "next_cursor": next_cursor,
                 "total": await self._store.count_plans(session_id=session_id)}
 
     def _summary(self, plan: Plan) -> dict[str, Any]:
@@ -233,16 +232,18 @@ class PlanLifecycleService:
         async with self._lock(plan_id):
             plan = await self._require(plan_id)
             plan.require(rules.EXECUTE)
-            start, parent_id, records = 0, None, None
+            start, parent_id, records, made = 0, None, None, 0
             if plan.phase is not Phase.PLAN:
-                active = [d for d in await self._store.list_decisions(plan_id) if d.outcome != "superseded"]
+                decisions = await self._store.list_decisions(plan_id)
+                made = len(decisions)
+                active = [d for d in decisions if d.outcome != "superseded"]
                 done = [d for d in active if d.outcome == "succeeded"]
                 start, parent_id = len(done), (done[-1].decision_id if done else None)
                 records = await self._store.load_overlay(plan_id)
                 unfinished = [replace(d, outcome="superseded") for d in active if d.outcome != "succeeded"]
                 if unfinished:
                     await self._store.save_plan_state(plan, unfinished, None)
-            execution = await self._launch(plan, start, records, parent_id, context)
+            execution = await self._launch(plan, start, records, parent_id, context, made)
         return await self._finish_launch(execution, wait)
 
     async def correct(self, plan_id: str, decision_id: str | None = None, guidance: str | None = None,
@@ -253,7 +254,8 @@ class PlanLifecycleService:
         async with self._lock(plan_id):
             plan = await self._require(plan_id)
             plan.require(rules.CORRECT)
-            decisions = [d for d in await self._store.list_decisions(plan_id) if d.outcome != "superseded"]
+            made = await self._store.list_decisions(plan_id)
+            decisions = [d for d in made if d.outcome != "superseded"]
             target = next((d for d in decisions if d.decision_id == decision_id), None) if decision_id else (
                 decisions[-1] if decisions else None)
             if target is None:
@@ -272,11 +274,11 @@ class PlanLifecycleService:
             await self._store.save_plan_state(
                 plan, [replace(d, outcome="superseded") for d in later], None)
             execution = await self._launch(plan, index, list(target.overlay_before), target.parent_id, context,
-                                           corrected=target.decision_id)
+                                           len(made), corrected=target.decision_id)
         return await self._finish_launch(execution, wait)
 
     async def _launch(self, plan: Plan, start: int, records: list[dict[str, Any]] | None, parent_id: str | None,
-                      context: CallContext | None, corrected: str | None = None) -> Execution:
+                      context: CallContext | None, steps_used: int, corrected: str | None = None) -> Execution:
         """Start the execution (under the plan's lock); the caller waits for it after
         releasing the lock, so cancel and prompt reach a running plan."""
         execution = Execution(plan)
@@ -288,7 +290,8 @@ class PlanLifecycleService:
             self._running.pop(plan.plan_id, None)
             raise
         progress = Progress(context, f"Executing plan {plan.action_name}")
-        execution.task = asyncio.ensure_future(self._execute(execution, start, overlay, parent_id, progress))
+        execution.task = asyncio.ensure_future(
+            self._execute(execution, start, overlay, parent_id, progress, steps_used))
         return execution
 
     async def _finish_launch(self, execution: Execution, wait: bool) -> dict[str, Any]:
@@ -305,11 +308,11 @@ class PlanLifecycleService:
             raise
 
     async def _execute(self, execution: Execution, start: int, overlay: Any, parent_id: str | None,
-                       progress: Progress) -> dict[str, Any]:
+                       progress: Progress, steps_used: int) -> dict[str, Any]:
         plan_id = execution.plan.plan_id
         progress.begin(f"{len(execution.plan.steps) - start} step(s)", len(execution.plan.steps))
         try:
-            await self._runner.run(execution, start, overlay, parent_id, progress)
+            await self._runner.run(execution, start, overlay, parent_id, progress, steps_used)
         except StepFailed as failure:
             plan = await self._move(execution.plan, Phase.EXECUTE, State.FAILED, failure.error.message,
                                     events.PLAN_ERRORED, decision_id=failure.decision.decision_id)

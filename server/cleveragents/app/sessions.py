@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cleveragents.app.paging import parse_cursor
+from cleveragents.app.paging import page, parse_cursor
 from cleveragents.app.ports import SessionRepository
 from cleveragents.domain import events
 from cleveragents.domain.errors import DuplicateEntityError, ResourceNotFoundError
@@ -84,10 +84,10 @@ class SessionService:
     ) -> dict[str, Any]:
         before = parse_cursor(cursor)
         rows = await self._store.list_sessions(status, limit + 1, before)
-        page, more = rows[:limit], len(rows) > limit
+        sessions, next_cursor = page(rows, limit)
         return {
-            "sessions": [session.to_dict() for _, session in page],
-            "next_cursor": str(page[-1][0]) if more else None,
+            "sessions": [session.to_dict() for session in sessions],
+            "next_cursor": next_cursor,
             "total": await self._store.count_sessions(status),
         }
 

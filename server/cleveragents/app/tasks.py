@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from cleveragents.app.paging import parse_cursor
+from cleveragents.app.paging import page, parse_cursor
 from cleveragents.app.task_runs import END, LISTENER_BUFFER, TaskRun
 from cleveragents.domain.actor import (
     Actor,
@@ -190,8 +190,7 @@ class TaskService:
                      listen: bool = False) -> tuple[TaskRun, asyncio.Queue[Any] | None]:
         await self._ready()
         if not message.parts:
-            raise ValidationError("Invalid params", {"errors": [
-                {"loc": ["message", "parts"], "msg": "a message needs at least one part", "type": "too_short"}]})
+            raise ValidationError.for_field(["message", "parts"], "a message needs at least one part", "too_short")
         if self.router is not None and (claimed := await self.router.claim(message)) is not None:
             run = TaskRun(claimed)
             run.settle()
@@ -371,10 +370,10 @@ class TaskService:
         before = parse_cursor(page_token, "pageToken")
         filters: dict[str, Any] = {"context_id": context_id, "states": states, "status_after": status_after}
         rows = await self._store.list_tasks(**filters, limit=page_size + 1, before=before)
-        page, more = rows[:page_size], len(rows) > page_size
+        tasks, next_token = page(rows, page_size)
         return TaskPage(
-            [task.trimmed(history_length, include_artifacts) for _, task in page],
-            str(page[-1][0]) if more else "", page_size, await self._store.count_tasks(**filters),
+            [task.trimmed(history_length, include_artifacts) for task in tasks],
+            next_token or "", page_size, await self._store.count_tasks(**filters),
         )
 
     async def cancel(self, task_id: str) -> Task:
@@ -434,10 +433,12 @@ class TaskService:
 
     async def get_push_config(self, task_id: str, config_id: str | None) -> PushConfig:
         await self._require(task_id)
-        configs = await self._store.list_push_configs(task_id)
-        for config in configs:
-            if config_id in (None, config.id):
-                return config
+        if config_id is not None:
+            config = await self._store.get_push_config(task_id, config_id)
+        else:  # 0.3 may leave the id out: the task's first config
+            config = next(iter(await self._store.list_push_configs(task_id)), None)
+        if config is not None:
+            return config
         raise TaskNotFoundError("Push notification config not found",
                                 {"task_id": task_id, "config_id": config_id})
 

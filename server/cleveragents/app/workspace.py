@@ -13,8 +13,6 @@ from cleveragents.domain.tools import WorkspaceView
 class PlanOverlay(WorkspaceView, Protocol):
     def to_records(self) -> list[dict[str, Any]]: ...
 
-    def changed_paths(self) -> list[str]: ...
-
 
 class PlanWorkspace(Protocol):
     root: str

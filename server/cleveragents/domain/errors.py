@@ -35,6 +35,12 @@ class ResourceNotFoundError(DomainError):
 class ValidationError(DomainError):
     default_message = "Invalid params"
 
+    @classmethod
+    def for_field(cls, loc: list[Any] | tuple[Any, ...], msg: str, kind: str = "value_error",
+                  message: str | None = None, **extra: Any) -> ValidationError:
+        """The error for one bad field, in the shape the facade gives pydantic's errors."""
+        return cls(message or cls.default_message, {"errors": [{"loc": list(loc), "msg": msg, "type": kind, **extra}]})
+
 
 class AuthenticationError(DomainError):
     default_message = "Authentication required"

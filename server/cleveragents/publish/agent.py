@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import json
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -26,10 +25,10 @@ from cleveragents.domain.actor import (
     Turn,
     Usage,
 )
-from cleveragents.domain.errors import BusinessRuleViolation, StructuredError
+from cleveragents.domain.errors import BusinessRuleViolation
 from cleveragents.domain.task import Artifact, Message, Part, Role
 from cleveragents.ids import new_id
-from cleveragents.infra.actors.local import parse_arguments
+from cleveragents.infra.actors.local import tool_call_from_text
 from cleveragents.publish.threads import run_user_code
 from cleveragents.publish.tools import FunctionTool, as_tool, render
 
@@ -142,22 +141,16 @@ class Agent:
                        context={**turn.context, "agent": persona})
 
     async def _deterministic(self, turn: Turn) -> AsyncIterator[ActorEvent]:
-        tools = {t.name: t for t in self.tools}
-        words = turn.message.text().strip()
-        first = words.split(maxsplit=1)[0] if words else ""
-        if first not in tools:
+        call = tool_call_from_text({t.name: t for t in self.tools}, turn.message.text())
+        if call is None:
             yield TextChunk(self.introduction())
             return
-        tool = tools[first]
-        try:
-            arguments = tool.validate(parse_arguments(tool, words[len(first):]))
-        except ValueError as exc:  # shlex: an unclosed quote
-            yield TextChunk(f"{tool.name} refused: {exc}")
+        if isinstance(call, str):
+            yield TextChunk(call)
             return
-        except StructuredError as exc:
-            yield TextChunk(f"{tool.name} refused: {exc.message} {json.dumps(exc.data, default=str)}")
-            return
-        result = await tool.call(arguments)
+        tool, arguments = call
+        # The arguments are validated already: call the function, not `tool.call`.
+        result = await tool.call_checked(arguments)
         yield ToolCall(tool.name, arguments, result)
         yield TextChunk(render(result))
 

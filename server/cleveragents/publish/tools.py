@@ -21,6 +21,7 @@ import pydantic_core
 from cleveragents.domain.actor import ToolInfo
 from cleveragents.domain.errors import ValidationError
 from cleveragents.domain.tools import ToolContext, ToolResult
+from cleveragents.infra.tools.base import without_titles
 from cleveragents.publish.threads import run_user_code
 
 _UNSUPPORTED_KINDS = {
@@ -40,7 +41,7 @@ class FunctionTool:
             raise TypeError(f"a tool needs a name like `search_web`: pass tool(name=...) for {func!r}")
         self.description = description if description is not None else first_paragraph(func.__doc__)
         self._arguments = _arguments_model(func, self.name)
-        self._schema = _clean_schema(self._arguments.model_json_schema(by_alias=True))
+        self._schema = without_titles(self._arguments.model_json_schema(by_alias=True))
         functools.update_wrapper(self, func)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -79,7 +80,10 @@ class FunctionTool:
     async def call(self, arguments: Mapping[str, Any]) -> Any:
         """Validate and call; a sync function runs in a worker thread, so it never
         blocks the event loop."""
-        checked = self.validate(arguments)
+        return await self.call_checked(self.validate(arguments))
+
+    async def call_checked(self, checked: Mapping[str, Any]) -> Any:
+        """Call with arguments that ``validate`` already returned."""
         if self.is_async:
             return await self.func(**checked)
         return await run_user_code(self.func, **checked)
@@ -145,14 +149,3 @@ def _arguments_model(func: Callable[..., Any], name: str) -> type[pydantic.BaseM
         fields[f"p{index}"] = (hint, pydantic.Field(default, alias=param.name))
     config = pydantic.ConfigDict(extra="forbid")
     return pydantic.create_model(f"{name}_arguments", __config__=config, **fields)
-
-
-def _clean_schema(schema: Any) -> Any:
-    """Pydantic titles every schema after its field; that is noise to a client. A
-    property *named* ``title`` maps to a schema (a dict), so it is kept."""
-    if isinstance(schema, dict):
-        return {key: _clean_schema(value) for key, value in schema.items()
-                if not (key == "title" and isinstance(value, str))}
-    if isinstance(schema, list):
-        return [_clean_schema(item) for item in schema]
-    return schema

@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from cleveragents.domain.actor import ActorEvent, TextChunk, ToolCall, Turn
 from cleveragents.domain.errors import StructuredError
@@ -22,6 +22,7 @@ from cleveragents.domain.tools import Tool, ToolContext, WorkspaceView
 NAME = "local/default"
 READ_ONLY_TOOLS = frozenset({"fs.read", "fs.glob", "fs.search"})
 MAX_REPLY_CHARS = 20_000
+ToolT = TypeVar("ToolT", bound=Tool)
 
 
 class LocalActor:
@@ -34,24 +35,19 @@ class LocalActor:
 
     async def respond(self, turn: Turn) -> AsyncIterator[ActorEvent]:
         tools = {tool.name: tool for tool in self._tools()}
-        words = turn.message.text().strip()
-        first = words.split(maxsplit=1)[0] if words else ""
-        if first not in tools:
+        call = tool_call_from_text(tools, turn.message.text(), refuse=_needs_plan)
+        if call is None:
             yield TextChunk(self._introduction(tools))
             return
-        tool = tools[first]
-        if tool.name not in READ_ONLY_TOOLS:
-            yield TextChunk(
-                f"{tool.name} changes files, so it runs in a plan you can review: call "
-                "`_cleveragents/plan/use` with an action (see `_cleveragents/registry/action/list`)."
-            )
+        if isinstance(call, str):
+            yield TextChunk(call)
             return
+        tool, arguments = call
         try:
-            arguments = tool.validate(parse_arguments(tool, words[len(first):]))
             context = ToolContext(view=self._view(), workspace=self._workspace)
             result = await asyncio.to_thread(tool.run, arguments, context)
         except StructuredError as exc:
-            yield TextChunk(f"{tool.name} refused: {exc.message} {json.dumps(exc.data, default=str)}")
+            yield TextChunk(_refused(tool.name, exc))
             return
         yield ToolCall(tool.name, arguments, result.output)
         yield TextChunk(_render(tool.name, result.summary, result.output))
@@ -69,6 +65,28 @@ class LocalActor:
             lines.append("Tools that change files run in plans: " + ", ".join(others) + ".")
         lines.append("Configure a model actor (for example `openai/gpt-4o`) for open-ended requests.")
         return "\n".join(lines)
+
+
+def tool_call_from_text(
+    tools: Mapping[str, ToolT], text: str, *, refuse: Callable[[ToolT], str | None] | None = None
+) -> tuple[ToolT, dict[str, Any]] | str | None:
+    """The tool named by the first word of ``text`` and its validated arguments (the
+    rest, read by ``parse_arguments``). ``None`` when the first word names no tool;
+    the reply text when the call is refused: by ``refuse`` (asked before the
+    arguments are read), or because they do not parse or validate."""
+    words = text.strip()
+    first = words.split(maxsplit=1)[0] if words else ""
+    if first not in tools:
+        return None
+    tool = tools[first]
+    if refuse is not None and (reason := refuse(tool)) is not None:
+        return reason
+    try:
+        return tool, tool.validate(parse_arguments(tool, words[len(first):]))
+    except ValueError as exc:  # shlex: an unclosed quote
+        return f"{tool.name} refused: {exc}"
+    except StructuredError as exc:
+        return _refused(tool.name, exc)
 
 
 def parse_arguments(tool: Tool, text: str) -> dict[str, Any]:
@@ -89,6 +107,17 @@ def parse_arguments(tool: Tool, text: str) -> dict[str, Any]:
     if len(positional) > len(missing) and missing:
         arguments[missing[-1]] = " ".join(positional[len(missing) - 1:])
     return arguments
+
+
+def _needs_plan(tool: Tool) -> str | None:
+    if tool.name in READ_ONLY_TOOLS:
+        return None
+    return (f"{tool.name} changes files, so it runs in a plan you can review: call "
+            "`_cleveragents/plan/use` with an action (see `_cleveragents/registry/action/list`).")
+
+
+def _refused(name: str, exc: StructuredError) -> str:
+    return f"{name} refused: {exc.message} {json.dumps(exc.data, default=str)}"
 
 
 def _scalar(value: str) -> Any:

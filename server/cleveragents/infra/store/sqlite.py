@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cleveragents.domain.session import Session, SessionStatus
+from cleveragents.infra.store._sql import transaction
 from cleveragents.infra.store.sqlite_plans import PLANS_MIGRATION, SqlitePlanQueries
 from cleveragents.infra.store.sqlite_tasks import (
     DEFAULT_TERMINAL_CAP,
@@ -138,15 +139,10 @@ class SqliteStore(SqliteTaskMixin, SqlitePlanQueries):
                 f"({len(MIGRATIONS)}); upgrade cleveragents"
             )
         for target, script in enumerate(MIGRATIONS[version:], start=version + 1):
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(conn):
                 for statement in filter(str.strip, script.split(";")):
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {target}")
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
 
     @property
     def schema_version(self) -> int:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cleveragents.domain.plan import Decision, Plan, State
+from cleveragents.infra.store._sql import transaction
 
 T = TypeVar("T")
 
@@ -153,15 +154,8 @@ class SqlitePlanQueries:
         def _db(self) -> sqlite3.Connection: ...
 
     def _plan_write_sync(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        db = self._db()
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            result = work(db)
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
-        return result
+        with transaction(self._db()) as db:
+            return work(db)
 
     async def _plan_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         return await self._run(self._plan_write_sync, work)

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cleveragents.domain.errors import ValidationError
 from cleveragents.domain.task import TERMINAL_STATES, PushConfig, Task, TaskState
+from cleveragents.infra.store._sql import transaction
 
 T = TypeVar("T")
 
@@ -66,17 +66,6 @@ def state_values(states: Collection[TaskState] | None) -> list[str] | None:
 
 def _marks(values: Collection[Any]) -> str:
     return ", ".join("?" * len(values))
-
-
-@contextmanager
-def _transaction(db: sqlite3.Connection) -> Iterator[None]:
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
 
 
 def _task_row(seq: int, body: str) -> tuple[int, Task]:
@@ -181,7 +170,7 @@ class SqliteTaskMixin:
     async def add_task(self, task: Task) -> bool:
         def run() -> bool:
             db = self._db()
-            with _transaction(db):
+            with transaction(db):
                 terminal_seq = _next_terminal_seq(db) if task.terminal else None
                 inserted = db.execute(
                     "INSERT INTO tasks (task_id, context_id, state, status_at, terminal_seq, body) "
@@ -200,7 +189,7 @@ class SqliteTaskMixin:
     async def save_task(self, task: Task) -> None:
         def run() -> None:
             db = self._db()
-            with _transaction(db):
+            with transaction(db):
                 row = db.execute("SELECT context_id, state, terminal_seq FROM tasks WHERE task_id = ?",
                                  (task.id,)).fetchone()
                 if row is None:

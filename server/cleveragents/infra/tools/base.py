@@ -39,7 +39,7 @@ class ModelTool(abc.ABC, Generic[ArgumentsT]):
         # Building a JSON schema is slow (milliseconds), and every listing and task start asks.
         cached = _SCHEMAS.get(self.Arguments)
         if cached is None:
-            cached = _SCHEMAS[self.Arguments] = _without_titles(self.Arguments.model_json_schema())
+            cached = _SCHEMAS[self.Arguments] = without_titles(self.Arguments.model_json_schema())
         return copy.deepcopy(cached)
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -62,14 +62,14 @@ class ModelTool(abc.ABC, Generic[ArgumentsT]):
     def execute(self, arguments: ArgumentsT, context: ToolContext) -> ToolResult: ...
 
 
-def _without_titles(schema: Any) -> Any:
+def without_titles(schema: Any) -> Any:
     """Pydantic titles every schema after its field name; that is noise to a client.
     A property *named* ``title`` maps to a schema (a dict), so it is kept."""
     if isinstance(schema, dict):
         return {
-            key: _without_titles(value) for key, value in schema.items()
+            key: without_titles(value) for key, value in schema.items()
             if not (key == "title" and isinstance(value, str))
         }
     if isinstance(schema, list):
-        return [_without_titles(item) for item in schema]
+        return [without_titles(item) for item in schema]
     return schema

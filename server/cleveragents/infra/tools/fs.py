@@ -1,10 +1,11 @@
 """File tools: read, glob, search, write and replace, all through the plan's view.
 
 Line and column numbers are 1-based; columns count characters. A file is text when
-it decodes as UTF-8 and has no NUL byte in its first 8 KiB; other files are binary:
-``fs.read`` refuses them and ``fs.search``/``fs.replace`` skip them. A file over the
-guards' ``max_read_bytes``, or one that is no regular file (a FIFO), is refused by
-``fs.read``; ``fs.search``/``fs.replace`` skip it and list it under ``skipped``.
+it decodes as UTF-8 and has no NUL byte (the plan diff's rule, ``workspace.text``);
+other files are binary: ``fs.read`` refuses them and ``fs.search``/``fs.replace``
+skip them. A file over the guards' ``max_read_bytes``, or one that is no regular
+file (a FIFO), is refused by ``fs.read``; ``fs.search``/``fs.replace`` skip it and
+list it under ``skipped``.
 """
 
 from __future__ import annotations
@@ -23,29 +24,9 @@ from cleveragents.domain.errors import (
 )
 from cleveragents.domain.tools import ToolContext, ToolResult, WorkspaceView
 from cleveragents.infra.tools.base import ModelTool, StrictArguments
+from cleveragents.infra.workspace.text import decode_text, split_lines
 
-BINARY_SNIFF_BYTES = 8192
 MAX_LINE_TEXT = 1000  # a match's line is cut here: minified files have huge lines
-
-
-def decode_text(data: bytes) -> str | None:
-    """The text of a file, or ``None`` when it is binary."""
-    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their endings kept; only ``\\n`` ends a line (``str.splitlines``
-    also splits on form feeds and the like, which editors do not count)."""
-    parts = text.split("\n")
-    lines = [part + "\n" for part in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
 
 
 def read_text(view: WorkspaceView, path: str, tool: str) -> str:

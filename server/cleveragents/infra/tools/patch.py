@@ -21,7 +21,7 @@ from pydantic import Field
 from cleveragents.domain.errors import ResourceNotFoundError, ValidationError
 from cleveragents.domain.tools import ToolContext, ToolResult, WorkspaceView
 from cleveragents.infra.tools.base import ModelTool, StrictArguments
-from cleveragents.infra.tools.fs import decode_text, split_lines
+from cleveragents.infra.workspace.text import decode_text, split_lines
 
 TOOL = "patch.apply"
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")

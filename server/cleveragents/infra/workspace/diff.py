@@ -25,6 +25,7 @@ from cleveragents.infra.workspace._fs import NotRegularFile, TooLarge, read_regu
 from cleveragents.infra.workspace.blobs import BlobStore
 from cleveragents.infra.workspace.linediff import grouped, match_lines, opcodes
 from cleveragents.infra.workspace.overlay import NEW_FILE_MODE, Overlay, OverlayEntry
+from cleveragents.infra.workspace.text import decode_text, split_lines
 
 CONTEXT_LINES = 3
 NO_NEWLINE = "\\ No newline at end of file"
@@ -105,9 +106,9 @@ def _file_diff(
 ) -> tuple[dict[str, Any], str]:
     """The file's record and its part of the ``diff`` text ("" when truncated)."""
     status = "added" if old is None else "deleted" if new is None else "modified"
-    old_text, new_text = _text(old), _text(new)
+    old_text, new_text = _side_text(old), _side_text(new)
     binary = old_text is None or new_text is None
-    hunks, complete = ([], True) if binary else _hunks(_lines(old_text or ""), _lines(new_text or ""))
+    hunks, complete = ([], True) if binary else _hunks(split_lines(old_text or ""), split_lines(new_text or ""))
     counted = [line[0] for hunk in hunks for line in hunk["lines"]]
     file = _file_record(path, status, binary, old_mode, new_mode, additions=counted.count("+"),
                         deletions=counted.count("-"), rewritten=not complete, hunks=hunks)
@@ -146,23 +147,9 @@ def _file_record(
     }
 
 
-def _text(data: bytes | None) -> str | None:
-    """The decoded text; ``None`` for binary content (a NUL byte or invalid UTF-8).
-    A missing side is the empty text."""
-    if data is None:
-        return ""
-    if b"\x00" in data:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def _lines(text: str) -> list[str]:
-    """Lines split on ``\\n`` only, each keeping it (the last one may lack it)."""
-    parts = text.split("\n")
-    return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+def _side_text(data: bytes | None) -> str | None:
+    """A side's text (``None``: binary); a missing side is the empty text."""
+    return "" if data is None else decode_text(data)
 
 
 def _hunks(old: list[str], new: list[str]) -> tuple[list[dict[str, Any]], bool]:

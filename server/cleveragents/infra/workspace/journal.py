@@ -15,7 +15,6 @@ resolved. One that does not is not applied; it is reported "failed".
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import logging
 import os
@@ -24,7 +23,6 @@ import stat
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +33,14 @@ from cleveragents.domain.errors import (
     ValidationError,
 )
 from cleveragents.domain.guards import GuardPolicy
-from cleveragents.infra.workspace._fs import fsync_dir, remove_temp_files, write_atomic
+from cleveragents.ids import utc_now
+from cleveragents.infra.workspace._fs import (
+    NotRegularFile,
+    fsync_dir,
+    read_regular,
+    remove_temp_files,
+    write_atomic,
+)
 from cleveragents.infra.workspace.blobs import BlobStore
 from cleveragents.infra.workspace.checkpoint import Checkpoint, CheckpointEntry
 from cleveragents.infra.workspace.overlay import OverlayEntry
@@ -119,7 +124,7 @@ class Applier:
                 raise PlanError("files changed on disk since execute", {"plan_id": plan_id, "conflicts": conflicts})
             for data, digest in pre_images:
                 self.blobs.put(data, digest=digest, durable=self.durable)
-            checkpoint = Checkpoint(plan_id, _now(), planned, self._dirs_to_create(planned))
+            checkpoint = Checkpoint(plan_id, utc_now(), planned, self._dirs_to_create(planned))
             self._run("apply", checkpoint)
             return checkpoint
 
@@ -295,24 +300,12 @@ class Applier:
         """The file's bytes and mode, or ``(None, None)`` when there is none. A
         symlink or a directory in its place is refused: it has no pre-image to keep."""
         try:
-            # O_NONBLOCK: a FIFO in the file's place must not hang the apply.
-            fd = os.open(self._target(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            data, info = read_regular(self._target(path))
         except (FileNotFoundError, NotADirectoryError):
             return None, None
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise _not_regular(path) from None
-            raise
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise _not_regular(path)
-            chunks = [os.read(fd, info.st_size + 1)]  # one call for a file that stays put
-            while chunks[-1]:
-                chunks.append(os.read(fd, 1 << 20))
-        finally:
-            os.close(fd)
-        return b"".join(chunks), stat.S_IMODE(info.st_mode)
+        except (NotRegularFile, IsADirectoryError):
+            raise _not_regular(path) from None
+        return data, stat.S_IMODE(info.st_mode)
 
     def _digest(self, data: bytes | None) -> str | None:
         return None if data is None else self.blobs.digest_of(data)
@@ -351,7 +344,3 @@ def _not_regular(path: str) -> PlanError:
 def _check_plan_id(plan_id: str) -> None:
     if not isinstance(plan_id, str) or not _PLAN_ID.match(plan_id):
         raise ValidationError("invalid plan id", {"field": "plan_id"})
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,25 @@
+"""What counts as a text file, and how its lines split: one rule for the file tools
+and the plan diff, so a file ``fs.read`` shows is never "binary" in a plan's diff."""
+
+from __future__ import annotations
+
+
+def decode_text(data: bytes) -> str | None:
+    """The text of a file, or ``None`` when it is binary: a NUL byte anywhere in it
+    (UTF-8 text has none) or bytes that are not valid UTF-8."""
+    if b"\x00" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings kept; only ``\\n`` ends a line (``str.splitlines``
+    also splits on form feeds and the like, which editors do not count)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
