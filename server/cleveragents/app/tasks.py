@@ -235,7 +235,8 @@ class TaskService:
                     run.push_configs = await self._store.list_push_configs(task.id) if resumed else (
                         [push_config] if push_config is not None else [])
         except BaseException:
-            self._live.pop(task.id, None)
+            if self._live.get(task.id) is run:
+                del self._live[task.id]
             run.settle()
             raise
         if run.task.terminal:  # cancelled while it was being stored
