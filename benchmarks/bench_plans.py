@@ -25,10 +25,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-HEALTH = "_cleveragents/health/check"
+from bench_stdio import HEALTH, INIT_PARAMS
+from bench_stdio import Conn as FrameConn
+
 PLAN = "_cleveragents/plan/"
 SERVER = [sys.executable, "-m", "cleveragents.transports.lsp"]
-INIT_PARAMS = {"processId": None, "rootUri": None, "capabilities": {}}
 LINE_BYTES, LINES = 64, 160  # 10 KiB per file
 FOO_LINES = (0, LINES // 2)  # two hunks per file in the diff
 HEARTBEAT_SECONDS = 0.010
@@ -40,52 +41,25 @@ TARGET_RATIO = 3.0
 TARGET_HEARTBEAT_MS = 50.0
 
 
-class Conn:
+class Conn(FrameConn):
     """One spawned server; a reader task hands each response to the call awaiting it,
     so heartbeats and a long call can be in flight together."""
 
     def __init__(self, proc: asyncio.subprocess.Process):
-        self.proc = proc
-        self.next_id = 0
+        super().__init__(proc)
         self.waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self.reader = asyncio.ensure_future(self._read())
 
     def send(self, method: str, params: Any = None, *, notify: bool = False) -> int | None:
-        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            msg["params"] = params
-        msg_id = None
-        if not notify:
-            self.next_id = msg_id = self.next_id + 1
-            msg["id"] = msg_id
+        msg_id = super().send(method, params, notify=notify)
+        if msg_id is not None:  # before any await: the reader can't have seen the answer yet
             self.waiting[msg_id] = asyncio.get_running_loop().create_future()
-        self._write(msg)
         return msg_id
-
-    def _write(self, msg: dict[str, Any]) -> None:
-        body = json.dumps(msg, separators=(",", ":")).encode()
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-
-    async def _read_frame(self) -> dict[str, Any]:
-        length = None
-        while True:  # header lines up to the blank line; only Content-Length matters
-            line = await self.proc.stdout.readline()
-            if not line:
-                raise EOFError("server closed stdout")
-            line = line.strip()
-            if not line:
-                break
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        if length is None:
-            raise ValueError("frame without Content-Length")
-        return json.loads(await self.proc.stdout.readexactly(length))
 
     async def _read(self) -> None:
         try:
             while True:
-                msg = await self._read_frame()
+                msg = await self.read_frame()
                 if "method" in msg:
                     if "id" in msg:  # a request from the server: answer so it isn't stuck
                         self._write({"jsonrpc": "2.0", "id": msg["id"], "result": None})
