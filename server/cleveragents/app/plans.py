@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from cleveragents.app.calls import CallContext
+from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
 from cleveragents.app.plan_runner import Execution, PlanRunner, StepFailed
 from cleveragents.app.progress import Progress
@@ -43,7 +44,8 @@ class PlanLifecycleService:
         self._runner = PlanRunner(store, workspace, tools, bus, max_steps, tool_settings, actor_for)
         self._running: dict[str, Execution] = {}
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-        self._recovered: asyncio.Future[None] | None = None
+        # Start-up repair, run once before the first call is served.
+        self._ready = RunOnce(self._recover)
 
     # -- helpers -------------------------------------------------------------------
     def _lock(self, plan_id: str) -> asyncio.Lock:
@@ -83,11 +85,6 @@ class PlanLifecycleService:
     async def recover(self) -> None:
         """Run the start-up repair now (otherwise the first call runs it)."""
         await self._ready()
-
-    async def _ready(self) -> None:
-        if self._recovered is None:
-            self._recovered = asyncio.ensure_future(self._recover())
-        await asyncio.shield(self._recovered)
 
     async def _recover(self) -> None:
         """Finish or undo an interrupted apply or rollback, then mark plans that were

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
 from cleveragents.app.task_runs import END, LISTENER_BUFFER, TaskRun
 from cleveragents.domain.actor import (
@@ -89,18 +90,13 @@ class TaskService:
         self._live: dict[str, TaskRun] = {}
         # Subscribers of tasks waiting for input: they join the run that resumes it.
         self._watchers: dict[str, set[asyncio.Queue[Any]]] = {}
-        self._recovered: asyncio.Future[None] | None = None
+        # After a restart, tasks that were running can't resume: fail them, once.
+        self._ready = RunOnce(self._recover)
 
     # -- start-up ------------------------------------------------------------------
     async def recover(self) -> None:
         """Run the start-up repair now (otherwise the first call runs it)."""
         await self._ready()
-
-    async def _ready(self) -> None:
-        """After a restart, tasks that were running can't resume: fail them once."""
-        if self._recovered is None:
-            self._recovered = asyncio.ensure_future(self._recover())
-        await asyncio.shield(self._recovered)
 
     async def _recover(self) -> None:
         for task in await self._store.live_tasks():

@@ -1,10 +1,12 @@
-"""The one write transaction every SQLite store module uses."""
+"""What every SQLite store module shares: the write transaction, and the query for a
+newest-first page."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 
 @contextmanager
@@ -20,3 +22,16 @@ def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         if db.in_transaction:  # SQLite may have rolled back already (a full disk)
             db.execute("ROLLBACK")
         raise
+
+
+def newest_first(columns: str, table: str, equal: Mapping[str, Any], before: int | None,
+                 limit: int) -> tuple[str, tuple[Any, ...]]:
+    """``SELECT columns FROM table`` where each named column equals its value (``None``:
+    no filter), after the cursor ``before``, newest first: the SQL and its arguments."""
+    clauses = [f"{column} = ?" for column, value in equal.items() if value is not None]
+    args: list[Any] = [value for value in equal.values() if value is not None]
+    if before is not None:
+        clauses.append("seq < ?")
+        args.append(before)
+    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    return f"SELECT {columns} FROM {table} {where} ORDER BY seq DESC LIMIT ?", (*args, limit)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cleveragents.domain.session import Session, SessionStatus
-from cleveragents.infra.store._sql import transaction
+from cleveragents.infra.store._sql import newest_first, transaction
 from cleveragents.infra.store.sqlite_plans import PLANS_MIGRATION, SqlitePlanQueries
 from cleveragents.infra.store.sqlite_tasks import (
     DEFAULT_TERMINAL_CAP,
@@ -235,19 +235,10 @@ class SqliteStore(SqliteTaskMixin, SqlitePlanQueries):
     async def list_sessions(
         self, status: SessionStatus | None, limit: int, before: int | None
     ) -> list[tuple[int, Session]]:
-        clauses: list[str] = []
-        args: list[Any] = []
-        if status is not None:
-            clauses.append("status = ?")
-            args.append(status)
-        if before is not None:
-            clauses.append("seq < ?")
-            args.append(before)
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        sql = f"SELECT {_SESSION_COLUMNS} FROM sessions {where} ORDER BY seq DESC LIMIT ?"
+        sql, args = newest_first(_SESSION_COLUMNS, "sessions", {"status": status}, before, limit)
 
         def run() -> list[tuple[int, Session]]:
-            return [_session(row) for row in self._db().execute(sql, (*args, limit))]
+            return [_session(row) for row in self._db().execute(sql, args)]
 
         return await self._run(run)
 

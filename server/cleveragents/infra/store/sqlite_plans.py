@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cleveragents.domain.plan import Decision, Plan, State
-from cleveragents.infra.store._sql import transaction
+from cleveragents.infra.store._sql import newest_first, transaction
 
 T = TypeVar("T")
 
@@ -178,19 +178,10 @@ class SqlitePlanQueries:
     async def list_plans(
         self, *, session_id: str | None = None, limit: int, before: int | None = None
     ) -> list[tuple[int, Plan]]:
-        clauses: list[str] = []
-        args: list[Any] = []
-        if session_id is not None:
-            clauses.append("session_id = ?")
-            args.append(session_id)
-        if before is not None:
-            clauses.append("seq < ?")
-            args.append(before)
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        sql = f"SELECT seq, body FROM plans {where} ORDER BY seq DESC LIMIT ?"
+        sql, args = newest_first("seq, body", "plans", {"session_id": session_id}, before, limit)
 
         def run() -> list[tuple[int, Plan]]:
-            rows = self._db().execute(sql, (*args, limit))
+            rows = self._db().execute(sql, args)
             return [(seq, Plan.from_dict(json.loads(body))) for seq, body in rows]
 
         return await self._run(run)
