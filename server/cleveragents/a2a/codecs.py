@@ -99,6 +99,8 @@ _CODECS: dict[str, Codec] = {}
 
 def get_codec(version: str) -> Codec:
     """The codec for A2A ``version`` ("1.0", "0.3"; a patch number is ignored)."""
+    if (codec := _CODECS.get(version)) is not None:  # the common case: "1.0" or "0.3" as negotiated
+        return codec
     key = A2aVersionNegotiator.normalize(version)
     if not _CODECS:
         # Imported here: both codec modules import this one.

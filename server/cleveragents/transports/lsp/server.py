@@ -7,6 +7,7 @@ The services (pydantic models, the SQLite store) load in a worker thread after
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import threading
@@ -105,8 +106,11 @@ class A2aLanguageServer(LanguageServer):
         return runtime
 
     async def facade(self) -> Any:
+        runtime = self._runtime_future()
+        if runtime.done() and not runtime.cancelled() and runtime.exception() is None:
+            return runtime.result().facade  # started: no shield (a task per request) needed
         # Shielded: a cancelled request must not cancel the services' startup.
-        return (await asyncio.shield(self._runtime_future())).facade
+        return (await asyncio.shield(runtime)).facade
 
     # -- requests ------------------------------------------------------------------
     def handler_for(self, method: str) -> Any:
@@ -196,6 +200,13 @@ class A2aLanguageServer(LanguageServer):
                 "code": -32600, "message": "Invalid request: the server is shutting down",
                 "data": {"method": message["method"]},
             })
+            return
+        if kind == "request" and self.protocol.get_message_type(message["method"]) is None:
+            # A2A methods keep their params as a plain dict, so the request skips pygls's
+            # structuring and its per-message isinstance checks against typing Protocols
+            # (tens of microseconds each). The copied context keeps the message id local.
+            contextvars.copy_context().run(
+                self.protocol._handle_request, message["id"], message["method"], message.get("params"))
             return
         try:
             structured = self.protocol.structure_message(message)
