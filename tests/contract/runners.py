@@ -247,3 +247,156 @@ class StdioRunner:
             return response, EventStream()
         sub_id = response["result"]["subscription_id"]
         return response, self.streams.setdefault(sub_id, EventStream())
+
+
+class UvicornServer:
+    """An ASGI app on real uvicorn, on 127.0.0.1 and a free port, in this event loop."""
+
+    def __init__(self, app: Any):
+        self.app = app
+        self.server: Any = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> str:
+        import uvicorn
+
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
+                                timeout_graceful_shutdown=2)
+        self.server = uvicorn.Server(config)
+        self.server.install_signal_handlers = lambda: None  # older uvicorn
+        self._task = asyncio.ensure_future(self.server.serve())
+        while not self.server.started:
+            if self._task.done():
+                self._task.result()
+                raise RuntimeError("uvicorn did not start")
+            await asyncio.sleep(0.01)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self.url
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self.server.should_exit = True
+            await asyncio.wait_for(self._task, TIMEOUT)
+            self._task = None
+
+
+async def sse_messages(response: Any) -> Any:
+    """(event, id, data) of each SSE event of an httpx streaming response."""
+    event, event_id, data = None, None, []
+    async for line in response.aiter_lines():
+        if not line:
+            if data:
+                yield event, event_id, "\n".join(data)
+            event, event_id, data = None, None, []
+        elif line.startswith(":"):
+            continue
+        else:
+            key, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if key == "event":
+                event = value
+            elif key == "id":
+                event_id = value
+            elif key == "data":
+                data.append(value)
+
+
+class HttpRunner:
+    """Our HTTP app on real uvicorn, driven with httpx: JSON-RPC at POST /a2a, streams
+    and event subscriptions as SSE."""
+
+    name = "http"
+
+    def __init__(self, workspace: Path):
+        self.workspace = workspace
+        self.ids = itertools.count(1)
+        self.server: UvicornServer | None = None
+        self.client: Any = None
+        self._readers: list[asyncio.Task[None]] = []
+        self._responses: list[Any] = []
+
+    async def start(self) -> None:
+        import httpx
+
+        from cleveragents.config import Settings
+        from cleveragents.transports.http.app import build_app
+
+        self.server = UvicornServer(build_app(settings=Settings(workspace=self.workspace)))
+        url = await self.server.start()
+        self.client = httpx.AsyncClient(base_url=url, timeout=TIMEOUT)
+
+    async def close(self) -> None:
+        for task in self._readers:
+            task.cancel()
+        await asyncio.gather(*self._readers, return_exceptions=True)
+        self._readers.clear()
+        for response in self._responses:
+            await response.aclose()
+        self._responses.clear()
+        if self.client is not None:
+            await self.client.aclose()
+        if self.server is not None:
+            await self.server.stop()
+
+    async def restart(self) -> None:
+        await self.close()
+        await self.start()
+
+    async def _post(self, body: bytes, headers: dict[str, str] | None = None) -> dict[str, Any] | None:
+        response = await self.client.post("/a2a", content=body, headers={"Content-Type": "application/json",
+                                                                        **(headers or {})})
+        return None if response.status_code == 202 else response.json()
+
+    def _request(self, method: str, params: Any) -> dict[str, Any]:
+        request: dict[str, Any] = {"jsonrpc": "2.0", "id": next(self.ids), "method": method}
+        if params is not None:
+            request["params"] = params
+        return request
+
+    async def call(self, method: str, params: Any = None) -> dict[str, Any]:
+        response = await self._post(json.dumps(self._request(method, params)).encode())
+        assert response is not None
+        return response
+
+    async def raw(self, body: bytes) -> dict[str, Any] | None:
+        return await self._post(body)
+
+    async def notify_raw(self, body: bytes) -> None:
+        assert await self._post(body) is None
+
+    async def stream(self, method: str, params: Any) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
+        request = self._request(method, params)
+        items: list[tuple[str, dict[str, Any]]] = []
+        last: dict[str, Any] | None = None
+        async with self.client.stream("POST", "/a2a", json=request, headers={"Accept": "text/event-stream"}) as response:
+            if "text/event-stream" not in response.headers.get("content-type", ""):
+                return json.loads(await response.aread()), []
+            async for _, _, data in sse_messages(response):
+                last = json.loads(data)
+                if "result" in last:
+                    result = last["result"]
+                    kind = "task/artifactUpdate" if ("artifactUpdate" in result or result.get("kind") == "artifact-update") \
+                        else "task/statusUpdate"
+                    items.append((kind, {"requestId": request["id"], **result}))
+        assert last is not None
+        return last, items
+
+    async def subscribe(self, params: dict[str, Any] | None = None) -> tuple[dict[str, Any], EventStream]:
+        request = self._request("_cleveragents/event/subscribe", params or {})
+        stream = EventStream()
+        response = await self.client.send(
+            self.client.build_request("POST", "/a2a", json=request, headers={"Accept": "text/event-stream"}),
+            stream=True)
+        self._responses.append(response)
+        if "text/event-stream" not in response.headers.get("content-type", ""):
+            return json.loads(await response.aread()), stream
+        messages = sse_messages(response)
+        _, _, first = await asyncio.wait_for(messages.__anext__(), TIMEOUT)
+
+        async def read() -> None:
+            async for _, _, data in messages:
+                stream.queue.put_nowait(json.loads(data)["params"])
+
+        self._readers.append(asyncio.ensure_future(read()))
+        return json.loads(first), stream

@@ -1,4 +1,4 @@
-"""Every contract case, through the in-process facade and through a real stdio server."""
+"""Every contract case, through the in-process facade, a real stdio server and the HTTP app on uvicorn."""
 
 from __future__ import annotations
 
@@ -6,12 +6,14 @@ import pytest
 
 from tests.contract import plan_cases, task_cases  # noqa: F401  (they register their cases)
 from tests.contract.cases import CASES
-from tests.contract.runners import FacadeRunner, StdioRunner
+from tests.contract.runners import FacadeRunner, HttpRunner, StdioRunner
+
+RUNNERS = {"facade": FacadeRunner, "stdio": StdioRunner, "http": HttpRunner}
 
 
-@pytest.fixture(params=["facade", "stdio"])
+@pytest.fixture(params=list(RUNNERS))
 async def runner(request, workspace):
-    runner = FacadeRunner(workspace) if request.param == "facade" else StdioRunner(workspace)
+    runner = RUNNERS[request.param](workspace)
     await runner.start()
     yield runner
     await runner.close()

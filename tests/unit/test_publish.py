@@ -410,12 +410,13 @@ def test_the_single_agent_wins_over_a_team_and_one_of_them_is_needed():
         A2A()
 
 
-def test_http_mode_is_not_built_yet():
-    served = A2A(agent=research_assistant())
-    with pytest.raises(NotImplementedError, match="HTTP"):
-        served.serve(port=8000)
-    with pytest.raises(NotImplementedError, match="HTTP"):
-        served.asgi_app()
+def test_asgi_app_is_built_without_starting_the_services(tmp_path):
+    served = A2A(agent=research_assistant(), prefix="/api", auth_token="sk-1")
+    app = served.asgi_app(workspace=tmp_path, memory=True)
+    shared = app.state.a2a
+    assert shared.prefix == "/api" and shared.auth.tokens == ("sk-1",)
+    assert shared.runtime.container is None  # built on startup or on the first request
+    assert shared.public_url is None and A2A(agent=research_assistant(), url="https://x/a2a").url_given
 
 
 # -- the package ---------------------------------------------------------------------

@@ -52,6 +52,22 @@ class AgentCardService:
                              push_notifications=True, extended_card=True, extensions=(backend_extension(),))
         return cls(spec)
 
+    def bind(self, url: str | None = None, *, bearer: bool | None = None,
+             api_key_header: str | None = None) -> None:
+        """Say where the agent is served and how callers authenticate (HTTP mode)."""
+        from dataclasses import replace
+
+        changes: dict[str, Any] = {}
+        if url is not None:
+            changes["url"] = url
+        if bearer:
+            changes["bearer"] = True
+        if api_key_header:
+            changes["api_key_header"] = api_key_header
+        if changes.get("bearer") or changes.get("api_key_header"):
+            changes["extended_card"] = True  # something is now behind authentication
+        self.spec = replace(self.spec, **changes)
+
     def card(self, version: str = "1.0", extended: bool = False) -> dict[str, Any]:
         render = card_v03 if version.startswith("0.3") else card_v1
         return render(self.spec, extended=extended)

@@ -1,8 +1,8 @@
 """``A2A``: serve an ``Agent`` or an ``AgentTeam`` as an A2A endpoint.
 
 It holds what the agent card says (name, description, url, version, skills, auth)
-and hands the actor and itself (as the card's source) to a transport. Only stdio
-exists so far; the HTTP transport adds ``serve`` and ``asgi_app``.
+and hands the actor and itself (as the card's source) to a transport: stdio
+(``serve_stdio``) or HTTP (``serve``, or ``asgi_app`` to mount in any ASGI app).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from cleveragents.a2a.cards import AgentCardSpec, SkillSpec, card_v03, card_v1
 from cleveragents.config import Settings
 from cleveragents.domain.actor import Actor
 
-HTTP_NOT_BUILT = "HTTP mode is not built yet: use serve_stdio() for now"
+DEFAULT_URL = "http://localhost:8000/a2a"
 
 
 class A2A:
     def __init__(self, agent: Actor | None = None, agents: Actor | None = None, name: str | None = None,
-                 description: str | None = None, url: str = "http://localhost:8000/a2a", version: str = "1.0.0",
+                 description: str | None = None, url: str | None = None, version: str = "1.0.0",
                  prefix: str = "", auth_token: str | None = None,
                  extended_agent_card_callback: Callable[..., Any] | None = None):
         actor = agent if agent is not None else agents  # the single agent wins, as in seed 002
@@ -28,7 +28,9 @@ class A2A:
         self._actor = actor
         self.name = name or actor.name
         self.description = description if description is not None else getattr(actor, "description", "")
-        self.url = url
+        # Without a url, the card names wherever the server is reached.
+        self.url_given = url is not None
+        self.url = url or DEFAULT_URL
         self.version = version
         self.prefix = prefix
         self.auth_token = auth_token
@@ -71,8 +73,30 @@ class A2A:
 
         return serve_stdio(Settings.from_env(**settings), actor=self._actor, card=self, log_level=log_level)
 
-    def serve(self, port: int = 8000, host: str = "127.0.0.1") -> None:
-        raise NotImplementedError(HTTP_NOT_BUILT)
+    def asgi_app(self, **settings: Any) -> Any:
+        """The ASGI app (Starlette) serving this agent: JSON-RPC at ``{prefix}/a2a``,
+        the HTTP+JSON binding, and the agent cards. Mount it in any ASGI app. The
+        services start on the first request (or at startup when run by a server that
+        sends lifespan events) and stop at shutdown."""
+        from cleveragents.transports.http.app import build_app
+        from cleveragents.transports.http.auth import HttpAuth
 
-    def asgi_app(self) -> Any:
-        raise NotImplementedError(HTTP_NOT_BUILT)
+        resolved = Settings.from_env(**settings)
+        auth = HttpAuth.of((self.auth_token, *resolved.auth_tokens), resolved.api_keys, resolved.api_key_header)
+        return build_app(settings=resolved, container_options={"actor": self._actor, "card": self},
+                         prefix=self.prefix, auth=auth, public_url=self.url if self.url_given else None)
+
+    def serve(self, port: int = 8000, host: str = "127.0.0.1", *, log_level: str = "WARNING", **settings: Any) -> int:
+        """Serve over HTTP (uvicorn) until interrupted; returns the exit code. Listens on
+        loopback unless ``host`` says otherwise."""
+        import asyncio
+
+        from cleveragents.transports.http.main import serve_app
+        from cleveragents.transports.lsp.main import configure_logging
+
+        configure_logging(log_level)
+        try:
+            asyncio.run(serve_app(self.asgi_app(**settings), host, port, log_level=log_level))
+        except KeyboardInterrupt:
+            return 130
+        return 0

@@ -1,0 +1,211 @@
+"""HTTP benchmark: the echo agent served by our app against the same echo logic in a
+plain a2a-sdk server, in the same run.
+
+Run by hand:  .venv/bin/python benchmarks/bench_http.py [--quick]
+
+Each server runs in its own process on 127.0.0.1 (a free port). Both are driven by the
+same client code (httpx, JSON-RPC 1.0 with ``A2A-Version: 1.0``), so a difference comes
+from the servers. Figures:
+
+- sequential SendMessage throughput: one request at a time, requests per second;
+- 16-concurrent SendMessage throughput: 16 requests in flight, requests per second;
+- time to first stream event: from sending SendStreamingMessage to its first SSE
+  ``data:`` line, milliseconds.
+
+Each figure is the median of several rounds. Targets: at least 2x the SDK server's
+throughput, at most 0.5x its time to the first event. This is a report, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+FULL = {"rounds": 5, "requests": 300, "streams": 50, "warmup": 30}
+QUICK = {"rounds": 2, "requests": 60, "streams": 10, "warmup": 10}
+CONCURRENCY = 16
+V1 = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+
+
+# -- the two servers (run in child processes) ----------------------------------------
+def serve_ours() -> None:
+    sys.path.insert(0, str(REPO))
+    from cleveragents import A2A, Agent
+    from tests.e2e.agents.echo_agent import echo
+
+    A2A(agent=Agent(name="Echo", handler=echo)).serve(port=0, memory=True)
+
+
+def serve_sdk() -> None:
+    import uvicorn
+    from a2a.helpers.proto_helpers import new_task_from_user_message
+    from a2a.server.agent_execution import AgentExecutor
+    from a2a.server.request_handlers import DefaultRequestHandler
+    from a2a.server.routes.agent_card_routes import create_agent_card_routes
+    from a2a.server.routes.jsonrpc_routes import create_jsonrpc_routes
+    from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+    from a2a.types import a2a_pb2 as pb
+    from starlette.applications import Starlette
+
+    sys.path.insert(0, str(REPO))
+    from tests.e2e.agents.echo_agent import echo
+
+    class EchoExecutor(AgentExecutor):
+        """The echo agent's turn: submitted, working, one artifact, completed."""
+
+        async def execute(self, context: Any, event_queue: Any) -> None:
+            task = context.current_task or new_task_from_user_message(context.message)
+            if context.current_task is None:
+                await event_queue.enqueue_event(task)
+            updater = TaskUpdater(event_queue, task.id, task.context_id)
+            await updater.start_work()
+            reply = await echo(context.get_user_input())
+            await updater.add_artifact([pb.Part(text=reply)], name="response", last_chunk=True)
+            await updater.complete()
+
+        async def cancel(self, context: Any, event_queue: Any) -> None:
+            await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+    card = pb.AgentCard(name="Echo", description="Echo", version="1.0.0",
+                        capabilities=pb.AgentCapabilities(streaming=True),
+                        default_input_modes=["text/plain"], default_output_modes=["text/plain"],
+                        supported_interfaces=[pb.AgentInterface(url="http://127.0.0.1/a2a", protocol_binding="JSONRPC",
+                                                                protocol_version="1.0")])
+    handler = DefaultRequestHandler(EchoExecutor(), InMemoryTaskStore(), card)
+    app = Starlette(routes=[*create_jsonrpc_routes(handler, rpc_url="/a2a"), *create_agent_card_routes(card)])
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+    server = uvicorn.Server(config)
+
+    async def run() -> None:
+        serving = asyncio.ensure_future(server.serve())
+        while not server.started:
+            await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        sys.stderr.write(f"listening on http://127.0.0.1:{port}\n")
+        sys.stderr.flush()
+        await serving
+
+    asyncio.run(run())
+
+
+# -- the client ------------------------------------------------------------------------
+def start(kind: str) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen([sys.executable, __file__, "--serve", kind], stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONPATH": str(REPO / "server")})
+    assert process.stderr is not None
+    while True:
+        line = process.stderr.readline()
+        if not line:
+            raise RuntimeError(f"the {kind} server did not start")
+        if match := re.search(r"listening on (http://\S+)", line):
+            return process, match.group(1)
+
+
+def send_body(n: int, method: str = "SendMessage") -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": n, "method": method,
+            "params": {"message": {"role": "ROLE_USER", "messageId": f"m{n}-{time.monotonic_ns()}",
+                                   "parts": [{"text": f"hello {n}"}]}}}
+
+
+async def _send(client: Any, url: str, n: int) -> None:
+    response = await client.post(url, json=send_body(n), headers=V1)
+    result = response.json()["result"]
+    assert result["task"]["status"]["state"] == "TASK_STATE_COMPLETED", result
+
+
+async def sequential(client: Any, url: str, count: int) -> float:
+    began = time.perf_counter()
+    for n in range(count):
+        await _send(client, url, n)
+    return count / (time.perf_counter() - began)
+
+
+async def concurrent(client: Any, url: str, count: int) -> float:
+    numbers = iter(range(count))
+
+    async def worker() -> None:
+        for n in numbers:
+            await _send(client, url, n)
+
+    began = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    return count / (time.perf_counter() - began)
+
+
+async def first_event_ms(client: Any, url: str, count: int) -> float:
+    times = []
+    for n in range(count):
+        began = time.perf_counter()
+        async with client.stream("POST", url, json=send_body(n, "SendStreamingMessage"),
+                                 headers={**V1, "Accept": "text/event-stream"}) as response:
+            first = None
+            async for line in response.aiter_lines():  # read to the end, as a client would
+                if first is None and line.startswith("data:"):
+                    first = (time.perf_counter() - began) * 1000
+            assert first is not None
+            times.append(first)
+    return statistics.median(times)
+
+
+async def measure(url: str, sizes: dict[str, int]) -> dict[str, float]:
+    import httpx
+
+    limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
+    async with httpx.AsyncClient(timeout=30, limits=limits) as client:
+        endpoint = url + "/a2a"
+        await concurrent(client, endpoint, sizes["warmup"])
+        await first_event_ms(client, endpoint, 3)
+        seq = [await sequential(client, endpoint, sizes["requests"]) for _ in range(sizes["rounds"])]
+        par = [await concurrent(client, endpoint, sizes["requests"]) for _ in range(sizes["rounds"])]
+        first = [await first_event_ms(client, endpoint, sizes["streams"]) for _ in range(sizes["rounds"])]
+    return {"sequential": statistics.median(seq), "concurrent": statistics.median(par),
+            "first_event_ms": statistics.median(first)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer requests and rounds")
+    parser.add_argument("--serve", choices=["ours", "sdk"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve == "ours":
+        serve_ours()
+        return 0
+    if args.serve == "sdk":
+        serve_sdk()
+        return 0
+    sizes = QUICK if args.quick else FULL
+    results: dict[str, dict[str, float]] = {}
+    for kind in ("ours", "sdk"):
+        process, url = start(kind)
+        try:
+            results[kind] = asyncio.run(measure(url, sizes))
+        finally:
+            process.terminate()
+            process.wait(10)
+    from importlib.metadata import version
+
+    ours, sdk = results["ours"], results["sdk"]
+    print(f"Python {sys.version.split()[0]}, a2a-sdk {version('a2a-sdk')}, uvicorn {version('uvicorn')}, "
+          f"starlette {version('starlette')}; {sizes['rounds']} rounds of {sizes['requests']} requests, "
+          f"{sizes['streams']} streams; medians")
+    print(f"{'figure':<38}{'cleveragents':>14}{'a2a-sdk':>12}{'ratio':>9}  target")
+    rows = [("sequential SendMessage (req/s)", "sequential", ">= 2.0x"),
+            (f"{CONCURRENCY}-concurrent SendMessage (req/s)", "concurrent", ">= 2.0x"),
+            ("time to first stream event (ms)", "first_event_ms", "<= 0.5x")]
+    for label, key, target in rows:
+        print(f"{label:<38}{ours[key]:>14.1f}{sdk[key]:>12.1f}{ours[key] / sdk[key]:>8.2f}x  {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

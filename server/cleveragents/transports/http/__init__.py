@@ -1,0 +1,1 @@
+"""The HTTP transport (starlette, served by uvicorn): JSON-RPC, HTTP+JSON, SSE, cards."""

@@ -1,0 +1,5 @@
+import sys
+
+from cleveragents.transports.http.main import main
+
+sys.exit(main())

@@ -1,0 +1,154 @@
+"""The HTTP face of the backend: a Starlette app over the same facade as stdio.
+
+Routes (``prefix`` is "" unless configured):
+
+- ``POST {prefix}/a2a``: JSON-RPC, both dialects (``jsonrpc.py``).
+- ``GET {prefix}/events``: ``_cleveragents/event/subscribe`` for EventSource clients
+  (query ``plan_id``, ``since``, ``event_types``; ``Last-Event-ID`` resumes).
+- The A2A 1.0 HTTP+JSON binding under ``{prefix}`` (``rest.py``).
+- ``/.well-known/agent-card.json`` and ``/.well-known/agent.json`` (``cards.py``), at
+  the root and under the prefix.
+
+``build_app(container=...)`` serves an existing Container (the caller starts and closes it);
+without one the app builds its own from ``settings`` on first need and closes it at
+shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, TypeVar
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from cleveragents.a2a.facade import CallContext
+from cleveragents.a2a.version import EMPTY_HEADER_VERSION
+from cleveragents.config import Settings
+from cleveragents.transports.http.auth import HttpAuth
+from cleveragents.transports.http.cards import CARD_V03_PATH, CARD_V1_PATH, CardRoutes
+from cleveragents.transports.http.jsonrpc import JsonRpcEndpoint
+from cleveragents.transports.http.rest import RestBinding
+from cleveragents.transports.http.runtime import Runtime
+
+logger = logging.getLogger("cleveragents.http")
+
+JSONRPC_PATH = "/a2a"
+EVENTS_PATH = "/events"
+VERSION_HEADER = "a2a-version"
+T = TypeVar("T")
+
+
+class A2aHttpApp:
+    """What every route shares: the services, the auth and where the agent lives."""
+
+    def __init__(self, runtime: Runtime, *, auth: HttpAuth | None = None, prefix: str = "",
+                 public_url: str | None = None):
+        self.runtime = runtime
+        self.auth = auth or HttpAuth()
+        self.prefix = _normal_prefix(prefix)
+        self.public_url = public_url
+        self.card_modified = time.time()
+        self._bound = False
+
+    async def facade(self, request: Request) -> Any:
+        facade = await self.runtime.facade()
+        if not self._bound:
+            self._bind_card(facade, request)
+        return facade
+
+    def _bind_card(self, facade: Any, request: Request) -> None:
+        """The card names the JSON-RPC endpoint: the configured public URL, else the
+        one this first request came to."""
+        self._bound = True
+        cards = facade.services.get("agent_card_service")
+        if cards is None:
+            return
+        # root_path: where a parent app mounted this one.
+        root = str(request.url.replace(path=request.scope.get("root_path", ""), query="", fragment=""))
+        url = self.public_url or root.rstrip("/") + self.prefix + JSONRPC_PATH
+        cards.bind(url, bearer=bool(self.auth.tokens),
+                   api_key_header=self.auth.api_key_header if self.auth.api_keys else None)
+        self.card_modified = time.time()
+
+    def call_context(self, request: Request, method: str, msg_id: Any) -> CallContext:
+        # An empty A2A-Version header means 0.3 (the A2A specification).
+        version = request.headers.get(VERSION_HEADER, "").strip() or EMPTY_HEADER_VERSION
+        return CallContext(method=method, dialect="", request_id=msg_id, a2a_version=version, transport="http")
+
+    async def until_disconnect(self, request: Request, work: Awaitable[T]) -> T | None:
+        """Run ``work``; cancel it (and answer ``None``) if the client goes away first."""
+        task = asyncio.ensure_future(work)
+        watch = asyncio.ensure_future(_disconnected(request))
+        try:
+            await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            watch.cancel()
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        return None if task.cancelled() else task.result()
+
+
+async def _disconnected(request: Request) -> None:
+    receive = request.receive
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def _normal_prefix(prefix: str) -> str:
+    prefix = (prefix or "").strip().rstrip("/")
+    return "" if not prefix else prefix if prefix.startswith("/") else "/" + prefix
+
+
+def build_app(container: Any = None, *, settings: Settings | None = None,
+              container_options: dict[str, Any] | None = None, prefix: str = "",
+              auth: HttpAuth | None = None, public_url: str | None = None) -> Starlette:
+    """The ASGI app. ``auth`` defaults to the secrets in ``settings``."""
+    if auth is None:
+        source = settings or (getattr(container, "settings", None) if container is not None else None) or Settings()
+        auth = HttpAuth.of(source.auth_tokens, source.api_keys, source.api_key_header)
+    runtime = Runtime(container, settings=settings, container_options=container_options)
+    shared = A2aHttpApp(runtime, auth=auth, prefix=prefix, public_url=public_url)
+    jsonrpc = JsonRpcEndpoint(shared)
+    cards = CardRoutes(shared)
+    p = shared.prefix
+
+    async def events(request: Request) -> Response:
+        """EventSource: GET with query params; each event's ULID is its SSE id."""
+        query = request.query_params
+        params: dict[str, Any] = {k: query[k] for k in ("plan_id", "since") if query.get(k)}
+        if types := query.get("event_types"):
+            params["event_types"] = [t for t in types.split(",") if t]
+        return await jsonrpc.subscribe_get(request, params)
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    routes = [
+        Route(p + JSONRPC_PATH, jsonrpc.handle, methods=["POST"]),
+        Route(p + EVENTS_PATH, events, methods=["GET"]),
+        Route(p + "/healthz", health, methods=["GET"]),
+    ]
+    for base in dict.fromkeys([p, ""]):
+        routes += [Route(base + CARD_V1_PATH, cards.card_v1, methods=["GET"]),
+                   Route(base + CARD_V03_PATH, cards.card_v03, methods=["GET"])]
+    routes += RestBinding(shared).routes(p)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        await runtime.facade()  # start the services before the first request
+        try:
+            yield
+        finally:
+            await runtime.aclose()
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.a2a = shared
+    return app

@@ -1,0 +1,62 @@
+"""The public agent cards: ``/.well-known/agent-card.json`` (A2A 1.0) and
+``/.well-known/agent.json`` (0.3), with ``Cache-Control``, ``ETag`` and
+``Last-Modified``, and 304 answers to ``If-None-Match`` / ``If-Modified-Since``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from email.utils import formatdate, parsedate_to_datetime
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+if TYPE_CHECKING:
+    from cleveragents.transports.http.app import A2aHttpApp
+
+CARD_V1_PATH = "/.well-known/agent-card.json"
+CARD_V03_PATH = "/.well-known/agent.json"
+CACHE_CONTROL = "public, max-age=300"
+
+
+def etag_of(body: bytes) -> str:
+    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+
+
+def _not_modified(request: Request, etag: str, modified: float) -> bool:
+    if (match := request.headers.get("if-none-match")) is not None:
+        candidates = {c.strip().removeprefix("W/") for c in match.split(",")}
+        return "*" in candidates or etag in candidates
+    if since := request.headers.get("if-modified-since"):
+        try:
+            return int(modified) <= parsedate_to_datetime(since).timestamp()
+        except (TypeError, ValueError):
+            return False
+    return False
+
+
+class CardRoutes:
+    def __init__(self, app: A2aHttpApp):
+        self.app = app
+
+    async def card_v1(self, request: Request) -> Response:
+        return await self._serve(request, "1.0")
+
+    async def card_v03(self, request: Request) -> Response:
+        return await self._serve(request, "0.3")
+
+    async def _serve(self, request: Request, version: str) -> Response:
+        facade = await self.app.facade(request)
+        cards = facade.services.get("agent_card_service")
+        if cards is None:
+            return Response(status_code=404)
+        card: dict[str, Any] = cards.card(version)
+        body = json.dumps(card, separators=(",", ":"), sort_keys=True).encode("utf-8")
+        etag = etag_of(body)
+        modified = self.app.card_modified
+        headers = {"Cache-Control": CACHE_CONTROL, "ETag": etag,
+                   "Last-Modified": formatdate(modified, usegmt=True)}
+        if _not_modified(request, etag, modified):
+            return Response(status_code=304, headers=headers)
+        return Response(body, media_type="application/json", headers=headers)

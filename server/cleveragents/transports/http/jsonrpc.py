@@ -1,0 +1,217 @@
+"""``POST {prefix}/a2a``: JSON-RPC 2.0 over HTTP, both A2A dialects.
+
+One message per request (no batches, as on stdio). Streaming methods answer with
+SSE in which each ``data:`` is a complete JSON-RPC response carrying the request's
+id; ``_cleveragents/event/subscribe`` with ``Accept: text/event-stream`` answers with
+its response and then the events, each with its ULID as the SSE ``id``, so
+``Last-Event-ID`` resumes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from cleveragents.a2a import dialects, envelope, methods
+from cleveragents.a2a.errors import (
+    A2aError,
+    AuthenticationError,
+    ContentTypeNotSupportedError,
+    error_payload,
+    internal_error_payload,
+)
+from cleveragents.a2a.facade import CallContext
+from cleveragents.transports.http.sse import EventStreamResponse, ServerSentEvent
+from cleveragents.transports.http.streams import ERROR, StreamCall, stream_events
+from cleveragents.transports.lsp.notifications import EVENT_NOTIFICATION, task_notification
+
+if TYPE_CHECKING:
+    from cleveragents.transports.http.app import A2aHttpApp
+
+logger = logging.getLogger("cleveragents.http")
+
+JSON_TYPES = ("application/json", "application/a2a+json", "application/json-rpc")
+MAX_BODY_BYTES = 16 * 1024 * 1024  # as on stdio
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The request body, refusing (without holding it) one larger than ``limit``."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge()
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge()
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def too_large(limit: int = MAX_BODY_BYTES) -> Response:
+    error = {"code": -32600, "message": "Invalid request: the body is too large",
+             "data": {"max_message_size": limit}}
+    return JSONResponse(envelope.error_response(None, error), status_code=413)
+EVENT_STREAM = "text/event-stream"
+
+
+def is_json(request: Request) -> bool:
+    """A missing Content-Type is taken as JSON; anything else must say JSON."""
+    content_type = request.headers.get("content-type")
+    if content_type is None:
+        return True
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media in JSON_TYPES or media.endswith("+json")
+
+
+def wants_events(request: Request) -> bool:
+    return EVENT_STREAM in request.headers.get("accept", "")
+
+
+def _dialect_of(message: Any, standard_only: bool = False) -> str:
+    """The dialect to answer a refused request in: its method's, else 0.3 (the
+    standard table, without ErrorInfo). ``standard_only``: the error has a code in
+    the A2A table only."""
+    spec = methods.get(message.get("method")) if isinstance(message, dict) else None
+    if spec is None or (standard_only and spec.dialect not in dialects.STANDARD):
+        return dialects.A2A_V03
+    return spec.dialect
+
+
+class JsonRpcEndpoint:
+    def __init__(self, app: A2aHttpApp):
+        self.app = app
+        self._background: set[asyncio.Task[Any]] = set()
+
+    async def handle(self, request: Request) -> Response:
+        try:
+            body = await read_body(request)
+        except BodyTooLarge:
+            return too_large()
+        try:
+            message = envelope.decode(body)
+        except A2aError as exc:
+            message, parse_error = None, exc
+        else:
+            parse_error = None
+        if (refused := self._unauthenticated(request, message)) is not None:
+            return refused
+        if not is_json(request):
+            error = ContentTypeNotSupportedError(
+                "Content type not supported: send application/json",
+                {"content_type": request.headers.get("content-type", ""), "supported": list(JSON_TYPES)})
+            payload = error_payload(error, _dialect_of(message, standard_only=True))
+            return JSONResponse(envelope.error_response(envelope.echo_id(message), payload), status_code=415)
+        if parse_error is not None:
+            return JSONResponse(envelope.error_response(None, error_payload(parse_error, dialects.EXTENSION)))
+        try:
+            kind = envelope.classify(message)
+        except A2aError as exc:
+            return JSONResponse(envelope.error_response(envelope.echo_id(message), error_payload(exc, dialects.EXTENSION)))
+        if kind == "response":
+            return Response(status_code=202)
+        facade = await self.app.facade(request)
+        if kind == "notification":
+            self._run_in_background(facade, message, self.app.call_context(request, message["method"], None))
+            return Response(status_code=202)
+        spec = methods.get(message["method"])
+        context = self.app.call_context(request, message["method"], message.get("id"))
+        try:
+            if spec is not None and spec.streaming:
+                return await self._stream(facade, message, context)
+            if spec is not None and spec.service == "event_queue" and spec.call == "subscribe" and wants_events(request):
+                return await self._subscribe_events(facade, request, message, context)
+            if spec is not None and spec.call == "send" and spec.service == "task_service":
+                response = await self.app.until_disconnect(request, facade.dispatch(message, context))
+                if response is None:
+                    return Response(status_code=499)
+            else:
+                response = await facade.dispatch(message, context)
+            return JSONResponse(response.to_wire())
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            payload = internal_error_payload(exc, dialects.EXTENSION, f"{message['method']} (http transport)")
+            return JSONResponse(envelope.error_response(message.get("id"), payload))
+
+    def _unauthenticated(self, request: Request, message: Any) -> Response | None:
+        if self.app.auth.allows(request.headers):
+            return None
+        error = AuthenticationError("Authentication required", {"schemes": self.app.auth.schemes()})
+        body = envelope.error_response(envelope.echo_id(message), error_payload(error, _dialect_of(message)))
+        return JSONResponse(body, status_code=401, headers={"WWW-Authenticate": self.app.auth.challenge()})
+
+    async def subscribe_get(self, request: Request, params: dict[str, Any]) -> Response:
+        """``GET {prefix}/events``: an event subscription for EventSource clients."""
+        message = {"jsonrpc": "2.0", "id": "events", "method": "_cleveragents/event/subscribe", "params": params}
+        if (refused := self._unauthenticated(request, message)) is not None:
+            return refused
+        facade = await self.app.facade(request)
+        context = self.app.call_context(request, message["method"], message["id"])
+        return await self._subscribe_events(facade, request, message, context)
+
+    def _run_in_background(self, facade: Any, message: dict[str, Any], context: CallContext) -> None:
+        task = asyncio.ensure_future(facade.dispatch(message, context))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _stream(self, facade: Any, message: dict[str, Any], context: CallContext) -> Response:
+        msg_id = message.get("id")
+        call = StreamCall(facade, message, context)
+        first = await call.next()
+        if first[0] != "item":
+            await call.close()
+            error = first[1] if first[0] == ERROR else {"code": -32603, "message": "The stream ended early"}
+            return JSONResponse(envelope.error_response(msg_id, error))
+
+        def frame(kind: str, value: Any) -> dict[str, Any]:
+            key = "error" if kind == ERROR else "result"
+            return {"jsonrpc": "2.0", "id": msg_id, key: value}
+
+        return EventStreamResponse(stream_events(call, first, frame))
+
+    async def _subscribe_events(self, facade: Any, request: Request, message: dict[str, Any],
+                                context: CallContext) -> Response:
+        if not isinstance(message.get("params", {}), dict):
+            return JSONResponse((await facade.dispatch(message, context)).to_wire())  # the facade explains
+        params = dict(message.get("params") or {})
+        if (last := request.headers.get("last-event-id")) and last.strip():
+            params["since"] = last.strip()  # the browser's resume point wins
+        attached: list[tuple[str, Any]] = []
+        context.attach_stream = lambda subscription_id, cursor: attached.append((subscription_id, cursor))
+        response = await facade.dispatch({**message, "params": params}, context)
+        if response.error is not None or not attached:
+            return JSONResponse(response.to_wire())
+        subscription_id, cursor = attached[0]
+        return EventStreamResponse(event_stream(subscription_id, cursor, response.to_wire()))
+
+
+async def event_stream(subscription_id: str, cursor: Any, first: dict[str, Any] | None):
+    """The SSE events of an event subscription (seed 000, "SSE Wire Format"): each
+    ``data`` is a JSON-RPC notification; task and plan events are ``task/*`` ones."""
+    try:
+        if first is not None:
+            yield ServerSentEvent(first)
+        async for event in cursor:
+            params = {**event.to_wire(), "subscription_id": subscription_id}
+            method = EVENT_NOTIFICATION
+            if (task := task_notification(event)) is not None:
+                method, extra = task
+                params = {**extra, **params}
+            yield ServerSentEvent({"jsonrpc": "2.0", "method": method, "params": params},
+                                  event=event.event_type, id=event.event_id)
+    finally:
+        with contextlib.suppress(Exception):
+            cursor.close()
+
+
+__all__ = ["JsonRpcEndpoint", "event_stream", "is_json", "read_body"]

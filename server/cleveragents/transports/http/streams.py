@@ -1,0 +1,77 @@
+"""A streaming method (``SendStreamingMessage``, ``SubscribeToTask``, their 0.3 names)
+dispatched through the facade, with its items read one by one for SSE.
+
+The facade relays each stream item to ``context.notify`` and answers with the last
+one, so every item reaches the queue before the call ends. Closing the call early (the
+client went away) cancels the dispatch, and the task service then cancels the task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from cleveragents.a2a import dialects
+from cleveragents.a2a.errors import internal_error_payload
+from cleveragents.a2a.facade import CallContext
+from cleveragents.a2a.task_endpoint import ARTIFACT_NOTIFICATION, STATUS_NOTIFICATION
+from cleveragents.transports.http.sse import ServerSentEvent
+
+ITEM, ERROR, END = "item", "error", "end"
+_DONE = object()
+
+
+class StreamCall:
+    def __init__(self, facade: Any, request: dict[str, Any], context: CallContext):
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._method = request.get("method")
+        context.notify = self._on_item
+        self._task = asyncio.ensure_future(facade.dispatch(request, context))
+        self._task.add_done_callback(lambda _: self._queue.put_nowait(_DONE))
+        self._ended = False
+
+    def _on_item(self, method: str, params: dict[str, Any]) -> None:
+        if method in (STATUS_NOTIFICATION, ARTIFACT_NOTIFICATION):
+            item = dict(params)
+            item.pop("requestId", None)
+            self._queue.put_nowait(item)
+
+    async def next(self) -> tuple[str, Any]:
+        """``(ITEM, item)``, then ``(ERROR, error)`` or ``(END, None)`` once."""
+        if self._ended:
+            return END, None
+        value = await self._queue.get()
+        if value is not _DONE:
+            return ITEM, value
+        self._ended = True
+        try:
+            response = self._task.result()
+        except asyncio.CancelledError:
+            return END, None
+        except Exception as exc:
+            return ERROR, internal_error_payload(exc, dialects.EXTENSION, f"{self._method} (http stream)")
+        if response.error is not None:
+            return ERROR, response.to_wire()["error"]
+        return END, None
+
+    async def close(self) -> None:
+        if not self._task.done():
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
+async def stream_events(call: StreamCall, first: tuple[str, Any], frame: Callable[[str, Any], Any],
+                        error_event: str | None = None) -> AsyncIterator[ServerSentEvent]:
+    """SSE events of a call whose first ``next()`` was ``first``. ``frame(kind, value)``
+    makes the ``data`` of an item or an error (JSON-RPC or REST shaped); an error is
+    sent as an ``error_event`` event when one is named."""
+    try:
+        kind, value = first
+        while kind != END:
+            yield ServerSentEvent(frame(kind, value), event=error_event if kind == ERROR else None)
+            if kind == ERROR:
+                return
+            kind, value = await call.next()
+    finally:
+        await call.close()
