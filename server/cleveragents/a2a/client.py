@@ -1,8 +1,10 @@
-"""Server-mode client interfaces (seed 001, "Server Client Stubs").
+"""The outbound A2A client and the server-mode interfaces (seed 001).
 
-``ServerConnectionConfig`` validates where a remote server is. The interfaces are
-implemented over HTTP by the outbound client (the HTTP work); until then the stubs
-raise A2aNotAvailableError, and tests use them to exercise server-mode code paths.
+``ServerConnectionConfig`` validates where a remote server is. ``A2aClient`` (in
+``client_http``) calls it over HTTP; ``HttpServerClient`` and
+``HttpRemoteExecutionClient`` implement the seed's ``ServerClient`` and
+``RemoteExecutionClient`` over it. The stubs raise A2aNotAvailableError, for tests
+and for local mode. Importing this module does not import httpx.
 """
 
 from __future__ import annotations
@@ -75,3 +77,68 @@ class StubRemoteExecutionClient:
 class StubAuthClient:
     async def authenticate(self) -> str:
         raise _unavailable("authentication client")
+
+
+class HttpServerClient:
+    """``ServerClient`` over HTTP: any method of a remote server, by name."""
+
+    def __init__(self, config: ServerConnectionConfig | None = None, *, client: A2aClient | None = None):
+        if client is None and config is None:
+            raise ValueError("HttpServerClient needs a ServerConnectionConfig or an A2aClient")
+        self.client = client or A2aClient(config)  # type: ignore[arg-type]
+        self.config = self.client.config
+
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        return await self.client.call(method, params)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    async def __aenter__(self) -> HttpServerClient:
+        await self.client.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
+
+
+class HttpRemoteExecutionClient(HttpServerClient):
+    """``RemoteExecutionClient`` over HTTP: runs a plan on the remote server and
+    answers with its status (``{"plan_id", "phase", "state"}``)."""
+
+    async def execute(self, plan_id: str, *, wait: bool = True) -> Any:
+        return await self.call("_cleveragents/plan/execute", {"plan_id": plan_id, "wait": wait})
+
+
+# The public names of the outbound client live here; the code is split by concern.
+from cleveragents.a2a.client_dialect import Interface, select_interface  # noqa: E402
+from cleveragents.a2a.client_errors import (  # noqa: E402
+    A2aClientConnectionError,
+    A2aClientError,
+    A2aClientHTTPError,
+    A2aClientTimeoutError,
+    A2aRemoteError,
+)
+from cleveragents.a2a.client_http import A2aClient  # noqa: E402
+from cleveragents.a2a.client_wire import A2aStream  # noqa: E402
+
+__all__ = [
+    "A2aClient",
+    "A2aClientConnectionError",
+    "A2aClientError",
+    "A2aClientHTTPError",
+    "A2aClientTimeoutError",
+    "A2aRemoteError",
+    "A2aStream",
+    "AuthClient",
+    "HttpRemoteExecutionClient",
+    "HttpServerClient",
+    "Interface",
+    "RemoteExecutionClient",
+    "ServerClient",
+    "ServerConnectionConfig",
+    "StubAuthClient",
+    "StubRemoteExecutionClient",
+    "StubServerClient",
+    "select_interface",
+]

@@ -1,0 +1,138 @@
+"""What the outbound client raises.
+
+- ``A2aClientError``: the call never got an A2A answer (connection refused, timeout,
+  an HTTP error status, a body that is not JSON-RPC). Subclasses say which.
+- ``A2aRemoteError``: the peer answered with a JSON-RPC error. The exception is also
+  an instance of the project's class for that code (``TaskNotFoundError``,
+  ``AuthenticationError``, ...), read backwards from the tables in ``a2a/errors.py``,
+  so callers catch remote refusals the way they catch local ones.
+
+Every message names the URL and the method. No credential ever goes in one.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from cleveragents.a2a.errors import (
+    A2A_ERROR_CODES,
+    ERROR_INFO_TYPE,
+    EXTENSION_ERROR_CODES,
+    INTERNAL_ERROR,
+    A2aError,
+)
+from cleveragents.domain.errors import AuthenticationError, AuthorizationError, StructuredError
+
+
+class A2aClientError(A2aError):
+    """A transport failure: no JSON-RPC answer came back."""
+
+    default_message = "A2A call failed"
+
+    def __init__(self, message: str, data: dict[str, Any] | None = None, *, url: str | None = None,
+                 method: str | None = None, status: int | None = None):
+        StructuredError.__init__(self, message, data)
+        self.url, self.method, self.status = url, method, status
+        self.code: int | None = None
+
+
+class A2aClientTimeoutError(A2aClientError, TimeoutError):
+    """The peer did not answer within the configured timeout."""
+
+
+class A2aClientConnectionError(A2aClientError, ConnectionError):
+    """The peer could not be reached (refused, reset, DNS, TLS)."""
+
+
+class A2aClientHTTPError(A2aClientError):
+    """The peer answered with an HTTP error status."""
+
+
+class A2aRemoteError(A2aError):
+    """The peer answered with a JSON-RPC error; ``code`` and ``data`` are its own.
+
+    ``data`` is always an object: a 1.0 peer's ErrorInfo ``metadata`` (with ``reason``),
+    or the error's ``data`` as sent. ``details`` keeps a 1.0 peer's list unchanged.
+    """
+
+    def __init__(self, message: str, data: dict[str, Any] | None = None, *, code: int = INTERNAL_ERROR,
+                 url: str | None = None, method: str | None = None, status: int | None = None,
+                 reason: str | None = None, details: list[Any] | None = None):
+        StructuredError.__init__(self, message, data)
+        self.code, self.url, self.method, self.status = code, url, method, status
+        self.reason, self.details = reason, details
+        self.operation = (data or {}).get("method", method)  # as A2aOperationNotFoundError has
+
+
+def _first_by_code(table: dict[type[Exception], Any]) -> dict[int, type[Exception]]:
+    out: dict[int, type[Exception]] = {}
+    for cls, entry in table.items():
+        out.setdefault(entry[0] if isinstance(entry, tuple) else entry, cls)
+    return out
+
+
+_STANDARD_BY_CODE = _first_by_code(A2A_ERROR_CODES)
+_EXTENSION_BY_CODE = _first_by_code(EXTENSION_ERROR_CODES)
+_BY_REASON: dict[str, type[Exception]] = {}
+for _cls, (_code, _reason) in A2A_ERROR_CODES.items():
+    _BY_REASON.setdefault(_reason, _cls)
+
+
+@cache
+def _remote_class(kind: type[Exception] | None) -> type[A2aRemoteError]:
+    if kind is None or issubclass(A2aRemoteError, kind):
+        return A2aRemoteError
+    return type(f"Remote{kind.__name__}", (A2aRemoteError, kind), {"__module__": __name__})
+
+
+@cache
+def _http_class(kind: type[Exception]) -> type[A2aClientHTTPError]:
+    return type(f"{kind.__name__.removesuffix('Error')}HTTPError", (A2aClientHTTPError, kind),
+                {"__module__": __name__})
+
+
+def remote_error(error: Any, *, url: str, method: str, standard: bool,
+                 status: int | None = None) -> A2aRemoteError:
+    """The exception for a JSON-RPC ``error`` object. ``standard``: the method is an A2A
+    one, whose codes follow the A2A table rather than the extension table."""
+    if not isinstance(error, dict) or not isinstance(error.get("code"), int):
+        return A2aRemoteError(f"{method} at {url} failed with a malformed error: {str(error)[:200]}",
+                              url=url, method=method, status=status)
+    code, text, raw = error["code"], str(error.get("message") or "error"), error.get("data")
+    reason, data, details = None, raw if isinstance(raw, dict) else {}, None
+    if isinstance(raw, list):  # 1.0: google.rpc details
+        details = raw
+        info = next((d for d in raw if isinstance(d, dict) and d.get("@type") == ERROR_INFO_TYPE), None)
+        if info is not None:
+            reason = info.get("reason")
+            data = {**(info.get("metadata") or {}), "reason": reason}
+    elif raw is not None and not isinstance(raw, dict):
+        data = {"detail": raw}
+    kind = _BY_REASON.get(reason or "") or (_STANDARD_BY_CODE if standard else _EXTENSION_BY_CODE).get(code)
+    return _remote_class(kind)(f"{method} at {url} failed: {text} (code {code})", data, code=code, url=url,
+                               method=method, status=status, reason=reason, details=details)
+
+
+def http_error(status: int, *, url: str, method: str, body: str) -> A2aClientHTTPError:
+    """An HTTP error status without a JSON-RPC error in its body."""
+    hint = {401: "the token was refused or is missing", 403: "the token may not do this",
+            404: "no A2A endpoint there", 408: "the server timed out", 429: "too many requests"}.get(status)
+    if hint is None and status >= 500:
+        hint = "the server failed"
+    snippet = " ".join(body.split())[:200]
+    message = f"{method} at {url}: HTTP {status}" + (f" ({hint})" if hint else "") + (f": {snippet}" if snippet else "")
+    kind = {401: AuthenticationError, 403: AuthorizationError}.get(status)
+    cls = _http_class(kind) if kind else A2aClientHTTPError
+    return cls(message, {"status": status}, url=url, method=method, status=status)
+
+
+def with_auth_kind(exc: A2aRemoteError, status: int) -> A2aRemoteError:
+    """A JSON-RPC error that came with 401/403 is an authentication/authorization error
+    whatever its code says."""
+    kind = {401: AuthenticationError, 403: AuthorizationError}.get(status)
+    if kind is None or isinstance(exc, kind):
+        return exc
+    cls = _remote_class(kind)
+    return cls(exc.message, exc.data, code=exc.code, url=exc.url, method=exc.method, status=status,
+               reason=exc.reason, details=exc.details)

@@ -1,0 +1,361 @@
+"""``A2aClient``: calls a remote A2A agent over HTTP (JSON-RPC binding, SSE streams).
+
+It reads the agent card once, picks the JSON-RPC interface and dialect (1.0 first,
+0.3 as a fallback), and sends every call there with the dialect's ``A2A-Version``
+header and the token. Results come back as the project's own models, decoded by the
+dialect's codec. httpx is imported when the first client is made, never before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from cleveragents.a2a.client_dialect import (
+    DIALECTS,
+    STANDARD_METHODS,
+    Dialect,
+    Interface,
+    auth_headers,
+    card_urls,
+    select_interface,
+)
+from cleveragents.a2a.client_errors import A2aClientHTTPError, http_error
+from cleveragents.a2a.client_wire import (
+    SKIP,
+    A2aStream,
+    TransportErrors,
+    answer,
+    decode,
+    last_of_stream,
+    read_bounded,
+    stream_item,
+)
+from cleveragents.a2a.errors import InvalidAgentResponseError
+from cleveragents.a2a.sse_parse import SseParser, SseTooLargeError, parse_sse
+from cleveragents.a2a.version import SUPPORTED_VERSIONS
+from cleveragents.domain.errors import ValidationError
+from cleveragents.domain.task import Message, Part, PushConfig, Role, StreamItem, Task, TaskState
+from cleveragents.ids import new_id
+
+if TYPE_CHECKING:
+    import httpx
+
+    from cleveragents.a2a.client import ServerConnectionConfig
+    from cleveragents.app.tasks import TaskPage
+
+VERSION_HEADER = "A2A-Version"
+_NOT_FOUND = (404, 405, 410)
+_UNSET: Any = object()
+
+
+class A2aClient:
+    """An A2A client for one remote agent. ``version`` forces a dialect ("1.0" or
+    "0.3"); ``card`` skips reading the card (its URLs are then taken as absolute)."""
+
+    def __init__(self, config: ServerConnectionConfig, *, version: str | None = None,
+                 card: Mapping[str, Any] | None = None, http: httpx.AsyncClient | None = None):
+        self.config = config
+        self._preference: Sequence[str] = (version,) if version else SUPPORTED_VERSIONS
+        self._card: dict[str, Any] | None = dict(card) if card is not None else None
+        self._card_url = config.url
+        self._interface: Interface | None = None
+        self._http = http
+        self._owns_http = http is None
+        self._ids = itertools.count(1)
+        self._connecting = asyncio.Lock()
+
+    def __repr__(self) -> str:
+        where = f"{self._interface.version} at {self._interface.url}" if self._interface else self.config.url
+        return f"A2aClient({where})"
+
+    # -- lifecycle -----------------------------------------------------------------
+    async def __aenter__(self) -> A2aClient:
+        try:
+            await self.connect()
+        except BaseException:
+            await self.aclose()  # `__aexit__` will not run
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._http is not None and self._owns_http:
+            await self._http.aclose()
+            self._http = None
+
+    async def connect(self) -> Interface:
+        """Read the card and choose the interface (once; later calls reuse it)."""
+        async with self._connecting:
+            if self._interface is None:
+                if self._card is None:
+                    self._card, self._card_url = await self._fetch_card()
+                self._interface = select_interface(self._card, self._card_url, self._preference)
+            return self._interface
+
+    @property
+    def interface(self) -> Interface | None:
+        return self._interface
+
+    @property
+    def dialect(self) -> Dialect:
+        if self._interface is None:
+            raise RuntimeError("A2aClient is not connected yet: use `async with` or `await connect()`")
+        return DIALECTS[self._interface.version]
+
+    async def card(self) -> dict[str, Any]:
+        """The public agent card."""
+        await self.connect()
+        assert self._card is not None
+        return self._card
+
+    # -- typed operations ----------------------------------------------------------
+    async def send(self, message: Message | str, *, blocking: bool = True, history_length: int | None = None,
+                   accepted_output_modes: Sequence[str] = (), push_config: PushConfig | None = None,
+                   metadata: Mapping[str, Any] | None = None) -> Task | Message:
+        """SendMessage: the task (when ``blocking``, once it ends or needs input), or
+        the agent's direct reply."""
+        dialect = await self._dialect()
+        params = dialect.send_params(_message(message), blocking=blocking, history_length=history_length,
+                                     accepted_output_modes=accepted_output_modes, push_config=push_config,
+                                     metadata=metadata)
+        method = dialect.methods["send"]
+        return decode(method, dialect.codec.decode_send_result, await self._rpc(method, params))
+
+    def stream(self, message: Message | str, *, history_length: int | None = None,
+               accepted_output_modes: Sequence[str] = (), push_config: PushConfig | None = None,
+               metadata: Mapping[str, Any] | None = None, timeout: float | None = _UNSET) -> A2aStream[StreamItem]:
+        """SendStreamingMessage: the task, then its status and artifact updates.
+        ``timeout``: longest wait between two events (None: no limit)."""
+        def params(dialect: Dialect) -> dict[str, Any]:
+            return dialect.send_params(_message(message), blocking=True, history_length=history_length,
+                                       accepted_output_modes=accepted_output_modes, push_config=push_config,
+                                       metadata=metadata, streaming=True)
+        return self._typed_stream("stream", params, timeout)
+
+    def subscribe(self, task_id: str, *, timeout: float | None = _UNSET) -> A2aStream[StreamItem]:
+        """SubscribeToTask: a running task's current state, then its updates."""
+        return self._typed_stream("subscribe", lambda _dialect: {"id": task_id}, timeout)
+
+    async def get(self, task_id: str, *, history_length: int | None = None) -> Task:
+        dialect = await self._dialect()
+        params: dict[str, Any] = {"id": task_id}
+        if history_length is not None:
+            params["historyLength"] = history_length
+        method = dialect.methods["get"]
+        return decode(method, dialect.codec.decode_task, await self._rpc(method, params))
+
+    async def list(self, *, context_id: str | None = None, state: TaskState | None = None,
+                   page_size: int | None = None, page_token: str | None = None, history_length: int | None = None,
+                   status_after: str | None = None, include_artifacts: bool | None = None) -> TaskPage:
+        """One page of ListTasks; pass ``next_page_token`` back as ``page_token`` for
+        the next (``iter_tasks`` does)."""
+        from cleveragents.app.tasks import TaskPage
+
+        dialect = await self._dialect()
+        params = {key: value for key, value in (
+            ("contextId", context_id), ("status", dialect.codec.state_to_wire(state) if state else None),
+            ("pageSize", page_size), ("pageToken", page_token), ("historyLength", history_length),
+            ("statusTimestampAfter", status_after), ("includeArtifacts", include_artifacts)) if value is not None}
+        method = dialect.methods["list"]
+        result = await self._rpc(method, params)
+
+        def page(value: Any) -> TaskPage:
+            if not isinstance(value, dict) or not isinstance(value.get("tasks", []), list):
+                raise ValidationError.for_field(["tasks"], "Input should be a list", "list_type")
+            tasks = [dialect.codec.decode_task(t, ("tasks", i)) for i, t in enumerate(value.get("tasks") or ())]
+            return TaskPage(tasks=tasks, next_page_token=str(value.get("nextPageToken") or ""),
+                            page_size=_count(value.get("pageSize"), len(tasks)),
+                            total_size=_count(value.get("totalSize"), len(tasks)))
+        return decode(method, page, result)
+
+    async def iter_tasks(self, *, page_size: int | None = None, **filters: Any) -> AsyncIterator[Task]:
+        """Every task that matches, page after page."""
+        token: str | None = None
+        while True:
+            page = await self.list(page_size=page_size, page_token=token, **filters)
+            for task in page.tasks:
+                yield task
+            if not page.next_page_token or page.next_page_token == token:
+                return
+            token = page.next_page_token
+
+    async def cancel(self, task_id: str) -> Task:
+        dialect = await self._dialect()
+        method = dialect.methods["cancel"]
+        return decode(method, dialect.codec.decode_task, await self._rpc(method, {"id": task_id}))
+
+    async def create_push_config(self, config: PushConfig) -> PushConfig:
+        """Register a webhook for ``config.task_id``; a blank ``config.id`` lets the
+        server choose one."""
+        dialect = await self._dialect()
+        method = dialect.methods["push_create"]
+        return decode(method, _push_decoder(dialect), await self._rpc(method, dialect.push_config_body(config)))
+
+    async def get_push_config(self, task_id: str, config_id: str | None = None) -> PushConfig:
+        dialect = await self._dialect()
+        method = dialect.methods["push_get"]
+        return decode(method, _push_decoder(dialect), await self._rpc(method, dialect.config_ref(task_id, config_id)))
+
+    async def list_push_configs(self, task_id: str) -> list[PushConfig]:
+        dialect = await self._dialect()
+        method = dialect.methods["push_list"]
+        result = await self._rpc(method, dialect.config_ref(task_id))
+
+        def configs(value: Any) -> list[PushConfig]:
+            items = value.get("configs") or [] if isinstance(value, dict) else value
+            if not isinstance(items, list):
+                raise ValidationError.for_field(["configs"], "Input should be a list", "list_type")
+            return [_push_decoder(dialect)(item) for item in items]
+        return decode(method, configs, result)
+
+    async def delete_push_config(self, task_id: str, config_id: str) -> None:
+        dialect = await self._dialect()
+        await self._rpc(dialect.methods["push_delete"], dialect.config_ref(task_id, config_id))
+
+    async def extended_card(self) -> dict[str, Any]:
+        """The extended agent card, which only an authenticated caller may read."""
+        dialect = await self._dialect()
+        method = dialect.methods["extended_card"]
+        return decode(method, _object, await self._rpc(method, {}))
+
+    # -- any method ----------------------------------------------------------------
+    async def call(self, method: str, params: Mapping[str, Any] | None = None) -> Any:
+        """Call ``method`` (any name, ``_cleveragents/*`` included) and return its raw
+        JSON ``result``."""
+        await self.connect()
+        return await self._rpc(method, dict(params or {}))
+
+    def call_stream(self, method: str, params: Mapping[str, Any] | None = None, *,
+                    last_event_id: str | None = None, timeout: float | None = _UNSET) -> A2aStream[Any]:
+        """Call a streaming method and yield each SSE item raw: a response's ``result``,
+        or a notification's ``params``. ``last_event_id`` resumes a stream."""
+        async def items(parser: SseParser) -> AsyncIterator[Any]:
+            await self.connect()
+            async for item in self._sse(method, dict(params or {}), parser, last_event_id, timeout):
+                yield item
+        return A2aStream(items)
+
+    # -- the wire ------------------------------------------------------------------
+    async def _dialect(self) -> Dialect:
+        await self.connect()
+        return self.dialect
+
+    def _typed_stream(self, operation: str, build: Callable[[Dialect], dict[str, Any]],
+                      timeout: float | None) -> A2aStream[StreamItem]:
+        async def items(parser: SseParser) -> AsyncIterator[StreamItem]:
+            dialect = await self._dialect()
+            method = dialect.methods[operation]
+            async for result in self._sse(method, build(dialect), parser, None, timeout):
+                yield decode(method, dialect.codec.decode_stream_item, result)
+        return A2aStream(items)
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            import httpx
+
+            self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.config.timeout_seconds),
+                                           follow_redirects=False)
+        return self._http
+
+    def _headers(self, accept: str) -> dict[str, str]:
+        assert self._interface is not None and self._card is not None
+        return {VERSION_HEADER: self._interface.version, "Accept": accept,
+                **auth_headers(self._card, self.config.token.get_secret_value())}
+
+    def _envelope(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        tenant = self._interface.tenant if self._interface else None
+        if tenant and method in STANDARD_METHODS and "tenant" not in params:
+            params = {**params, "tenant": tenant}
+        return {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}
+
+    async def _fetch_card(self) -> tuple[dict[str, Any], str]:
+        tried: list[str] = []
+        for url in card_urls(self.config.url):
+            tried.append(url)
+            async with TransportErrors("GET agent card", url, self.config.timeout_seconds):
+                # The card is public: following a redirect (to https, say) is safe.
+                response = await self._client().get(url, headers={"Accept": "application/json"}, follow_redirects=True)
+            if response.status_code in _NOT_FOUND:
+                continue
+            if response.status_code >= 400:
+                raise http_error(response.status_code, url=url, method="GET agent card", body=response.text)
+            try:
+                card = response.json()
+            except ValueError:
+                card = None
+            if not isinstance(card, dict):
+                raise InvalidAgentResponseError(f"the agent card at {url} is not a JSON object", {"url": url})
+            return card, url
+        raise A2aClientHTTPError(f"no agent card at {self.config.url} (tried {', '.join(tried)})",
+                                 {"tried": tried}, url=self.config.url, method="GET agent card", status=404)
+
+    async def _rpc(self, method: str, params: dict[str, Any]) -> Any:
+        assert self._interface is not None
+        url = self._interface.url
+        request = self._client().build_request("POST", url, json=self._envelope(method, params),
+                                               headers=self._headers("application/json, text/event-stream"))
+        async with TransportErrors(method, url, self.config.timeout_seconds):
+            response = await self._client().send(request, stream=True)
+            try:
+                body = await read_bounded(response, method, url)
+            finally:
+                await response.aclose()
+        if response.headers.get("content-type", "").startswith("text/event-stream") and response.status_code < 400:
+            return last_of_stream(method, url, body)
+        return answer(method, url, response.status_code, body)
+
+    async def _sse(self, method: str, params: dict[str, Any], parser: SseParser, last_event_id: str | None,
+                   timeout: float | None) -> AsyncIterator[Any]:
+        assert self._interface is not None
+        url = self._interface.url
+        headers = self._headers("text/event-stream")
+        if last_event_id:
+            headers["Last-Event-ID"] = last_event_id
+        request: dict[str, Any] = {"json": self._envelope(method, params), "headers": headers}
+        if timeout is _UNSET:
+            timeout = self.config.timeout_seconds
+        else:
+            import httpx
+
+            request["timeout"] = httpx.Timeout(self.config.timeout_seconds, read=timeout)
+        guard = TransportErrors(method, url, timeout)
+        async with guard, self._client().stream("POST", url, **request) as response:
+            if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                body = await read_bounded(response, method, url)
+                # A peer may answer a stream call with one JSON-RPC response (often an error).
+                yield answer(method, url, response.status_code, body)
+                return
+            try:
+                async for event in parse_sse(response.aiter_lines(), parser):
+                    item = stream_item(method, url, event.data)
+                    if item is not SKIP:
+                        yield item
+            except SseTooLargeError as exc:
+                raise InvalidAgentResponseError(f"{method} at {url}: {exc}", {"url": url}) from None
+
+
+def _message(message: Message | str) -> Message:
+    if isinstance(message, Message):
+        return message
+    return Message(message_id=new_id(), role=Role.USER, parts=(Part.of_text(message),))
+
+
+def _push_decoder(dialect: Dialect) -> Callable[[Any], PushConfig]:
+    return lambda value: dialect.codec.decode_push_config(value, task_id_required=False)
+
+
+def _object(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValidationError.for_field([], "Input should be an object", "dict_type")
+    return value
+
+
+def _count(value: Any, default: int) -> int:
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else default

@@ -1,0 +1,152 @@
+"""Reading what an A2A peer sends back over HTTP: JSON-RPC responses (plain or as SSE
+events), the stream object the client hands out, and the translation of httpx's
+exceptions into the client's own. Used by ``client_http.A2aClient``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Generic, TypeVar
+
+from cleveragents.a2a.client_dialect import STANDARD_METHODS
+from cleveragents.a2a.client_errors import (
+    A2aClientConnectionError,
+    A2aClientError,
+    A2aClientTimeoutError,
+    http_error,
+    remote_error,
+    with_auth_kind,
+)
+from cleveragents.a2a.errors import InvalidAgentResponseError
+from cleveragents.a2a.sse_parse import SseParser
+from cleveragents.domain.errors import ValidationError
+
+T = TypeVar("T")
+SKIP: Any = object()  # an SSE event that carries no item
+# A peer must not make the client hold an unbounded answer in memory.
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+
+
+class A2aStream(Generic[T]):
+    """The items of one SSE response, as an async iterator. ``last_event_id`` is the
+    SSE id of the last event read, to resume from. Use ``async with`` (or ``aclose``)
+    to end it early: that closes the connection."""
+
+    def __init__(self, items: Callable[[SseParser], AsyncIterator[T]]):
+        self._parser = SseParser()
+        self._items = items(self._parser)
+
+    @property
+    def last_event_id(self) -> str | None:
+        return self._parser.last_event_id
+
+    def __aiter__(self) -> A2aStream[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        return await self._items.__anext__()
+
+    async def aclose(self) -> None:
+        if getattr(self._items, "ag_running", False):
+            return  # a consumer is inside it (e.g. being cancelled); it closes the connection as it leaves
+        await self._items.aclose()  # type: ignore[attr-defined]
+
+    async def __aenter__(self) -> A2aStream[T]:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
+
+
+async def read_bounded(response: Any, method: str, url: str, limit: int = MAX_RESPONSE_BYTES) -> str:
+    """The body of a streamed httpx response, refused past ``limit`` bytes."""
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise InvalidAgentResponseError(f"{method} at {url} answered with more than {limit} bytes",
+                                            {"url": url, "method": method, "limit": limit})
+        chunks.append(chunk)
+    return b"".join(chunks).decode(response.encoding or "utf-8", errors="replace")
+
+
+def answer(method: str, url: str, status: int, body: str) -> Any:
+    """The ``result`` of a JSON-RPC response body; its ``error`` (or an HTTP error
+    status) raised as the matching exception."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        message = None
+    if isinstance(message, dict) and message.get("error") is not None:
+        exc = remote_error(message["error"], url=url, method=method, standard=method in STANDARD_METHODS,
+                           status=status)
+        raise with_auth_kind(exc, status)
+    if status >= 400:
+        raise http_error(status, url=url, method=method, body=body)
+    if isinstance(message, dict) and message.get("jsonrpc") == "2.0" and "id" in message and "result" not in message:
+        return None  # some peers drop a null result (a void method's answer)
+    if not isinstance(message, dict) or "result" not in message:
+        raise InvalidAgentResponseError(f"{method} at {url} answered with something that is not a "
+                                        f"JSON-RPC response: {' '.join(body.split())[:200]}",
+                                        {"url": url, "method": method})
+    return message["result"]
+
+
+def last_of_stream(method: str, url: str, text: str) -> Any:
+    """A plain call that got an SSE answer: its last item."""
+    parser, last = SseParser(), None
+    for line in [*text.splitlines(), ""]:
+        if (event := parser.feed(line)) is not None and (item := stream_item(method, url, event.data)) is not SKIP:
+            last = item
+    return last
+
+
+def stream_item(method: str, url: str, data: str) -> Any:
+    """One SSE ``data:``: a response's result, a notification's params, or SKIP."""
+    try:
+        message = json.loads(data)
+    except ValueError:
+        message = None
+    if isinstance(message, dict) and "method" in message and "id" not in message:
+        return message.get("params")  # a notification, as `_cleveragents/event/subscribe` sends
+    if isinstance(message, dict) and not {"result", "error", "jsonrpc"} & message.keys():
+        return SKIP  # e.g. a keep-alive object
+    return answer(method, url, 200, data)
+
+
+def decode(method: str, decoder: Callable[[Any], T], value: Any) -> T:
+    """A result through a codec; a malformed one is the peer's fault, and says so."""
+    try:
+        return decoder(value)
+    except ValidationError as exc:
+        raise InvalidAgentResponseError(f"{method} answered with an invalid result: {exc.message}",
+                                        {"method": method, **exc.data}) from None
+
+
+class TransportErrors:
+    """Turns httpx's exceptions into ``A2aClientError``s that name the URL."""
+
+    def __init__(self, method: str, url: str, timeout: float | None):
+        self.method, self.url, self.timeout = method, url, timeout
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        if exc is None or isinstance(exc, A2aClientError) or not type(exc).__module__.startswith("httpx"):
+            return False
+        import httpx
+
+        where = f"{self.method} at {self.url}"
+        data = {"url": self.url, "method": self.method}
+        if isinstance(exc, httpx.TimeoutException):
+            limit = f"within {self.timeout:g}s" if self.timeout is not None else "in time"
+            raise A2aClientTimeoutError(f"{where}: no answer {limit} ({type(exc).__name__})",
+                                        data, url=self.url, method=self.method) from None
+        if isinstance(exc, httpx.ConnectError | httpx.ProxyError):
+            raise A2aClientConnectionError(f"{where}: cannot connect: {exc or type(exc).__name__}", data,
+                                           url=self.url, method=self.method) from None
+        if isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError):
+            raise A2aClientConnectionError(f"{where}: the connection broke: {exc or type(exc).__name__}", data,
+                                           url=self.url, method=self.method) from None
+        raise A2aClientError(f"{where}: {type(exc).__name__}: {exc}", data, url=self.url, method=self.method) from None
