@@ -282,10 +282,24 @@ async def missing_services_are_named(runner):
     error = error_of(await runner.call("_cleveragents/sync/status", {}))
     assert error["code"] == -32004
     assert error["data"] == {"method": "_cleveragents/sync/status", "service": "sync_service"}
-    for method, service in (("_cleveragents/namespace/list", "namespace_service"),
-                            ("_cleveragents/registry/resource/list", "resource_registry_service")):
-        error = error_of(await runner.call(method, {}))
-        assert error["code"] == -32004 and error["data"]["service"] == service
+    error = error_of(await runner.call("_cleveragents/namespace/list", {}))
+    assert error["code"] == -32004 and error["data"]["service"] == "namespace_service"
+
+
+# --- registries --------------------------------------------------------------------
+@case
+async def registries_list_the_workspace_the_default_actor_and_the_tools(runner):
+    resources = result_of(await runner.call("_cleveragents/registry/resource/list", {"type_name": "workspace"}))
+    assert [(r["name"], r["uri"]) for r in resources["resources"]] == [("workspace", runner.workspace.resolve().as_uri())]
+    projects = result_of(await runner.call("_cleveragents/registry/project/list"))["projects"]
+    assert [(p["path"], p["current"]) for p in projects] == [(str(runner.workspace.resolve()), True)]
+    actors = result_of(await runner.call("_cleveragents/registry/actor/list"))["actors"]
+    assert {"name": "local/default", "kind": "default", "default": True}.items() <= actors[0].items()
+    assert "openai/<model>" in {a["name"] for a in actors if a["kind"] == "provider"}
+    first = result_of(await runner.call("_cleveragents/registry/skill/list", {"limit": 1}))
+    second = result_of(await runner.call("_cleveragents/registry/skill/list", {"limit": 1, "cursor": first["next_cursor"]}))
+    assert first["skills"][0]["kind"] == "tool" and second["skills"][0] != first["skills"][0]
+    assert error_of(await runner.call("_cleveragents/registry/skill/list", {"cursor": "x"}))["code"] == -32602
 
 
 @case

@@ -18,3 +18,18 @@ def test_the_configuration_pages_action_example_loads_and_renders(tmp_path):
     (step,) = rename.render(rename.bind({"old": "old", "new": "new"}))
     assert step.tool == "fs.replace"
     assert step.arguments == {"pattern": r"\bold\b", "replacement": "new", "glob": "**/*.py"}
+
+
+def test_the_configuration_pages_config_file_example_loads(tmp_path):
+    from cleveragents.infra.actors.resolve import known_providers
+    from cleveragents.infra.config_file import USER_CONFIG_ENV, load_config, workspace_config_path
+
+    section = (DOCS / "configuration.md").read_text().split("## The configuration file", 1)[1]
+    toml = re.search(r"```toml\n(.*?)```", section, re.S).group(1)
+    path = workspace_config_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(toml)
+    config = load_config(tmp_path, known_providers(), {USER_CONFIG_ENV: str(tmp_path / "none.toml")})
+    assert sorted(config.actors) == ["openai/gpt-4o", "team/reviewer"]
+    assert config.defaults["default_actor"] == "openai/gpt-4o"
+    assert list(config.projects) == ["api"] and list(config.resources) == ["docs"]

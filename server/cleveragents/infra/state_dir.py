@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-# The state stays out of version control; the workspace's own actions may be committed.
+# The state stays out of version control; the workspace's own actions and its
+# configuration file (which names key variables, never keys) may be committed.
 GITIGNORE = """\
 # Written by CleverAgents: its state is local to this machine.
 *
 !actions/
 !actions/**
+!config.toml
 """
 
 

@@ -61,8 +61,7 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
         writer.write(framing.encode_frame(handshake.initialize_response(*early, agent_card=agent_card)))
     server_module = await loading
     if settings is None:
-        settings = Settings.from_env(workspace=args.workspace, state_dir=args.state_dir, memory=args.memory or None,
-                                     max_terminal_tasks=getattr(args, "max_terminal_tasks", None))
+        settings = settings_from(args)
     server = server_module.A2aLanguageServer(
         settings, workspace_fixed=args.workspace is not None, max_message_size=args.max_message_size,
         container_options=container_options or {}, agent_card=agent_card,
@@ -72,9 +71,20 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
     return await server.serve(reader, writer, first)
 
 
+def settings_from(args: argparse.Namespace) -> Settings:
+    return Settings.from_env(workspace=args.workspace, state_dir=args.state_dir, memory=args.memory or None,
+                             max_terminal_tasks=getattr(args, "max_terminal_tasks", None))
+
+
 def run_stdio(args: argparse.Namespace, settings: Settings | None = None,
               container_options: dict[str, Any] | None = None) -> int:
     configure_logging(args.log_level)
+    # A workspace the client names in `initialize` is checked when the services start.
+    from cleveragents.container import configuration_problem
+
+    if (problem := configuration_problem(settings or settings_from(args))) is not None:
+        print(f"cleveragents-lsp: {problem}", file=sys.stderr)  # one line; nothing was started
+        return 2
     protocol_out = framing.claim_stdout()
     try:
         return asyncio.run(_serve(args, sys.stdin.buffer, protocol_out, settings, container_options))
