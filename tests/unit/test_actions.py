@@ -104,7 +104,7 @@ def test_an_action_definition_is_checked():
 
 def test_without_an_actions_directory_there_are_the_builtin_actions(workspace):
     actions, problems = load_actions(workspace)
-    assert [a.name for a in actions] == ["apply-patch", "replace", "run"] and problems == []
+    assert [a.name for a in actions] == ["apply-patch", "edit", "replace", "run"] and problems == []
     assert {a.source for a in actions} == {"builtin"}
 
 
@@ -113,7 +113,7 @@ def test_a_workspace_action_loads_and_may_override_a_builtin(workspace):
     write_action(workspace, "replace.toml", GOOD.replace('name = "rename"', 'name = "replace"'))
     actions, problems = load_actions(workspace)
     by_name = {a.name: a for a in actions}
-    assert problems == [] and sorted(by_name) == ["apply-patch", "rename", "replace", "run"]
+    assert problems == [] and sorted(by_name) == ["apply-patch", "edit", "rename", "replace", "run"]
     assert by_name["replace"].source == ".cleveragents/actions/replace.toml"
     rename = by_name["rename"]
     assert [(a.name, a.required, a.default) for a in rename.arguments] == [
@@ -170,7 +170,7 @@ def test_tools_are_listed_sorted_and_by_namespace():
 async def test_the_action_list_reloads_when_a_file_changes(workspace):
     _, actions = registries(workspace)
     service = RegistryService(actions)
-    assert [a["name"] for a in (await service.list_actions())["actions"]] == ["apply-patch", "replace", "run"]
+    assert [a["name"] for a in (await service.list_actions())["actions"]] == ["apply-patch", "edit", "replace", "run"]
     path = write_action(workspace, "rename.toml", GOOD)
     listing = await service.list_actions()
     assert "rename" in [a["name"] for a in listing["actions"]] and listing["problems"] == []
@@ -180,7 +180,7 @@ async def test_the_action_list_reloads_when_a_file_changes(workspace):
     assert [p["file"] for p in actions.list_actions()["problems"]] == [".cleveragents/actions/rename.toml"]
     with pytest.raises(ResourceNotFoundError) as caught:
         actions.get("rename")
-    assert caught.value.data == {"action": "rename", "available": ["apply-patch", "replace", "run"]}
+    assert caught.value.data == {"action": "rename", "available": ["apply-patch", "edit", "replace", "run"]}
 
 
 def test_resolve_binds_renders_and_checks_each_step_against_its_tool(workspace, tmp_path):

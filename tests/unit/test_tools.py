@@ -56,7 +56,8 @@ def files(root: Path, contents: dict[str, str | bytes]) -> None:
 
 def test_the_builtin_tools_have_namespaces_and_clean_schemas():
     tools = {tool.name: tool for tool in builtin_tools()}
-    assert sorted(tools) == ["fs.glob", "fs.read", "fs.replace", "fs.search", "fs.write", "patch.apply", "shell.run"]
+    assert sorted(tools) == ["actor.edit", "fs.glob", "fs.read", "fs.replace", "fs.search", "fs.write", "patch.apply",
+                             "shell.run"]
     assert tools["patch.apply"].namespace == "patch"
     schema = tools["fs.search"].input_schema()
     assert schema["required"] == ["pattern"] and schema["properties"]["glob"]["default"] == "**/*"

@@ -9,6 +9,7 @@ was before the step, and the plan stops there.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import threading
 import time
@@ -17,8 +18,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cleveragents.app.progress import Progress
+from cleveragents.app.step_actor import StepActor
 from cleveragents.app.workspace import PlanOverlay, PlanWorkspace
 from cleveragents.domain import events
+from cleveragents.domain.actor import Budget, ToolCall
 from cleveragents.domain.errors import BudgetExceededError, PlanError, StructuredError
 from cleveragents.domain.plan import Decision, Plan
 from cleveragents.domain.tools import ToolCancelled, ToolContext
@@ -55,7 +58,7 @@ class StepFailed(Exception):
 class PlanRunner:
     def __init__(self, store: Any, workspace: PlanWorkspace, tools: Any, bus: events.EventBus,
                  max_steps: int, tool_settings: dict[str, Any] | None = None,
-                 actor_for: Callable[[Plan], Any] | None = None):
+                 actor_for: Callable[[Plan], Any] | None = None, plan_budget: Budget | None = None):
         self._store = store
         self._workspace = workspace
         self._tools = tools
@@ -64,6 +67,7 @@ class PlanRunner:
         self._tool_settings = tool_settings or {}
         # The actor a step may ask for edits (an `actor.edit` tool); none by default.
         self._actor_for = actor_for
+        self._plan_budget = plan_budget or Budget()
 
     async def run(self, execution: Execution, start: int, overlay: PlanOverlay, parent_id: str | None,
                   progress: Progress, steps_used: int) -> PlanOverlay:
@@ -90,31 +94,35 @@ class PlanRunner:
             guidance = corrections + plan.guidance
             execution.plan = replace(plan, guidance=())
             progress.report(f"step {index + 1}/{total}: {step.tool}", index, total)
-            decision, overlay = await self._step(execution, step, overlay, records, parent_id, guidance)
+            decision, overlay, calls = await self._step(execution, step, overlay, records, parent_id, guidance)
             parent_id = decision.decision_id
             records = await asyncio.to_thread(overlay.to_records)
-            await self._store.save_plan_state(execution.plan, [decision], records)
+            await self._store.save_plan_state(execution.plan, [decision, *calls], records)
             progress.report(f"step {index + 1}/{total}: {decision.summary or decision.outcome}", index + 1, total)
         return overlay
 
     async def _step(self, execution: Execution, step: Any, overlay: PlanOverlay, before: list[dict[str, Any]],
-                    parent_id: str | None, guidance: tuple[str, ...]) -> tuple[Decision, PlanOverlay]:
-        """``before`` is the overlay's records now, kept with the decision."""
+                    parent_id: str | None, guidance: tuple[str, ...]) -> tuple[Decision, PlanOverlay, list[Decision]]:
+        """``before`` is the overlay's records now, kept with the decision. Also gives
+        the decisions of the tool calls an actor made inside the step."""
         plan = execution.plan
         decision = Decision(
             new_id(), plan.plan_id, step.id, step.tool, step.arguments, parent_id, step.rationale,
             "running", guidance=guidance, started_at=utc_now(), overlay_before=tuple(before),
         )
         started = time.perf_counter()
+        actor = await self._step_actor(execution)
         context = ToolContext(view=overlay, workspace=self._workspace.root, cancelled=execution.cancelled,
-                              guidance=guidance, settings=self._tool_settings,
-                              actor=self._actor_for(plan) if self._actor_for is not None else None)
+                              guidance=guidance, settings=self._tool_settings, actor=actor)
         try:
             tool = self._tools.get(step.tool)
             result = await asyncio.to_thread(tool.run, step.arguments, context)  # run() validates
         except (Exception, asyncio.CancelledError) as exc:
-            # The step's partial writes go: the overlay is as before the step.
-            overlay = await asyncio.to_thread(self._workspace.overlay, before)
+            # The step's partial writes go (the overlay is as before the step), except
+            # when an actor's budget ran out: what it edited so far is kept.
+            keep = isinstance(exc, BudgetExceededError) and actor is not None and bool(actor.calls)
+            if not keep:
+                overlay = await asyncio.to_thread(self._workspace.overlay, before)
             cancelled = isinstance(exc, (ToolCancelled, asyncio.CancelledError))
             error = None if cancelled else _as_step_error(exc, plan.plan_id, step.tool)
             decision = replace(
@@ -123,7 +131,9 @@ class PlanRunner:
                 error=None if error is None else _error_dict(error),
                 ended_at=utc_now(), duration_ms=_ms(started),
             )
-            await self._store.save_plan_state(execution.plan, [decision], before)
+            calls = self._actor_calls(execution, decision, actor)
+            records = await asyncio.to_thread(overlay.to_records) if keep else before
+            await self._store.save_plan_state(execution.plan, [decision, *calls], records)
             if error is None:
                 raise asyncio.CancelledError() from None
             raise StepFailed(decision, error) from None
@@ -134,7 +144,29 @@ class PlanRunner:
             writes=tuple(result.writes), output=_bounded(result.output), ended_at=utc_now(),
             duration_ms=_ms(started),
         )
-        return decision, overlay
+        return decision, overlay, self._actor_calls(execution, decision, actor)
+
+    async def _step_actor(self, execution: Execution) -> StepActor | None:
+        if self._actor_for is None:
+            return None
+        actor = self._actor_for(execution.plan)
+        if inspect.isawaitable(actor):
+            actor = await actor
+        if actor is None:
+            return None
+        budget = self._plan_budget.tighter(getattr(actor, "budget", None) or Budget())
+        return StepActor(actor, asyncio.get_running_loop(), execution.cancelled, budget,
+                         StepActor.spent_by(execution.plan.metadata), execution.plan.plan_id)
+
+    def _actor_calls(self, execution: Execution, step: Decision, actor: StepActor | None) -> list[Decision]:
+        """The actor's tool calls as child decisions of the step (with its stated
+        rationale), and its usage added to the plan's."""
+        if actor is None or (not actor.calls and not actor.usage.tokens and not actor.usage.cost):
+            return []
+        plan = execution.plan
+        used = StepActor.spent_by(plan.metadata) + actor.usage
+        execution.plan = replace(plan, metadata={**plan.metadata, "usage": used.to_dict()})
+        return [_call_decision(step, call) for call in actor.calls]
 
     async def _store_artifact(self, plan: Plan, decision_id: str, artifact: Any) -> None:
         digest = await asyncio.to_thread(self._workspace.put_blob, artifact.data)
@@ -146,6 +178,27 @@ class PlanRunner:
             **{k: record[k] for k in ("artifact_id", "decision_id", "name", "media_type", "size")},
             "phase": plan.phase.value, "state": plan.state.value,
         }))
+
+
+def _call_decision(step: Decision, call: ToolCall) -> Decision:
+    result = call.result if isinstance(call.result, dict) else {"result": call.result}
+    error = result.get("error") if call.failed else None
+    summary = str(error if error is not None else result.get("summary", ""))
+    writes = () if call.failed else _written(call.name, call.arguments, result)
+    return Decision(
+        new_id(), step.plan_id, step.step_id, call.name, dict(call.arguments), step.decision_id, call.rationale,
+        "failed" if call.failed else "succeeded", summary, writes=writes, output=_bounded(result),
+        error={"type": "ToolRefused", "message": summary, "data": result.get("data", {})} if call.failed else None,
+        started_at=step.started_at, ended_at=step.ended_at, kind="tool_call",
+    )
+
+
+def _written(tool: str, arguments: Any, output: dict[str, Any]) -> tuple[str, ...]:
+    """The paths a file tool's call wrote: its ``path``, or the ``files`` it lists."""
+    if tool == "fs.write":
+        return (str(arguments.get("path")),)
+    files = output.get("files")
+    return tuple(str(f["path"]) for f in files if isinstance(f, dict) and "path" in f) if isinstance(files, list) else ()
 
 
 def _as_step_error(exc: Exception, plan_id: str, tool: str) -> StructuredError:

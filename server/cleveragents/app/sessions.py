@@ -1,29 +1,49 @@
-"""SessionService: create, close, get and list sessions."""
+"""SessionService: create, close, get and list sessions; SessionActors: which actor
+answers a message.
+
+By convention a session's conversation is the A2A context named by the session id:
+a message whose ``contextId`` is a session id is answered by that session's actor,
+within that session's budget. Any other message gets the default actor.
+"""
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from cleveragents.app.paging import page, parse_cursor
 from cleveragents.app.ports import SessionRepository
 from cleveragents.domain import events
-from cleveragents.domain.errors import DuplicateEntityError, ResourceNotFoundError
+from cleveragents.domain.actor import Actor, Budget, Usage
+from cleveragents.domain.errors import BudgetExceededError, DuplicateEntityError, ResourceNotFoundError
 from cleveragents.domain.session import DEFAULT_ACTOR, Session, SessionStatus
 from cleveragents.ids import new_id, utc_now
 
 
 class SessionService:
-    def __init__(self, store: SessionRepository, event_bus: events.EventBus, default_actor: str = DEFAULT_ACTOR):
+    def __init__(self, store: SessionRepository, event_bus: events.EventBus, default_actor: str = DEFAULT_ACTOR,
+                 resolve: Callable[[str], Actor] | None = None):
         self._store = store
         self._bus = event_bus
         self.default_actor = default_actor
+        # Checks an actor name (a ValidationError naming the known providers); no I/O.
+        self._resolve = resolve
 
     async def create(
         self, actor_name: str | None = None, actor: str | None = None,
         session_id: str | None = None, metadata: dict[str, Any] | None = None,
+        budget: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """A new session; with ``session_id`` the call is idempotent."""
+        """A new session; with ``session_id`` the call is idempotent. ``budget``
+        (``max_tokens``, ``max_cost``) is kept in the metadata as ``budget``."""
         chosen = actor_name or actor
+        if chosen is not None and self._resolve is not None:
+            self._resolve(chosen)
+        metadata = dict(metadata or {})
+        if budget is not None:
+            metadata["budget"] = {k: v for k, v in budget.items() if v is not None}
         if session_id is not None:
             existing = await self._store.get_session(session_id)
             if existing is not None:
@@ -31,7 +51,7 @@ class SessionService:
         now = utc_now()
         session = Session(
             session_id=session_id or new_id(), actor_name=chosen or self.default_actor,
-            created_at=now, updated_at=now, metadata=dict(metadata or {}),
+            created_at=now, updated_at=now, metadata=metadata,
         )
         if not await self._store.add_session(session):
             # Another call created it between our read and our insert.
@@ -91,3 +111,75 @@ class SessionService:
             "total": await self._store.count_sessions(status),
         }
 
+
+
+NO_USAGE = Usage()
+NO_BUDGET = Budget()
+SPENT_PAGE = 200
+SPENT_PAGES = 50  # a session's usage is summed over at most this many pages of tasks
+MAX_ACTORS = 64
+
+
+@dataclass(frozen=True, slots=True)
+class ActorChoice:
+    """The actor for a message, the budget it answers within and what was spent of it."""
+
+    actor: Actor
+    budget: Budget = NO_BUDGET
+    spent: Usage = NO_USAGE
+    context: Mapping[str, Any] = field(default_factory=dict)
+    scope: dict[str, Any] = field(default_factory=dict)
+
+    def check(self, used: Usage = NO_USAGE) -> None:
+        """``BudgetExceededError`` when ``spent + used`` passes a limit."""
+        total = self.spent + used
+        if (limit := self.budget.exceeded_by(total)) is not None:
+            raise BudgetExceededError(
+                f"Budget exceeded: {limit} is {getattr(self.budget, limit)}",
+                {**self.scope, "limit": limit, "max": getattr(self.budget, limit), "used": total.to_dict()})
+
+
+class SessionActors:
+    def __init__(self, store: Any, resolve: Callable[[str], Actor], default: Actor, *,
+                 session_budget: Budget = NO_BUDGET,
+                 context: Callable[[str], Awaitable[Mapping[str, Any]]] | None = None):
+        self._store = store
+        self._resolve = resolve
+        self.default = default
+        self._session_budget = session_budget
+        self._context = context
+        self._actors: OrderedDict[str, Actor] = OrderedDict()
+
+    def actor(self, name: str) -> Actor:
+        """The actor called ``name``, resolved once (actors keep what they learn,
+        like a remote agent's task ids)."""
+        if (actor := self._actors.get(name)) is None:
+            actor = self._actors[name] = self._resolve(name)
+            while len(self._actors) > MAX_ACTORS:
+                self._actors.popitem(last=False)
+        return actor
+
+    async def choose(self, context_id: str | None) -> ActorChoice:
+        session = await self._store.get_session(context_id) if context_id else None
+        if session is None:
+            return ActorChoice(self.default)
+        session.require_open()
+        actor = self.actor(session.actor_name)
+        budget = Budget.from_dict(session.metadata.get("budget")).tighter(self._session_budget)
+        budget = budget.tighter(getattr(actor, "budget", None) or Budget())
+        spent = await self._spent(session.session_id) if budget.limited else Usage()
+        context = await self._context(session.session_id) if self._context is not None else {}
+        choice = ActorChoice(actor, budget, spent, context, {"session_id": session.session_id})
+        choice.check()  # nothing more once the budget is spent
+        return choice
+
+    async def _spent(self, session_id: str) -> Usage:
+        total, before = Usage(), None
+        for _ in range(SPENT_PAGES):
+            rows = await self._store.list_tasks(context_id=session_id, limit=SPENT_PAGE, before=before)
+            for _, task in rows:
+                total = total + Usage.from_dict((task.metadata or {}).get("usage"))
+            if len(rows) < SPENT_PAGE:
+                break
+            before = rows[-1][0]
+        return total

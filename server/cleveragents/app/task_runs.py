@@ -4,8 +4,13 @@ listeners of its stream (bounded queues, so a reader that stopped can't grow mem
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
+from cleveragents.domain.actor import Usage
+from cleveragents.domain.errors import BudgetExceededError
 from cleveragents.domain.task import PushConfig, Task
 
 LISTENER_BUFFER = 4096
@@ -47,3 +52,30 @@ class TaskRun:
                 queue.get_nowait()
                 queue.put_nowait(END)
         self.listeners.clear()
+
+
+# -- what a run changes on its task -------------------------------------------------
+def add_usage(task: Task, usage: Usage) -> Task:
+    metadata = dict(task.metadata or {})
+    total = dict(metadata.get("usage") or {})
+    total["input_tokens"] = total.get("input_tokens", 0) + usage.input_tokens
+    total["output_tokens"] = total.get("output_tokens", 0) + usage.output_tokens
+    total["cost"] = total.get("cost", 0.0) + usage.cost
+    metadata["usage"] = total
+    return replace(task, metadata=metadata)
+
+
+def with_budget_error(task: Task, exc: BudgetExceededError) -> Task:
+    metadata = dict(task.metadata or {})
+    metadata["error"] = {"type": "BudgetExceededError", "message": exc.message, "data": exc.data}
+    return replace(task, metadata=metadata)
+
+
+@contextlib.asynccontextmanager
+async def closing(events: AsyncIterator[Any]) -> AsyncIterator[AsyncIterator[Any]]:
+    """The actor's events, closed on the way out (its HTTP streams with them)."""
+    try:
+        yield events
+    finally:
+        if (aclose := getattr(events, "aclose", None)) is not None:
+            await aclose()

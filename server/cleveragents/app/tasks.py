@@ -18,17 +18,18 @@ from typing import Any, Protocol
 
 from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
-from cleveragents.app.task_runs import END, LISTENER_BUFFER, TaskRun
+from cleveragents.app.task_runs import END, LISTENER_BUFFER, TaskRun, add_usage, closing, with_budget_error
 from cleveragents.domain.actor import (
     Actor,
     ArtifactChunk,
     InputRequired,
     TextChunk,
     ToolInfo,
+    ToolInvoker,
     Turn,
     Usage,
 )
-from cleveragents.domain.errors import BusinessRuleViolation, TaskNotFoundError, ValidationError
+from cleveragents.domain.errors import BudgetExceededError, BusinessRuleViolation, TaskNotFoundError, ValidationError
 from cleveragents.domain.task import (
     INTERRUPTED_STATES,
     Artifact,
@@ -67,6 +68,14 @@ class ContextRouter(Protocol):
     async def cancel(self, task_id: str) -> Task | None: ...
 
 
+class ActorSelector(Protocol):
+    """Which actor answers a message in a context (``app.sessions.SessionActors``):
+    an object with ``actor``, ``context`` (the turn's context tiers) and
+    ``check(used)``, which raises ``BudgetExceededError`` once the budget is spent."""
+
+    async def choose(self, context_id: str | None) -> Any: ...
+
+
 @dataclass(frozen=True, slots=True)
 class TaskPage:
     tasks: list[Task]
@@ -81,9 +90,12 @@ def _agent_message(task: Task, text: str) -> Message:
 
 class TaskService:
     def __init__(self, store: Any, actor: Actor, *, tools: Callable[[], list[ToolInfo]] | None = None,
-                 push: PushDispatcher | None = None, router: ContextRouter | None = None):
+                 push: PushDispatcher | None = None, router: ContextRouter | None = None,
+                 selector: ActorSelector | None = None, invoker: ToolInvoker | None = None):
         self._store = store
         self.actor = actor
+        self._selector = selector
+        self._invoker = invoker
         self._tools = tools or (lambda: [])
         self._push = push
         self.router = router
@@ -193,6 +205,9 @@ class TaskService:
             return run, None
         task = await self._resumable(message)
         resumed = task is not None
+        # The session's actor and budget; a spent budget refuses the message here.
+        choice = await self._selector.choose(task.context_id if task else message.context_id) \
+            if self._selector is not None else None
         now = utc_now()
         if task is None:
             task_id = new_id()
@@ -239,8 +254,9 @@ class TaskService:
             return run, queue
         if resumed:
             self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status), listeners=False)
-        turn = Turn(task.id, task.context_id, message, task.history[:-1], tuple(self._tools()))
-        run.runner = asyncio.ensure_future(self._drive(run, turn))
+        turn = Turn(task.id, task.context_id, message, task.history[:-1], tuple(self._tools()),
+                    choice.context if choice is not None else {}, self._invoker)
+        run.runner = asyncio.ensure_future(self._drive(run, turn, choice))
         return run, queue
 
     async def _resumable(self, message: Message) -> Task | None:
@@ -261,33 +277,48 @@ class TaskService:
         return None
 
     # -- running -------------------------------------------------------------------
-    async def _drive(self, run: TaskRun, turn: Turn) -> None:
+    async def _drive(self, run: TaskRun, turn: Turn, choice: Any = None) -> None:
         chunks: list[str] = []
         response_id = f"{run.task.id}-response-{len(run.task.history)}"
         held: str | None = None
+        used = Usage()
+        actor = choice.actor if choice is not None else self.actor
         try:
             if run.task.state is TaskState.SUBMITTED:
                 await self._update(run, lambda t: t.transition(TaskState.WORKING, utc_now()), persist=False)
-            async for event in self.actor.respond(turn):
-                if isinstance(event, TextChunk):
-                    if held is not None:
-                        await self._artifact(run, response_id, held, append=bool(chunks), last=False)
-                        chunks.append(held)
-                    held = event.text
-                elif isinstance(event, ArtifactChunk):
-                    await self._add_artifact(run, event.artifact, event.append, event.last_chunk)
-                elif isinstance(event, InputRequired):
-                    state = TaskState.AUTH_REQUIRED if event.auth else TaskState.INPUT_REQUIRED
-                    await self._finish(run, state, event.prompt)
-                    return
-                elif isinstance(event, Usage):
-                    await self._update(run, lambda t, u=event: _add_usage(t, u), broadcast=False, persist=False)
+            # Closed on the way out, so an actor stopped early (budget, cancel) closes its streams.
+            async with closing(actor.respond(turn)) as events:
+                async for event in events:
+                    if isinstance(event, TextChunk):
+                        if held is not None:
+                            await self._artifact(run, response_id, held, append=bool(chunks), last=False)
+                            chunks.append(held)
+                        held = event.text
+                    elif isinstance(event, ArtifactChunk):
+                        await self._add_artifact(run, event.artifact, event.append, event.last_chunk)
+                    elif isinstance(event, InputRequired):
+                        if held is not None:  # the text before the question is part of the reply
+                            await self._artifact(run, response_id, held, append=bool(chunks), last=True)
+                        state = TaskState.AUTH_REQUIRED if event.auth else TaskState.INPUT_REQUIRED
+                        await self._finish(run, state, event.prompt)
+                        return
+                    elif isinstance(event, Usage):
+                        await self._update(run, lambda t, u=event: add_usage(t, u), broadcast=False, persist=False)
+                        used = used + event
+                        if choice is not None:
+                            choice.check(used)
             if held is not None:
                 await self._artifact(run, response_id, held, append=bool(chunks), last=True)
                 chunks.append(held)
             await self._finish(run, TaskState.COMPLETED, "".join(chunks) if chunks else None)
         except asyncio.CancelledError:
             pass  # cancel() already recorded the canceled state
+        except BudgetExceededError as over:
+            # What the actor produced so far stays: the text streamed, the artifacts.
+            if held is not None:
+                await self._artifact(run, response_id, held, append=bool(chunks), last=True)
+            await self._update(run, lambda t, e=over: with_budget_error(t, e), broadcast=False, persist=False)
+            await self._finish(run, TaskState.FAILED, f"BudgetExceededError: {over.message}")
         except Exception as exc:
             logger.warning("task %s failed", run.task.id, exc_info=exc)
             await self._finish(run, TaskState.FAILED, f"{type(exc).__name__}: {exc}")
@@ -448,14 +479,3 @@ class TaskService:
         await self._store.delete_push_config(task_id, config_id)
         if (run := self._live.get(task_id)) is not None:
             run.push_configs = [c for c in run.push_configs if c.id != config_id]
-
-
-def _add_usage(task: Task, usage: Usage) -> Task:
-    metadata = dict(task.metadata or {})
-    total = dict(metadata.get("usage") or {})
-    total["input_tokens"] = total.get("input_tokens", 0) + usage.input_tokens
-    total["output_tokens"] = total.get("output_tokens", 0) + usage.output_tokens
-    total["cost"] = total.get("cost", 0.0) + usage.cost
-    metadata["usage"] = total
-    return replace(task, metadata=metadata)
-

@@ -1,17 +1,23 @@
 """The actor interface: what does the thinking behind a task, an agent or a plan step.
 
-An actor takes one turn (the new message, the history, the context and the tools it
-may use) and yields a stream of events. The task service turns them into task
-updates. Cancelling the consuming task cancels the actor: implementations must let
-``asyncio.CancelledError`` through.
+An actor takes one turn and yields a stream of events; the task service (or the
+``actor.edit`` tool) turns them into task updates (or plan edits). A turn carries
+the conversation (the new message and the history before it), the context tiers
+(``context``: pinned items, the session's history, a plan's guidance and files) and
+the tools the actor may call, with ``invoke`` to run them.
+
+Cancelling the consuming task cancels the actor: implementations let
+``asyncio.CancelledError`` through and close what they opened (HTTP streams) on the
+way out, so closing the event iterator early is always safe.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from cleveragents.domain.errors import BusinessRuleViolation
 from cleveragents.domain.task import Artifact, Message
 
 
@@ -41,17 +47,39 @@ class InputRequired:
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
+    """A tool the actor called, after it ran: ``result`` is what the tool gave back (or
+    ``{"error": ...}``); ``rationale`` is what the actor said about why."""
+
     name: str
     arguments: Mapping[str, Any]
     result: Any = None
     rationale: str = ""
+    failed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """What one model call cost, as the provider reported it. Consumers add them up."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
+                     self.cost + other.cost)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "cost": self.cost}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Usage:
+        data = data or {}
+        return cls(int(data.get("input_tokens", 0)), int(data.get("output_tokens", 0)), float(data.get("cost", 0.0)))
 
 
 ActorEvent = TextChunk | ArtifactChunk | InputRequired | ToolCall | Usage
@@ -64,6 +92,11 @@ class ToolInfo:
     input_schema: Mapping[str, Any] = field(default_factory=dict)
 
 
+# Runs a tool the actor chose: its JSON output, or a ``StructuredError`` (a refusal
+# the actor is told about and may work around).
+ToolInvoker = Callable[[str, Mapping[str, Any]], Awaitable[dict[str, Any]]]
+
+
 @dataclass(frozen=True, slots=True)
 class Turn:
     task_id: str
@@ -71,10 +104,56 @@ class Turn:
     message: Message
     history: Sequence[Message] = ()
     tools: Sequence[ToolInfo] = ()
+    # Context tiers and instructions: "instructions" (str), "tiers" (the context
+    # service's tiers), "guidance" (list of str), "files" ({path: text}), "agent".
     context: Mapping[str, Any] = field(default_factory=dict)
+    invoke: ToolInvoker | None = None
 
 
 class Actor(Protocol):
     name: str
 
     def respond(self, turn: Turn) -> AsyncIterator[ActorEvent]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Limits on what a session or a plan may spend; ``None`` is no limit."""
+
+    max_tokens: int | None = None
+    max_cost: float | None = None
+
+    @property
+    def limited(self) -> bool:
+        return self.max_tokens is not None or self.max_cost is not None
+
+    def exceeded_by(self, used: Usage) -> str | None:
+        """The limit ``used`` passed ("max_tokens" or "max_cost"), or ``None``."""
+        if self.max_tokens is not None and used.tokens > self.max_tokens:
+            return "max_tokens"
+        if self.max_cost is not None and used.cost > self.max_cost:
+            return "max_cost"
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"max_tokens": self.max_tokens, "max_cost": self.max_cost}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Budget:
+        data = data or {}
+        tokens, cost = data.get("max_tokens"), data.get("max_cost")
+        return cls(None if tokens is None else int(tokens), None if cost is None else float(cost))
+
+    def tighter(self, other: Budget) -> Budget:
+        """Each limit from whichever of the two sets the lower one."""
+        def low(a: Any, b: Any) -> Any:
+            return b if a is None else a if b is None else min(a, b)
+
+        return Budget(low(self.max_tokens, other.max_tokens), low(self.max_cost, other.max_cost))
+
+
+class ActorError(BusinessRuleViolation):
+    """The actor could not answer: its provider refused, failed or sent nonsense.
+    ``data`` names the actor and what went wrong (status, provider message)."""
+
+    default_message = "The actor failed"

@@ -178,13 +178,16 @@ class Decision:
     duration_ms: float | None = None
     # The overlay as it was before this step, so a correction can re-run from here.
     overlay_before: tuple[dict[str, Any], ...] = ()
+    # "step": a step of the plan; "tool_call": a tool an actor called inside the step
+    # (``actor.edit``), a child of the step's decision.
+    kind: str = "step"
 
     def brief(self) -> dict[str, Any]:
         return {
             "decision_id": self.decision_id, "parent_id": self.parent_id, "step_id": self.step_id,
             "tool": self.tool, "rationale": self.rationale, "outcome": self.outcome,
             "summary": self.summary, "reads": len(self.reads), "writes": len(self.writes),
-            "duration_ms": self.duration_ms,
+            "duration_ms": self.duration_ms, "kind": self.kind,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -209,5 +212,5 @@ class Decision:
             d.get("parent_id"), d.get("rationale", ""), d.get("outcome", "pending"), d.get("summary", ""),
             tuple(d.get("reads") or ()), tuple(d.get("writes") or ()), dict(d.get("output") or {}),
             d.get("error"), tuple(d.get("guidance") or ()), d.get("started_at"), d.get("ended_at"),
-            d.get("duration_ms"), tuple(d.get("overlay_before") or ()),
+            d.get("duration_ms"), tuple(d.get("overlay_before") or ()), d.get("kind", "step"),
         )

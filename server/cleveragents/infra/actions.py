@@ -69,6 +69,14 @@ BUILTIN_ACTIONS: tuple[Action, ...] = (
          ActionArgument("timeout", "number", required=False, default=60)),
         (ActionStep("run", "shell.run", {"command": "{{ command }}", "timeout": "{{ timeout }}"}),),
     ),
+    Action(
+        "edit", "Ask the actor (the session's model) to edit the files matching a glob.",
+        (ActionArgument("instruction", "string", description="What to change, in plain words"),
+         ActionArgument("glob", "string", required=False, default="**/*",
+                        description="The files the edit concerns")),
+        (ActionStep("edit", "actor.edit", {"instruction": "{{ instruction }}", "glob": "{{ glob }}"},
+                    "The actor edits; its edits are reviewed in the plan's diff"),),
+    ),
 )
 
 

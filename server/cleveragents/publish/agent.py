@@ -9,32 +9,26 @@ tool's name runs that tool, anything else gets an introduction.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import inspect
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
 from cleveragents.a2a.cards import SkillSpec
 from cleveragents.domain.actor import (
     ActorEvent,
-    ArtifactChunk,
     InputRequired,
     TextChunk,
     ToolCall,
     Turn,
-    Usage,
 )
 from cleveragents.domain.errors import BusinessRuleViolation
-from cleveragents.domain.task import Artifact, Message, Part, Role
+from cleveragents.domain.task import Message, Part, Role
 from cleveragents.ids import new_id
+from cleveragents.infra.actors.handlers import handler_events, takes_turn
 from cleveragents.infra.actors.local import tool_call_from_text
-from cleveragents.publish.threads import run_user_code
-from cleveragents.publish.tools import FunctionTool, as_tool, render
+from cleveragents.publish.tools import FunctionTool, as_tool, render, to_jsonable
 
 Handler = Callable[..., Any]
-_EVENT_TYPES = (TextChunk, ArtifactChunk, InputRequired, ToolCall, Usage)
-_DONE = object()
 
 
 class Agent:
@@ -57,7 +51,7 @@ class Agent:
         self.tools: tuple[FunctionTool, ...] = tuple(as_tool(t) for t in tools)
         _check_unique(name, self.tools)
         self.handler = handler
-        self._handler_takes_turn = handler is not None and _takes_two_arguments(handler)
+        self._handler_takes_turn = handler is not None and takes_turn(handler)
         self.actor_name: str | None = actor if isinstance(actor, str) else None
         self.actor: Any = None if isinstance(actor, str) else actor
         if self.actor is not None and not callable(getattr(self.actor, "respond", None)):
@@ -112,33 +106,26 @@ class Agent:
         return "".join(reply)
 
     # -- the three ways to answer ------------------------------------------------------
-    async def _from_handler(self, turn: Turn) -> AsyncIterator[ActorEvent]:
-        handler = self.handler
-        assert handler is not None
-        args = (turn.message.text(), turn) if self._handler_takes_turn else (turn.message.text(),)
-        if inspect.iscoroutinefunction(handler) or inspect.isasyncgenfunction(handler):
-            result = handler(*args)
-        else:
-            result = await run_user_code(handler, *args)  # a sync handler never blocks the loop
-        if inspect.isawaitable(result):
-            result = await result
-        if isinstance(result, AsyncIterator):
-            async for item in result:
-                for event in as_events(item):
-                    yield event
-        elif isinstance(result, Iterator):
-            async for item in _in_thread(result):
-                for event in as_events(item):
-                    yield event
-        else:
-            for event in as_events(result):
-                yield event
+    def _from_handler(self, turn: Turn) -> AsyncIterator[ActorEvent]:
+        assert self.handler is not None
+        return handler_events(self.handler, turn, self._handler_takes_turn)
 
     def _delegated(self, turn: Turn) -> Turn:
         """The turn with this agent's tools and persona, for the actor it delegates to."""
         persona = {"name": self.name, "role": self.role, "goal": self.goal, "instructions": self.instructions}
+        own = {t.name: t for t in self.tools}
+        outer = turn.invoke
+
+        async def invoke(name: str, arguments: Any) -> dict[str, Any]:
+            # The agent's own tools run here; the backend's (if any) where they came from.
+            if name in own:
+                return {"result": to_jsonable(await own[name].call(arguments))}
+            if outer is None:
+                raise BusinessRuleViolation(f"Agent {self.name!r} has no tool {name!r}", {"tool": name})
+            return await outer(name, arguments)
+
         return replace(turn, tools=(*turn.tools, *(t.info() for t in self.tools)),
-                       context={**turn.context, "agent": persona})
+                       context={**turn.context, "agent": persona}, invoke=invoke if own or outer else None)
 
     async def _deterministic(self, turn: Turn) -> AsyncIterator[ActorEvent]:
         call = tool_call_from_text({t.name: t for t in self.tools}, turn.message.text())
@@ -168,46 +155,6 @@ class Agent:
         ]
         lines += [f"- {t.name}: {t.description}" if t.description else f"- {t.name}" for t in self.tools]
         return "\n".join(lines)
-
-
-def as_events(value: Any) -> Iterator[ActorEvent]:
-    """What a handler yields or returns, as actor events."""
-    if value is None:
-        return
-    if isinstance(value, str):
-        yield TextChunk(value)
-    elif isinstance(value, _EVENT_TYPES):
-        yield value
-    elif isinstance(value, Artifact):
-        yield ArtifactChunk(value)
-    elif isinstance(value, dict):
-        yield ArtifactChunk(Artifact(new_id(), (Part.of_data(value),), name="data"))
-    else:
-        raise TypeError(f"a handler gives str, dict, Artifact, ArtifactChunk or InputRequired, "
-                        f"not {type(value).__name__}")
-
-
-async def _in_thread(items: Iterator[Any]) -> AsyncIterator[Any]:
-    """A sync generator's items, each produced in a worker thread."""
-    try:
-        while (item := await run_user_code(next, items, _DONE)) is not _DONE:
-            yield item
-    finally:
-        close = getattr(items, "close", None)
-        if close is not None:
-            with contextlib.suppress(ValueError):  # still running in its thread after a cancel
-                close()
-
-
-def _takes_two_arguments(handler: Handler) -> bool:
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    try:
-        params = inspect.signature(handler).parameters.values()
-    except (TypeError, ValueError):  # a builtin without a signature: give it the text only
-        return False
-    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
-        return True
-    return sum(1 for p in params if p.kind in positional) >= 2
 
 
 def _check_unique(agent: str, tools: tuple[FunctionTool, ...]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from cleveragents.domain.tools import Tool
+from cleveragents.infra.tools.actor_edit import ActorEditTool
 from cleveragents.infra.tools.fs import (
     GlobTool,
     ReadTool,
@@ -15,4 +16,5 @@ from cleveragents.infra.tools.shell import ShellRunTool
 
 
 def builtin_tools() -> list[Tool]:
-    return [ReadTool(), GlobTool(), SearchTool(), WriteTool(), ReplaceTool(), PatchApplyTool(), ShellRunTool()]
+    return [ReadTool(), GlobTool(), SearchTool(), WriteTool(), ReplaceTool(), PatchApplyTool(), ShellRunTool(),
+            ActorEditTool()]

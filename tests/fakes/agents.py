@@ -1,0 +1,36 @@
+"""In-process agents for ``python/<module>:<callable>`` actor tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cleveragents.domain.actor import InputRequired, Usage
+
+
+def shout(text: str) -> str:
+    return text.upper() + "!"
+
+
+async def stream(text: str, turn: Any):
+    for word in text.split():
+        yield word + " "
+    yield Usage(3, 2)
+    if "?" in text:
+        yield InputRequired("Which one?")
+
+
+async def editor(text: str, turn: Any):
+    """Edits through the turn's tools, as a model would."""
+    result = await turn.invoke("fs.write", {"path": "NOTES.md", "content": f"{text}\n"})
+    yield f"wrote {result['summary']}"
+
+
+class Counter:
+    name = "python/counter"
+
+    async def respond(self, turn: Any):
+        yield f"{len(turn.message.text())} characters"
+
+
+counter = Counter()
+NOT_CALLABLE = 42
