@@ -2,11 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 Notify = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """One file's whole text before and after (``None``: no such file), by absolute path."""
+
+    path: str
+    before: str | None
+    after: str | None
+
+
+class Editor(Protocol):
+    """The caller's editor, when it can make file changes itself (LSP
+    ``workspace/applyEdit``): open buffers follow and the editor's undo works."""
+
+    def can_apply(self, changes: Sequence[FileChange]) -> bool:
+        """Whether the editor supports every kind of change (creating, deleting files)."""
+
+    async def apply_edit(self, label: str, changes: Sequence[FileChange]) -> tuple[bool, str | None]:
+        """``(applied, reason)``: ``reason`` says why the editor did not apply it."""
 
 
 @dataclass(slots=True)
@@ -14,8 +34,9 @@ class CallContext:
     """Built by the facade for each call; transports fill in what they can do.
 
     ``notify`` sends a notification to the caller (stdio, SSE); ``attach_stream``
-    hands the transport an async iterable to pump after the response is sent. Both are
-    ``None`` for in-process callers.
+    hands the transport an async iterable to pump after the response is sent;
+    ``editor`` makes plan changes through the client's editor. All are ``None`` for
+    in-process callers.
     """
 
     method: str
@@ -26,3 +47,4 @@ class CallContext:
     progress_token: str | int | None = None
     notify: Notify | None = None
     attach_stream: Callable[[str, Any], None] | None = None
+    editor: Editor | None = None

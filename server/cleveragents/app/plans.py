@@ -11,18 +11,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
 from cleveragents.app.calls import CallContext
 from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
+from cleveragents.app.plan_edits import EDITOR_RESTART_REASON, apply_files, rollback_files
 from cleveragents.app.plan_runner import Execution, PlanRunner, StepFailed
 from cleveragents.app.progress import Progress
 from cleveragents.app.workspace import PlanWorkspace
 from cleveragents.domain import events
 from cleveragents.domain import plan as rules
+from cleveragents.domain.actor import Budget
 from cleveragents.domain.errors import PlanError, ResourceNotFoundError, StructuredError
 from cleveragents.domain.plan import Phase, Plan, Profile, State, Step
 from cleveragents.ids import new_id, utc_now
@@ -34,14 +36,17 @@ TEXT_ARTIFACT_LIMIT = 64 * 1024
 
 
 class PlanLifecycleService:
+    # The profile of a plan created without one (the configuration's [defaults] may change it).
+    default_profile = "supervised"
+
     def __init__(self, store: Any, workspace: PlanWorkspace, tools: Any, actions: Any,
                  bus: events.EventBus, *, max_steps: int = 200, tool_settings: dict[str, Any] | None = None,
-                 actor_for: Callable[[Plan], Any] | None = None):
+                 actor_for: Callable[[Plan], Any] | None = None, plan_budget: Budget | None = None):
         self._store = store
         self._workspace = workspace
         self._actions = actions
         self._bus = bus
-        self._runner = PlanRunner(store, workspace, tools, bus, max_steps, tool_settings, actor_for)
+        self._runner = PlanRunner(store, workspace, tools, bus, max_steps, tool_settings, actor_for, plan_budget)
         self._running: dict[str, Execution] = {}
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         # Start-up repair, run once before the first call is served.
@@ -95,7 +100,11 @@ class PlanLifecycleService:
                 logger.error("could not recover the %s of plan %s", report["op"], report["plan_id"])
                 continue
             completed = report["outcome"] == "completed"
-            if report["op"] == "apply":
+            if report["outcome"] == "editor":  # whether the editor made it is unknown: try again
+                phase = Phase.APPLY if report["op"] == "apply" else Phase.ROLLBACK
+                await self._move(plan, phase, State.FAILED, EDITOR_RESTART_REASON.format(op=report["op"]),
+                                 events.PLAN_ERRORED)
+            elif report["op"] == "apply":
                 if completed:
                     await self._store.put_checkpoint(plan.plan_id, report["checkpoint"])
                     await self._move(plan, Phase.APPLY, State.COMPLETED, "the apply was completed after a restart",
@@ -122,12 +131,12 @@ class PlanLifecycleService:
 
     # -- creating and reading ------------------------------------------------------
     async def use(self, action_name: str, arguments: dict[str, Any] | None = None,
-                  automation_profile: str = "supervised", session_id: str | None = None) -> dict[str, Any]:
+                  automation_profile: str | None = None, session_id: str | None = None) -> dict[str, Any]:
         await self._ready()
         if session_id is not None and await self._store.get_session(session_id) is None:
             raise ResourceNotFoundError("Session not found", {"session_id": session_id})
         resolved = self._actions.resolve(action_name, arguments or {})
-        profile = Profile(automation_profile)
+        profile = Profile(automation_profile or self.default_profile)
         now = utc_now()
         plan = Plan(
             new_id(), resolved.action.name, resolved.bound, profile,
@@ -232,12 +241,15 @@ class PlanLifecycleService:
             start, parent_id, records, made = 0, None, None, 0
             if plan.phase is not Phase.PLAN:
                 decisions = await self._store.list_decisions(plan_id)
-                made = len(decisions)
+                made = sum(d.kind == "step" for d in decisions)
                 active = [d for d in decisions if d.outcome != "superseded"]
-                done = [d for d in active if d.outcome == "succeeded"]
+                done = [d for d in active if d.outcome == "succeeded" and d.kind == "step"]
                 start, parent_id = len(done), (done[-1].decision_id if done else None)
                 records = await self._store.load_overlay(plan_id)
-                unfinished = [replace(d, outcome="superseded") for d in active if d.outcome != "succeeded"]
+                # An unfinished step goes, with the tool calls an actor made inside it.
+                gone = {d.decision_id for d in active if d.kind == "step" and d.outcome != "succeeded"}
+                unfinished = [replace(d, outcome="superseded") for d in active
+                              if d.decision_id in gone or d.parent_id in gone and d.kind != "step"]
                 if unfinished:
                     await self._store.save_plan_state(plan, unfinished, None)
             execution = await self._launch(plan, start, records, parent_id, context, made)
@@ -253,8 +265,11 @@ class PlanLifecycleService:
             plan.require(rules.CORRECT)
             made = await self._store.list_decisions(plan_id)
             decisions = [d for d in made if d.outcome != "superseded"]
+            steps_made = [d for d in decisions if d.kind == "step"]
             target = next((d for d in decisions if d.decision_id == decision_id), None) if decision_id else (
-                decisions[-1] if decisions else None)
+                steps_made[-1] if steps_made else None)
+            if target is not None and target.kind != "step":  # a tool call inside a step: redo the step
+                target = next((d for d in steps_made if d.decision_id == target.parent_id), None)
             if target is None:
                 raise ResourceNotFoundError("Decision not found", {"plan_id": plan_id, "decision_id": decision_id})
             index = next(i for i, s in enumerate(plan.steps) if s.id == target.step_id)
@@ -271,7 +286,7 @@ class PlanLifecycleService:
             await self._store.save_plan_state(
                 plan, [replace(d, outcome="superseded") for d in later], None)
             execution = await self._launch(plan, index, list(target.overlay_before), target.parent_id, context,
-                                           len(made), corrected=target.decision_id)
+                                           sum(d.kind == "step" for d in made), corrected=target.decision_id)
         return await self._finish_launch(execution, wait)
 
     async def _launch(self, plan: Plan, start: int, records: list[dict[str, Any]] | None, parent_id: str | None,
@@ -334,8 +349,8 @@ class PlanLifecycleService:
         # Once begun, an apply runs to its end and is recorded, even if the caller goes away.
         return await asyncio.shield(asyncio.ensure_future(self._apply(plan_id, force, context)))
 
-    async def rollback(self, plan_id: str, force: bool = False) -> dict[str, Any]:
-        return await asyncio.shield(asyncio.ensure_future(self._rollback(plan_id, force)))
+    async def rollback(self, plan_id: str, force: bool = False, context: CallContext | None = None) -> dict[str, Any]:
+        return await asyncio.shield(asyncio.ensure_future(self._rollback(plan_id, force, context)))
 
     async def _apply(self, plan_id: str, force: bool, context: CallContext | None) -> dict[str, Any]:
         async with self._lock(plan_id):
@@ -346,21 +361,20 @@ class PlanLifecycleService:
             progress.begin(f"{len(records)} file(s)")
             before = plan
             plan = await self._move(plan, Phase.APPLY, State.RUNNING)
-
-            def write() -> dict[str, Any]:
-                return self._workspace.apply(plan_id, self._workspace.overlay(records), force)
-
+            editor = context.editor if context is not None else None
             try:
-                checkpoint = await self._write_files(plan, before, "apply", write)
+                checkpoint, written_by = await self._write_files(plan, before, "apply", lambda: apply_files(
+                    self._workspace, plan_id, records, force, editor, f"Apply plan {plan.action_name}"))
             finally:
                 progress.end()
             await self._store.put_checkpoint(plan_id, checkpoint)
             files = [entry["path"] for entry in checkpoint["entries"]]
-            plan = await self._move(plan, Phase.APPLY, State.COMPLETED, None, events.PLAN_APPLIED, files=files)
+            plan = await self._move(plan, Phase.APPLY, State.COMPLETED, None, events.PLAN_APPLIED, files=files,
+                                    written_by=written_by)
             await asyncio.to_thread(self._workspace.discard, plan_id)
-        return {**plan.status(), "files": files}
+        return {**plan.status(), "files": files, "written_by": written_by}
 
-    async def _rollback(self, plan_id: str, force: bool) -> dict[str, Any]:
+    async def _rollback(self, plan_id: str, force: bool, context: CallContext | None) -> dict[str, Any]:
         async with self._lock(plan_id):
             plan = await self._require(plan_id)
             plan.require(rules.ROLLBACK)
@@ -369,21 +383,22 @@ class PlanLifecycleService:
                 raise PlanError("The plan has no checkpoint to restore", {"plan_id": plan_id})
             before = plan
             plan = await self._move(plan, Phase.ROLLBACK, State.RUNNING)
-            files = await self._write_files(
-                plan, before, "rollback", lambda: self._workspace.rollback(checkpoint, force))
+            editor = context.editor if context is not None else None
+            files, written_by = await self._write_files(plan, before, "rollback", lambda: rollback_files(
+                self._workspace, checkpoint, force, editor, f"Roll back plan {plan.action_name}"))
             plan = await self._move(plan, Phase.ROLLBACK, State.COMPLETED, None, events.CHECKPOINT_RESTORED,
-                                    files=files)
+                                    files=files, written_by=written_by)
             await asyncio.to_thread(self._workspace.discard, plan_id)
-        return {**plan.status(), "files": files}
+        return {**plan.status(), "files": files, "written_by": written_by}
 
-    async def _write_files(self, plan: Plan, before: Plan, op: str, work: Callable[[], Any]) -> Any:
-        """Run an apply or rollback in a worker thread. A refusal over conflicts wrote
+    async def _write_files(self, plan: Plan, before: Plan, op: str, work: Callable[[], Awaitable[Any]]) -> Any:
+        """Run an apply or rollback (``plan_edits``). A refusal over conflicts wrote
         nothing: the plan goes back to where it was (so `force` can follow). Any other
         failure leaves the plan failed in that phase, with the reason; the journal has
         undone what it could, and the next start finishes the rest."""
         phase = Phase.APPLY if op == "apply" else Phase.ROLLBACK
         try:
-            return await asyncio.to_thread(work)
+            return await work()
         except StructuredError as exc:
             if "conflicts" in exc.data:
                 await self._move(plan, before.phase, before.state, exc.message, events.PLAN_ERRORED, **exc.data)

@@ -29,9 +29,22 @@ class PlanWorkspace(Protocol):
 
     def rollback(self, checkpoint: dict[str, Any], force: bool) -> list[str]: ...
 
+    # An editor can make an apply's or a rollback's change instead (``CallContext.editor``).
+    def prepare_apply(self, plan_id: str, overlay: PlanOverlay, force: bool) -> dict[str, Any]:
+        """The checks and the checkpoint of ``apply``, without writing a workspace file."""
+
+    def editor_changes(self, checkpoint: dict[str, Any], side: str) -> list[dict[str, Any]] | None:
+        """``{path (absolute), before, after}`` texts (``None``: no file) to move every file
+        to ``side`` ("post" | "pre"); ``None`` when an edit can't carry the change."""
+
+    def begin_editor(self, op: str, checkpoint: dict[str, Any]) -> None:
+        """Journal that an editor makes ``op``'s change; recovery leaves those files alone."""
+
+    def end_editor(self, plan_id: str, applied: bool) -> None: ...
+
     def recover(self) -> list[dict[str, Any]]:
         """Journals an interrupted apply or rollback left: each completed or undone.
-        Items hold plan_id, op, outcome ("completed" | "undone" | "failed"), paths,
+        Items hold plan_id, op, outcome ("completed" | "undone" | "editor" | "failed"), paths,
         checkpoint and error (why a journal was not applied, else None)."""
 
     def discard(self, plan_id: str) -> None:

@@ -7,6 +7,10 @@ rename). A crash at any point leaves a journal that ``recover()`` finishes (or
 undoes) on the next start. The journal stays, status "done", until ``discard``, so
 the caller can record the outcome in its own state first.
 
+An editor can make the change instead (``begin_editor``/``end_editor``): the
+journal then says "editor" and ``recover()`` never moves those files, since the
+editor holds them (in buffers the user saves when they choose).
+
 A journal is read back as untrusted input: before anything is written, every path
 it names must pass the guards and stay inside the workspace once symlinks are
 resolved. One that does not is not applied; it is reported "failed".
@@ -56,7 +60,9 @@ _OTHER = {"post": "pre", "pre": "post"}
 @dataclass(frozen=True, slots=True)
 class RecoveryReport:
     """``outcome``: "completed" (the operation's result is on disk), "undone" (the
-    files are as before it) or "failed" (the journal stays for another try);
+    files are as before it), "editor" (an editor was making the change when the
+    process stopped: the files were left as they are) or "failed" (the journal
+    stays for another try);
     ``error`` says why it failed (``reason`` and, when it names one, ``path``)."""
 
     plan_id: str
@@ -101,32 +107,41 @@ class Applier:
             return [entry.path for entry in entries if self._digest(self._read(entry.path)[0]) != entry.base]
 
     def apply(self, plan_id: str, entries: Iterable[OverlayEntry], *, force: bool = False) -> Checkpoint:
-        _check_plan_id(plan_id)
         with self._lock:
-            self._real_dirs.clear()
-            self._refuse_unfinished(plan_id)
-            entries = sorted(entries, key=lambda entry: entry.path)
-            self._require_blobs(plan_id, [entry.blob for entry in entries if entry.blob])
-            conflicts, planned, pre_images = [], [], []
-            for entry in entries:
-                data, mode = self._read(entry.path)
-                digest = self._digest(data)
-                if digest != entry.base:
-                    conflicts.append(entry.path)
-                if entry.blob == digest and (data is None or entry.mode == mode):
-                    continue  # already so on disk
-                planned.append(CheckpointEntry(
-                    entry.path, data is not None, digest, mode, entry.blob, None if entry.blob is None else entry.mode,
-                ))
-                if data is not None:
-                    pre_images.append((data, digest))
-            if conflicts and not force:
-                raise PlanError("files changed on disk since execute", {"plan_id": plan_id, "conflicts": conflicts})
-            for data, digest in pre_images:
-                self.blobs.put(data, digest=digest, durable=self.durable)
-            checkpoint = Checkpoint(plan_id, utc_now(), planned, self._dirs_to_create(planned))
+            checkpoint = self._prepare(plan_id, entries, force)
             self._run("apply", checkpoint)
             return checkpoint
+
+    def prepare(self, plan_id: str, entries: Iterable[OverlayEntry], *, force: bool = False) -> Checkpoint:
+        """What ``apply`` checks and keeps (conflicts, pre-images), without writing a
+        workspace file: for an editor to make the change."""
+        with self._lock:
+            return self._prepare(plan_id, entries, force)
+
+    def _prepare(self, plan_id: str, entries: Iterable[OverlayEntry], force: bool) -> Checkpoint:
+        _check_plan_id(plan_id)
+        self._real_dirs.clear()
+        self._refuse_unfinished(plan_id)
+        entries = sorted(entries, key=lambda entry: entry.path)
+        self._require_blobs(plan_id, [entry.blob for entry in entries if entry.blob])
+        conflicts, planned, pre_images = [], [], []
+        for entry in entries:
+            data, mode = self._read(entry.path)
+            digest = self._digest(data)
+            if digest != entry.base:
+                conflicts.append(entry.path)
+            if entry.blob == digest and (data is None or entry.mode == mode):
+                continue  # already so on disk
+            planned.append(CheckpointEntry(
+                entry.path, data is not None, digest, mode, entry.blob, None if entry.blob is None else entry.mode,
+            ))
+            if data is not None:
+                pre_images.append((data, digest))
+        if conflicts and not force:
+            raise PlanError("files changed on disk since execute", {"plan_id": plan_id, "conflicts": conflicts})
+        for data, digest in pre_images:
+            self.blobs.put(data, digest=digest, durable=self.durable)
+        return Checkpoint(plan_id, utc_now(), planned, self._dirs_to_create(planned))
 
     def rollback(self, checkpoint: Checkpoint, *, force: bool = False) -> list[str]:
         """Restore every pre-image, bytes and mode, and delete the files the apply
@@ -143,6 +158,28 @@ class Applier:
             self._require_blobs(checkpoint.plan_id, [e.pre_blob for e in checkpoint.entries if e.existed and e.pre_blob])
             self._run("rollback", checkpoint)
             return checkpoint.paths
+
+    def begin_editor(self, op: str, checkpoint: Checkpoint) -> None:
+        """Record that an editor is about to make ``op``'s change (before it is asked),
+        so a restart knows not to move those files."""
+        _check_plan_id(checkpoint.plan_id)
+        with self._lock:
+            self._real_dirs.clear()
+            self._refuse_unfinished(checkpoint.plan_id)
+            self._check_paths(checkpoint)
+            record = {"op": op, "status": "editor", "checkpoint": checkpoint.to_dict()}
+            self._write_journal(checkpoint.plan_id, record, sync=True)
+
+    def end_editor(self, plan_id: str, applied: bool) -> None:
+        """The editor answered: applied, the journal is done (until ``discard``);
+        refused, nothing changed and the journal goes."""
+        _check_plan_id(plan_id)
+        with self._lock:
+            if not applied:
+                self._journal_path(plan_id).unlink(missing_ok=True)
+                return
+            record = json.loads(self._journal_path(plan_id).read_bytes())
+            self._write_journal(plan_id, {**record, "status": "done", "outcome": "completed", "by": "editor"})
 
     def recover(self) -> list[RecoveryReport]:
         """Finish or undo what a crash interrupted; report every journal still kept."""
@@ -189,6 +226,8 @@ class Applier:
         except DomainError as exc:
             logger.error("journal %s not applied: %s", journal.name, exc)
             return RecoveryReport(checkpoint.plan_id, op, "failed", checkpoint.paths, checkpoint, _error(exc.data))
+        if record.get("status") == "editor":
+            return RecoveryReport(checkpoint.plan_id, op, "editor", checkpoint.paths, checkpoint)
         outcome = record.get("outcome", "completed")
         if record.get("status") != "done":
             try:

@@ -3,6 +3,7 @@ journaled apply and rollback, and the blob store, for one workspace root."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from cleveragents.infra.workspace.blobs import BlobStore
 from cleveragents.infra.workspace.checkpoint import Checkpoint
 from cleveragents.infra.workspace.diff import diff_overlay
 from cleveragents.infra.workspace.journal import Applier
-from cleveragents.infra.workspace.overlay import Overlay
+from cleveragents.infra.workspace.overlay import NEW_FILE_MODE, Overlay
 
 
 class PlanWorkspace:
@@ -40,6 +41,33 @@ class PlanWorkspace:
 
     def rollback(self, checkpoint: dict[str, Any], force: bool) -> list[str]:
         return self._applier.rollback(Checkpoint.from_dict(checkpoint), force=force)
+
+    # -- changes an editor makes ---------------------------------------------------
+    def prepare_apply(self, plan_id: str, overlay: Overlay, force: bool) -> dict[str, Any]:
+        return self._applier.prepare(plan_id, overlay.entries(), force=force).to_dict()
+
+    def editor_changes(self, checkpoint: dict[str, Any], side: str) -> list[dict[str, Any]] | None:
+        """Each file's text now and on ``side`` ("post": after the apply, "pre": before
+        it). ``None`` when an editor can't make the change: a file is not UTF-8 text,
+        or its mode would change (an edit carries text only)."""
+        other = "pre" if side == "post" else "post"
+        changes = []
+        for entry in Checkpoint.from_dict(checkpoint).entries:
+            (now, now_mode), (new, new_mode) = entry.state(other), entry.state(side)
+            if new is not None and new_mode != (now_mode if now is not None else NEW_FILE_MODE):
+                return None
+            try:
+                texts = [None if blob is None else self.blobs.get(blob).decode("utf-8") for blob in (now, new)]
+            except UnicodeDecodeError:
+                return None
+            changes.append({"path": os.path.join(self.root, entry.path), "before": texts[0], "after": texts[1]})
+        return changes
+
+    def begin_editor(self, op: str, checkpoint: dict[str, Any]) -> None:
+        self._applier.begin_editor(op, Checkpoint.from_dict(checkpoint))
+
+    def end_editor(self, plan_id: str, applied: bool) -> None:
+        self._applier.end_editor(plan_id, applied)
 
     def recover(self) -> list[dict[str, Any]]:
         return [{**asdict(report), "checkpoint": report.checkpoint.to_dict()} for report in self._applier.recover()]

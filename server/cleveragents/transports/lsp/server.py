@@ -20,7 +20,7 @@ from pygls.lsp.server import LanguageServer
 
 from cleveragents._version import __version__
 from cleveragents.a2a import dialects, envelope, methods
-from cleveragents.a2a.errors import A2aError, error_payload, internal_error_payload
+from cleveragents.a2a.errors import A2aError, error_payload, internal_error_payload, is_known
 from cleveragents.config import Settings
 from cleveragents.transports.lsp.framing import DEFAULT_MAX_MESSAGE_SIZE, FrameError, PipeWriter, read_frames
 from cleveragents.transports.lsp.notifications import pump_events
@@ -138,6 +138,7 @@ class A2aLanguageServer(LanguageServer):
                 method=method, dialect="", request_id=msg_id, a2a_version=self.a2a_version,
                 transport="stdio", notify=self.notify,
                 attach_stream=lambda sub_id, events: self._attach(msg_id, sub_id, events),
+                editor=self._client_editor(),
             )
             request = {"jsonrpc": "2.0", "id": msg_id, "method": method,
                        "params": {} if params is None else params}
@@ -146,11 +147,24 @@ class A2aLanguageServer(LanguageServer):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            payload = internal_error_payload(exc, dialects.EXTENSION, f"{method} (stdio transport)")
+            # A refusal from starting the services (a bad config file) is the caller's to read.
+            payload = (error_payload(exc, dialects.EXTENSION) if is_known(exc)
+                       else internal_error_payload(exc, dialects.EXTENSION, f"{method} (stdio transport)"))
             return WireResponse(envelope.error_response(msg_id, payload))
         finally:
             if token is not None:
                 self._progress_requests.pop(token, None)
+
+    def _client_editor(self) -> Any:
+        """An ``app.calls.Editor`` when the client applies workspace edits, else ``None``
+        (the server then writes plan changes to disk itself)."""
+        from cleveragents.transports.lsp.edits import LspEditor, client_can_edit
+
+        try:
+            capabilities = self.client_capabilities
+        except Exception:  # no initialize yet
+            return None
+        return LspEditor(self) if client_can_edit(capabilities) else None
 
     def cancel_progress(self, token: Any) -> bool:
         """`window/workDoneProgress/cancel`: cancel the request reporting on ``token``."""
