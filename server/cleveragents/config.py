@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 STATE_DIRNAME = ".cleveragents"
 
@@ -22,8 +25,29 @@ class Settings:
     memory: bool = False
     event_buffer: int = 1024
     default_actor: str = "local/default"
+    # The automation profile of a plan created without one.
+    automation_profile: Literal["manual", "supervised", "autonomous"] = "supervised"
     # Finished agent tasks kept in the store; the oldest go first, live ones never.
     max_terminal_tasks: int = 10_000
+    # HTTP mode: accepted bearer tokens and API keys (any one is enough; none: no auth).
+    auth_tokens: tuple[str, ...] = ()
+    api_keys: tuple[str, ...] = ()
+    api_key_header: str = "X-API-Key"
+    # Actors (docs/actors.md). API keys are never settings: an actor reads the variable
+    # named by its `api_key_env` when it makes a call.
+    openai_base_url: str | None = None  # default https://api.openai.com/v1
+    openai_api_key_env: str = "OPENAI_API_KEY"
+    ollama_base_url: str | None = None  # default http://127.0.0.1:11434/v1
+    actor_timeout: float = 120.0
+    max_tool_rounds: int = 8
+    # Budgets from the usage providers report; None is no limit.
+    session_max_tokens: int | None = None
+    session_max_cost: float | None = None
+    plan_max_tokens: int | None = None
+    plan_max_cost: float | None = None
+    # The settings the environment or the command line gave: a config file's
+    # [defaults] never override them.
+    explicit: frozenset[str] = frozenset()
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -37,11 +61,25 @@ class Settings:
             env["memory"] = True
         if value := os.environ.get("CLEVERAGENTS_MAX_TERMINAL_TASKS"):
             env["max_terminal_tasks"] = int(value)
+        for key, name in (("auth_tokens", "CLEVERAGENTS_AUTH_TOKENS"), ("api_keys", "CLEVERAGENTS_API_KEYS")):
+            if value := os.environ.get(name):
+                env[key] = tuple(t.strip() for t in value.split(",") if t.strip())
+        if value := os.environ.get("CLEVERAGENTS_API_KEY_HEADER"):
+            env["api_key_header"] = value
+        env.update(_actor_env())
         env.update({k: v for k, v in overrides.items() if v is not None})
         for key in ("workspace", "state_dir"):
             if isinstance(env.get(key), str):
                 env[key] = Path(env[key])  # type: ignore[arg-type]
-        return cls(**env)  # type: ignore[arg-type]
+        return cls(**env, explicit=frozenset(env))  # type: ignore[arg-type]
+
+    def with_file_defaults(self, defaults: Mapping[str, object]) -> Settings:
+        """These settings with a config file's ``[defaults]`` where a setting was not
+        given explicitly and still has its built-in value (env > file > built-in)."""
+        builtin = {f.name: f.default for f in dataclasses.fields(self)}
+        chosen = {key: value for key, value in defaults.items()
+                  if key in builtin and key not in self.explicit and getattr(self, key) == builtin[key]}
+        return dataclasses.replace(self, **chosen) if chosen else self  # type: ignore[arg-type]
 
     @property
     def resolved_workspace(self) -> Path:
@@ -52,3 +90,35 @@ class Settings:
         if self.state_dir is not None:
             return self.state_dir.expanduser().resolve()
         return self.resolved_workspace / STATE_DIRNAME
+
+
+_ACTOR_NUMBERS: tuple[tuple[str, str, type], ...] = (
+    ("actor_timeout", "CLEVERAGENTS_ACTOR_TIMEOUT", float),
+    ("max_tool_rounds", "CLEVERAGENTS_MAX_TOOL_ROUNDS", int),
+    ("session_max_tokens", "CLEVERAGENTS_SESSION_MAX_TOKENS", int),
+    ("session_max_cost", "CLEVERAGENTS_SESSION_MAX_COST", float),
+    ("plan_max_tokens", "CLEVERAGENTS_PLAN_MAX_TOKENS", int),
+    ("plan_max_cost", "CLEVERAGENTS_PLAN_MAX_COST", float),
+)
+
+
+def _actor_env() -> dict[str, object]:
+    """The actor settings the environment gives; the providers' own variables
+    (``OPENAI_BASE_URL``, ``OLLAMA_HOST``) count when ours are not set."""
+    env: dict[str, object] = {}
+    if value := os.environ.get("CLEVERAGENTS_OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL"):
+        env["openai_base_url"] = value
+    if value := os.environ.get("CLEVERAGENTS_OPENAI_API_KEY_ENV"):
+        env["openai_api_key_env"] = value
+    if value := os.environ.get("CLEVERAGENTS_OLLAMA_BASE_URL"):
+        env["ollama_base_url"] = value
+    elif value := os.environ.get("OLLAMA_HOST"):  # host[:port] or a URL, without the /v1
+        url = value if "://" in value else f"http://{value}"
+        env["ollama_base_url"] = url.rstrip("/") + "/v1"
+    for key, name, kind in _ACTOR_NUMBERS:
+        if value := os.environ.get(name):
+            try:
+                env[key] = kind(value)
+            except ValueError:
+                raise ValueError(f"{name} must be a number, not {value!r}") from None
+    return env

@@ -13,11 +13,44 @@ from pathlib import Path
 from typing import Any
 
 from cleveragents.config import Settings
+from cleveragents.infra.actors.resolve import PROVIDERS
 
 logger = logging.getLogger(__name__)
 
-# Actor providers that exist in this build (the actors work adds more).
-ACTOR_PROVIDERS: frozenset[str] = frozenset({"local"})
+# Actor providers that exist in this build (docs/actors.md).
+ACTOR_PROVIDERS: frozenset[str] = frozenset(PROVIDERS)
+
+
+def known_providers() -> Any:
+    """The actor providers, as the actor resolver describes them."""
+    try:
+        from cleveragents.infra.actors.resolve import known_providers as resolver_providers
+    except ImportError:
+        return sorted(ACTOR_PROVIDERS)
+    return resolver_providers()
+
+
+def load_configuration(settings: Settings) -> Any:
+    """The configuration files of ``settings``' workspace (``ConfigError`` if one is bad)."""
+    from cleveragents.app.registry import provider_rows
+    from cleveragents.infra.config_file import load_config
+
+    providers = [row["provider"] for row in provider_rows(known_providers())]
+    return load_config(settings.resolved_workspace, providers)
+
+
+def configuration_problem(settings: Settings) -> str | None:
+    """The one-line message of a bad configuration file, for an entry point to check
+    before it serves. Only the files are read, and only when one exists."""
+    from cleveragents.infra.config_file import ConfigError, user_config_path, workspace_config_path
+
+    if not (user_config_path().is_file() or workspace_config_path(settings.resolved_workspace).is_file()):
+        return None
+    try:
+        load_configuration(settings)
+    except ConfigError as exc:
+        return exc.message
+    return None
 
 
 def _guard_policy(policy: Any, workspace: Path, state_dir: Path) -> Any:
@@ -45,19 +78,24 @@ class Container:
         from cleveragents.app.sessions import SessionService
         from cleveragents.domain.events import EventBus
 
-        self.settings = settings or Settings()
+        settings = settings or Settings()
+        # The configuration files; a bad one stops the build here, before anything is opened.
+        self.config = load_configuration(settings)
+        self.settings = settings.with_file_defaults(self.config.defaults)
         self.workspace = self.settings.resolved_workspace
         self._scratch: Path | None = None
         self.store = self._open_store()
         self.event_bus = EventBus()
         self.event_queue = A2aEventQueue(self.settings.event_buffer)
         self.bridge = EventBusBridge(self.event_bus, self.event_queue).start()
-        self.session_service = SessionService(self.store, self.event_bus, self.settings.default_actor)
+        self.session_service = SessionService(self.store, self.event_bus, self.settings.default_actor,
+                                              resolve=self.resolve_actor)
         self.health_service = HealthService(
             self.store, self.workspace, [self.settings.default_actor], ACTOR_PROVIDERS
         )
         self._build_plans()
         self._build_tasks(actor, card)
+        self._build_registries(card)
         self._closed = False
 
     def _open_store(self) -> Any:
@@ -83,7 +121,8 @@ class Container:
 
     def _build_plans(self) -> None:
         from cleveragents.app.plans import PlanLifecycleService
-        from cleveragents.app.registry import ActionRegistry, RegistryService, ToolRegistry
+        from cleveragents.app.registry import ActionRegistry, ToolRegistry
+        from cleveragents.domain.actor import Budget
         from cleveragents.domain.guards import GuardPolicy
         from cleveragents.infra.actions import actions_fingerprint, load_actions
         from cleveragents.infra.tools.builtin import builtin_tools
@@ -95,42 +134,117 @@ class Container:
         self.action_registry = ActionRegistry(
             lambda: load_actions(self.workspace), self.tool_registry, lambda: actions_fingerprint(self.workspace)
         )
-        self.registry_service = RegistryService(self.action_registry)
         self.plan_service = PlanLifecycleService(
             self.store, self.plan_workspace, self.tool_registry, self.action_registry, self.event_bus,
-            max_steps=self.guard_policy.max_steps,
+            max_steps=self.guard_policy.max_steps, actor_for=self._plan_actor,
+            plan_budget=Budget(self.settings.plan_max_tokens, self.settings.plan_max_cost),
         )
+        self.plan_service.default_profile = self.settings.automation_profile
+
+    def resolve_actor(self, name: str) -> Any:
+        """The actor called ``name`` (``ValidationError`` naming the known providers).
+        Actors the configuration file declares are resolved with their settings."""
+        from cleveragents.infra.actors.resolve import resolve_actor
+
+        declared = getattr(self.config, "declared_actors", None)
+        return resolve_actor(name, self.settings, declared=declared() if declared else None,
+                             local=self._local_actor, remote=self._remote_client)
+
+    def _local_actor(self, name: str) -> Any:
+        from cleveragents.infra.actors.local import LocalActor
+
+        tools = self.tool_registry
+        return LocalActor(tools=lambda: [tools.get(n) for n in tools.names()], view=self.plan_workspace.overlay,
+                          workspace=str(self.workspace), name=name)
+
+    def _remote_client(self, url: str) -> Any:
+        """The outbound A2A client of a remote agent (``a2a/<url>`` actors); the token,
+        when the agent wants one, comes from ``CLEVERAGENTS_A2A_TOKEN``."""
+        import os
+
+        from cleveragents.a2a.client import ServerConnectionConfig
+        from cleveragents.a2a.client_http import A2aClient
+
+        token = os.environ.get("CLEVERAGENTS_A2A_TOKEN") or "anonymous"
+        timeout = min(max(self.settings.actor_timeout, 1.0), 3600.0)
+        return A2aClient(ServerConnectionConfig(url=url, token=token, timeout_seconds=timeout))
+
+    def _plan_actor(self, plan: Any) -> Any:
+        """The actor a plan step asks (``actor.edit``): its session's, else the default."""
+        async def choose() -> Any:
+            session = await self.store.get_session(plan.session_id) if plan.session_id else None
+            if session is None:
+                return self.session_actors.default
+            return self.session_actors.actor(session.actor_name)
+
+        return choose()
 
     def _build_tasks(self, actor: Any, card: Any) -> None:
         from cleveragents.a2a.card_service import AgentCardService
         from cleveragents.a2a.push import PushSender
         from cleveragents.app.context import ContextService
         from cleveragents.app.plan_gates import PlanGates
+        from cleveragents.app.sessions import SessionActors
         from cleveragents.app.tasks import TaskService
-        from cleveragents.domain.actor import ToolInfo
-        from cleveragents.infra.actors.local import LocalActor
+        from cleveragents.domain.actor import Budget, ToolInfo
+        from cleveragents.domain.tools import ToolContext
+        from cleveragents.infra.actors.toolbox import ToolBox
         from cleveragents.infra.webhooks import post_json
 
         tools = self.tool_registry
-        self.actor = actor or LocalActor(
-            tools=lambda: [tools.get(name) for name in tools.names()],
-            view=self.plan_workspace.overlay, workspace=str(self.workspace),
-        )
-
+        if isinstance(getattr(actor, "actor_name", None), str) and getattr(actor, "actor", None) is None:
+            actor.actor = self.resolve_actor(actor.actor_name)  # an Agent naming its model actor
+        self.actor = actor or self.resolve_actor(self.settings.default_actor)
+        # Agent tasks read the workspace; changes go through plans, where they are reviewed.
+        toolbox = ToolBox(lambda: [tools.get(name) for name in tools.names()])
         infos: list[ToolInfo] = []
 
         def tool_infos() -> list[ToolInfo]:
-            # The backend's tools, for its own actor; a published agent brings its own.
+            # The backend's tools, for its own actors; a published agent brings its own.
             if not infos:
-                infos.extend(ToolInfo(t["name"], t["description"], t["input_schema"])
-                             for t in tools.list_tools()["tools"])
+                infos.extend(toolbox.infos())
             return infos
 
+        def tool_context() -> ToolContext:
+            return ToolContext(view=self.plan_workspace.overlay(), workspace=str(self.workspace))
+
+        async def session_context(session_id: str) -> dict[str, Any]:
+            shown = await self.context_service.show(session_id=session_id)
+            return {"tiers": shown["tiers"]}
+
+        # A message in a session's context is answered by the session's actor; a
+        # published agent answers everything itself.
+        self.session_actors = SessionActors(
+            self.store, self.resolve_actor, self.actor,
+            session_budget=Budget(self.settings.session_max_tokens, self.settings.session_max_cost),
+            context=session_context)
         self.push_sender = PushSender(post_json)
         self.task_service = TaskService(self.store, self.actor, tools=None if actor is not None else tool_infos,
-                                        push=self.push_sender, router=PlanGates(self.plan_service))
+                                        push=self.push_sender, router=PlanGates(self.plan_service),
+                                        selector=None if actor is not None else self.session_actors,
+                                        invoker=None if actor is not None else toolbox.invoker(tool_context))
         self.agent_card_service = AgentCardService.for_backend(card, self.tool_registry)
         self.context_service = ContextService(self.store, self.plan_workspace)
+
+    def _build_registries(self, card: Any) -> None:
+        from cleveragents.app.registry import (
+            RegistryService,
+            ResourceRegistryService,
+            actor_rows,
+            project_rows,
+            resource_rows,
+        )
+
+        # A published agent's card skills; the backend's own card lists its tools, listed anyway.
+        skills = self.agent_card_service.spec.skills if card is not None else ()
+        self.registry_service = RegistryService(
+            self.action_registry, self.tool_registry,
+            actors=actor_rows(known_providers(), self.config.actors, self.settings.default_actor),
+            projects=project_rows(self.config.projects, self.workspace),
+            agent_skills=[{"id": s.id, "name": s.name, "description": s.description, "tags": s.tags,
+                           "examples": s.examples} for s in skills],
+        )
+        self.resource_registry_service = ResourceRegistryService(resource_rows(self.config.resources, self.workspace))
 
     @property
     def services(self) -> dict[str, Any]:
@@ -143,6 +257,7 @@ class Container:
             "plan_lifecycle_service": self.plan_service,
             "tool_registry": self.tool_registry,
             "registry_service": self.registry_service,
+            "resource_registry_service": self.resource_registry_service,
             "agent_card_service": self.agent_card_service,
             "context_service": self.context_service,
         }

@@ -128,8 +128,9 @@ _ext("_cleveragents/plan/execute", "PlanExecuteParams", _PLAN, "execute",
      "{plan_id, phase, state}", _PLAN_STATE + ("BudgetExceededError", "AuthorizationError"),
      {"plan_id": _ULID}, with_context=True)
 _ext("_cleveragents/plan/apply", "PlanApplyParams", _PLAN, "apply",
-     "Write the overlay into the workspace, journaled, with a checkpoint.",
-     "{plan_id, phase, state, files}", _PLAN_STATE + ("PlanError",), {"plan_id": _ULID},
+     "Write the overlay into the workspace, journaled, with a checkpoint (through the editor when it "
+     "declared `workspace.applyEdit`).",
+     "{plan_id, phase, state, files, written_by: server|editor}", _PLAN_STATE + ("PlanError",), {"plan_id": _ULID},
      with_context=True)
 _ext("_cleveragents/plan/cancel", "PlanIdParams", _PLAN, "cancel", "Cancel a running plan.",
      "{plan_id, phase, state}", _PLAN_STATE, {"plan_id": _ULID})
@@ -152,8 +153,9 @@ _ext("_cleveragents/plan/prompt", "PlanPromptParams", _PLAN, "prompt",
      "Queue guidance for the next steps of a running plan.", "{plan_id, queued}", _PLAN_STATE,
      {"plan_id": _ULID, "guidance": "Keep the public API unchanged"})
 _ext("_cleveragents/plan/rollback", "PlanRollbackParams", _PLAN, "rollback",
-     "Restore the workspace from the plan's checkpoint.", "{plan_id, phase, state, files}",
-     _PLAN_STATE, {"plan_id": _ULID})
+     "Restore the workspace from the plan's checkpoint (through the editor when it declared `workspace.applyEdit`).",
+     "{plan_id, phase, state, files, written_by: server|editor}", _PLAN_STATE, {"plan_id": _ULID},
+     with_context=True)
 _ext("_cleveragents/plan/list", "PlanListParams", _PLAN, "list", "Plans, newest first.",
      "{plans, next_cursor}", (), {"limit": 20})
 
@@ -161,11 +163,27 @@ _ext("_cleveragents/plan/list", "PlanListParams", _PLAN, "list", "Plans, newest 
 _ext("_cleveragents/registry/tool/list", "ToolListParams", "tool_registry", "list_tools",
      "Tools with their JSON schemas, optionally in one namespace.", "{tools}", (), {"namespace": "fs"})
 _ext("_cleveragents/registry/resource/list", "ResourceListParams", "resource_registry_service",
-     "list_resources", "Registered resources, optionally of one type.", "{resources}", (),
-     {"type_name": "repository"})
-for _kind in ("actor", "skill", "action", "project"):
-    _ext(f"_cleveragents/registry/{_kind}/list", "EmptyParams", "registry_service", f"list_{_kind}s",
-         f"Registered {_kind}s.", f"{{{_kind}s}}")
+     "list_resources", "Resources: the workspace (type `workspace`) and those the configuration declares, "
+     "by name, optionally of one type.",
+     "{resources: [{name, type_name, uri, description, source}], next_cursor}", ("ValidationError",),
+     {"type_name": "repository", "limit": 20})
+_ext("_cleveragents/registry/actor/list", "PageParams", "registry_service", "list_actors",
+     "Actors: those the configuration declares, the default actor, and each provider with its "
+     "naming syntax (kind `declared`, `default`, `provider`).",
+     "{actors: [{name, kind, provider, model, description, default, source, settings}], next_cursor}",
+     ("ValidationError",), {"limit": 20})
+_ext("_cleveragents/registry/skill/list", "PageParams", "registry_service", "list_skills",
+     "Skills: a published agent's card skills (kind `agent`), then the backend's tools (`tool`) "
+     "and actions (`action`).",
+     "{skills: [{id, name, description, kind, tags, examples}], next_cursor}", ("ValidationError",),
+     {"limit": 20})
+_ext("_cleveragents/registry/action/list", "EmptyParams", "registry_service", "list_actions",
+     "Actions: the plan templates, built-in and the workspace's, with the problems of bad action files.",
+     "{actions, problems}")
+_ext("_cleveragents/registry/project/list", "PageParams", "registry_service", "list_projects",
+     "Projects: the current workspace (`current: true`) and those the configuration declares.",
+     "{projects: [{name, path, description, current, source}], next_cursor}", ("ValidationError",),
+     {"limit": 20})
 
 # --- Context -------------------------------------------------------------------------
 _CONTEXT_ERRORS = ("ResourceNotFoundError", "ValidationError")
@@ -235,7 +253,7 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in _TABLE}
 if len(METHODS) != len(_TABLE):  # pragma: no cover - a duplicate name is a bug in this file
     raise RuntimeError("duplicate method name in the method table")
 
-del _by_name, _kind, _verb
+del _by_name, _verb
 
 
 def get(name: str) -> MethodSpec | None:

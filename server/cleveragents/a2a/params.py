@@ -39,12 +39,20 @@ class PageParams(ExtensionParams):
 
 
 # Sessions
+class BudgetParams(ExtensionParams):
+    max_tokens: int | None = Field(default=None, ge=1, description="Most tokens (input + output) the actors may use")
+    max_cost: float | None = Field(
+        default=None, ge=0, description="Most cost, as the provider reports it or the actor's prices give it")
+
+
 class SessionCreateParams(ExtensionParams):
     actor_name: ActorName | None = Field(
         default=None, description="The session's actor, `provider/model`; default `local/default`")
     actor: ActorName | None = Field(default=None, description="Alias of actor_name")
     session_id: Identifier | None = Field(default=None, description="Makes the call idempotent: an existing session is returned")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Kept with the session, returned as given")
+    budget: BudgetParams | None = Field(
+        default=None, description="The session's token and cost budget (kept in the metadata as `budget`)")
 
     @model_validator(mode="after")
     def _one_actor(self) -> SessionCreateParams:
@@ -69,8 +77,9 @@ class SessionListParams(PageParams):
 class PlanUseParams(ExtensionParams):
     action_name: str = Field(min_length=1, max_length=200, description="From `_cleveragents/registry/action/list`")
     arguments: dict[str, Any] = Field(default_factory=dict, description="The action's arguments")
-    automation_profile: AutomationProfile = Field(
-        default="supervised", description="manual: approve execute and apply; supervised: approve apply; autonomous: no gates")
+    automation_profile: AutomationProfile | None = Field(
+        default=None, description="manual: approve execute and apply; supervised: approve apply; autonomous: no gates. "
+                                  "Default: the configuration's `automation_profile`, else supervised")
     session_id: str | None = Field(default=None, max_length=128, description="The session the plan belongs to")
 
 
@@ -120,8 +129,8 @@ class ToolListParams(ExtensionParams):
     namespace: str | None = Field(default=None, max_length=100)
 
 
-class ResourceListParams(ExtensionParams):
-    type_name: str | None = Field(default=None, max_length=100)
+class ResourceListParams(PageParams):
+    type_name: str | None = Field(default=None, max_length=100, description="Only resources of this type, e.g. `workspace`")
 
 
 # Context
