@@ -79,6 +79,7 @@ class Container:
         from cleveragents.domain.events import EventBus
 
         settings = settings or Settings()
+        self._owner: Any = None  # the state directory's owner lock, taken at the start-up repair
         # The configuration files; a bad one stops the build here, before anything is opened.
         self.config = load_configuration(settings)
         self.settings = settings.with_file_defaults(self.config.defaults)
@@ -138,6 +139,7 @@ class Container:
             self.store, self.plan_workspace, self.tool_registry, self.action_registry, self.event_bus,
             max_steps=self.guard_policy.max_steps, actor_for=self._plan_actor,
             plan_budget=Budget(self.settings.plan_max_tokens, self.settings.plan_max_cost),
+            may_repair=self._owns_state,
         )
         self.plan_service.default_profile = self.settings.automation_profile
 
@@ -222,7 +224,8 @@ class Container:
         self.task_service = TaskService(self.store, self.actor, tools=None if actor is not None else tool_infos,
                                         push=self.push_sender, router=PlanGates(self.plan_service),
                                         selector=None if actor is not None else self.session_actors,
-                                        invoker=None if actor is not None else toolbox.invoker(tool_context))
+                                        invoker=None if actor is not None else toolbox.invoker(tool_context),
+                                        may_repair=self._owns_state)
         self.agent_card_service = AgentCardService.for_backend(card, self.tool_registry)
         self.context_service = ContextService(self.store, self.plan_workspace)
 
@@ -264,7 +267,9 @@ class Container:
 
     async def start(self) -> None:
         """Repair what a crash left (an interrupted apply, tasks that were running)
-        before the first request is served."""
+        before the first request is served. Only the process that owns the state
+        directory repairs: when another live process uses it (an editor's server beside
+        an ``agents`` command), nothing was interrupted and its work is its own."""
         await self.plan_service.recover()
         await self.task_service.recover()
 
@@ -278,6 +283,7 @@ class Container:
         self.bridge.stop()
         self.event_queue.close()
         await self.store.close()
+        self._release_owner()
         self._remove_scratch()
 
     def close(self) -> None:
@@ -288,7 +294,23 @@ class Container:
         self.bridge.stop()
         self.event_queue.close()
         self.store.close_sync()
+        self._release_owner()
         self._remove_scratch()
+
+    def _owns_state(self) -> bool:
+        """Blocking: take (or hold) the state directory's owner lock. In memory mode the
+        state is this process's alone."""
+        if self.settings.memory:
+            return True
+        if self._owner is None:
+            from cleveragents.infra.state_dir import StateDirOwner
+
+            self._owner = StateDirOwner(self.settings.resolved_state_dir)
+        return self._owner.try_acquire()
+
+    def _release_owner(self) -> None:
+        if self._owner is not None:
+            self._owner.release()
 
     def _remove_scratch(self) -> None:
         if self._scratch is not None:

@@ -489,6 +489,26 @@ async def test_a_plan_executing_when_the_server_dies_comes_back_interrupted(tmp_
     assert "execute" in status["allowed_actions"]
 
 
+async def test_a_second_process_on_the_workspace_leaves_running_plans_alone(tmp_path, spawn, sleeper):
+    """An `agents` command beside the editor's server must not treat the server's
+    running plan as interrupted: only the state directory's owner repairs at start."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    client = await spawn(workspace)
+    plan_id = await client.use("run", {"command": sleeper.command})
+    await client.result(PLAN + "execute", plan_id=plan_id, wait=False)
+    await sleeper.started()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")}
+    done = await asyncio.to_thread(
+        subprocess.run, [str(Path(sys.executable).with_name("agents")), "--json", "plan", "status", plan_id],
+        cwd=workspace, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert (json.loads(done.stdout)["phase"], json.loads(done.stdout)["state"]) == ("execute", "running")
+    status = await client.status(plan_id)
+    assert (status["phase"], status["state"]) == ("execute", "running"), status
+    await client.result(PLAN + "cancel", plan_id=plan_id)
+
+
 # -- 6. guidance for a running plan -------------------------------------------------
 
 async def test_prompt_queues_guidance_for_the_next_step(tmp_path, spawn, sleeper):

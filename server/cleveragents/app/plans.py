@@ -41,7 +41,8 @@ class PlanLifecycleService:
 
     def __init__(self, store: Any, workspace: PlanWorkspace, tools: Any, actions: Any,
                  bus: events.EventBus, *, max_steps: int = 200, tool_settings: dict[str, Any] | None = None,
-                 actor_for: Callable[[Plan], Any] | None = None, plan_budget: Budget | None = None):
+                 actor_for: Callable[[Plan], Any] | None = None, plan_budget: Budget | None = None,
+                 may_repair: Callable[[], bool] | None = None):
         self._store = store
         self._workspace = workspace
         self._actions = actions
@@ -49,8 +50,8 @@ class PlanLifecycleService:
         self._runner = PlanRunner(store, workspace, tools, bus, max_steps, tool_settings, actor_for, plan_budget)
         self._running: dict[str, Execution] = {}
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-        # Start-up repair, run once before the first call is served.
-        self._ready = RunOnce(self._recover)
+        # Start-up repair, run once before the first call is served (if this process owns the state).
+        self._ready = RunOnce(self._recover, may_repair)
 
     # -- helpers -------------------------------------------------------------------
     def _lock(self, plan_id: str) -> asyncio.Lock:

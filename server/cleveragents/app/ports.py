@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Protocol
+from typing import Any, Protocol
 
 from cleveragents.domain.session import Session, SessionStatus
-from cleveragents.domain.task import PushConfig, Task, TaskState
+from cleveragents.domain.task import Message, PushConfig, StreamItem, Task, TaskState
 
 
 class SessionRepository(Protocol):
@@ -78,3 +78,28 @@ class Store(SessionRepository, TaskRepository, Protocol):
         """A deeper check (integrity, writability) for diagnostics."""
 
     async def close(self) -> None: ...
+
+
+# -- what the task service is given ---------------------------------------------------
+class PushDispatcher(Protocol):
+    def deliver(self, config: PushConfig, item: StreamItem) -> None:
+        """Queue ``item`` for the webhook; never blocks, never raises."""
+
+
+class ContextRouter(Protocol):
+    """Claims messages for contexts that belong to something else (a plan's gate),
+    and shows that something as a task."""
+
+    async def claim(self, message: Message) -> Task | None: ...
+
+    async def task(self, task_id: str) -> Task | None: ...
+
+    async def cancel(self, task_id: str) -> Task | None: ...
+
+
+class ActorSelector(Protocol):
+    """Which actor answers a message in a context (``app.sessions.SessionActors``):
+    an object with ``actor``, ``context`` (the turn's context tiers) and
+    ``check(used)``, which raises ``BudgetExceededError`` once the budget is spent."""
+
+    async def choose(self, context_id: str | None) -> Any: ...

@@ -14,10 +14,11 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
+from cleveragents.app.ports import ActorSelector, ContextRouter, PushDispatcher
 from cleveragents.app.task_runs import END, LISTENER_BUFFER, TaskRun, add_usage, closing, with_budget_error
 from cleveragents.domain.actor import (
     Actor,
@@ -52,30 +53,6 @@ RESTART_REASON = "The server stopped while this task was running."
 MAX_WATCHERS = 64  # subscribers of one task that waits for input
 
 
-class PushDispatcher(Protocol):
-    def deliver(self, config: PushConfig, item: StreamItem) -> None:
-        """Queue ``item`` for the webhook; never blocks, never raises."""
-
-
-class ContextRouter(Protocol):
-    """Claims messages for contexts that belong to something else (a plan's gate),
-    and shows that something as a task."""
-
-    async def claim(self, message: Message) -> Task | None: ...
-
-    async def task(self, task_id: str) -> Task | None: ...
-
-    async def cancel(self, task_id: str) -> Task | None: ...
-
-
-class ActorSelector(Protocol):
-    """Which actor answers a message in a context (``app.sessions.SessionActors``):
-    an object with ``actor``, ``context`` (the turn's context tiers) and
-    ``check(used)``, which raises ``BudgetExceededError`` once the budget is spent."""
-
-    async def choose(self, context_id: str | None) -> Any: ...
-
-
 @dataclass(frozen=True, slots=True)
 class TaskPage:
     tasks: list[Task]
@@ -91,7 +68,8 @@ def _agent_message(task: Task, text: str) -> Message:
 class TaskService:
     def __init__(self, store: Any, actor: Actor, *, tools: Callable[[], list[ToolInfo]] | None = None,
                  push: PushDispatcher | None = None, router: ContextRouter | None = None,
-                 selector: ActorSelector | None = None, invoker: ToolInvoker | None = None):
+                 selector: ActorSelector | None = None, invoker: ToolInvoker | None = None,
+                 may_repair: Callable[[], bool] | None = None):
         self._store = store
         self.actor = actor
         self._selector = selector
@@ -102,8 +80,9 @@ class TaskService:
         self._live: dict[str, TaskRun] = {}
         # Subscribers of tasks waiting for input: they join the run that resumes it.
         self._watchers: dict[str, set[asyncio.Queue[Any]]] = {}
-        # After a restart, tasks that were running can't resume: fail them, once.
-        self._ready = RunOnce(self._recover)
+        # After a restart, tasks that were running can't resume: fail them, once
+        # (if this process owns the state).
+        self._ready = RunOnce(self._recover, may_repair)
 
     # -- start-up ------------------------------------------------------------------
     async def recover(self) -> None:
