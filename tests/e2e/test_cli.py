@@ -325,3 +325,28 @@ def test_unreachable_server_is_one_line(ws):
     result = agents("health", "check", "--server", f"http://127.0.0.1:{_free_port()}", "--token", "t", cwd=ws)
     assert result.returncode == 10, result.stderr
     assert "127.0.0.1" in one_line(result.stderr)
+
+
+def test_sessions_on_model_and_remote_actors(ws):
+    """The actors issue's done-when, from the CLI: a session on ``openai/<model>``
+    answers through an OpenAI-compatible endpoint (the chat-completions double), and
+    one on ``a2a/<url>`` through a real a2a-sdk agent."""
+    from tests.fakes.a2a_agent import serving
+    from tests.fakes.openai_server import FakeOpenAI, Reply
+
+    with FakeOpenAI() as model, serving() as remote:
+        model.reply(Reply(text="Hello from the model endpoint.", piece=6))
+        env = {"CLEVERAGENTS_OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "sk-cli"}
+        created = ok_json(agents("a2a", "session", "create", "--actor", "openai/gpt-4o", "--json", cwd=ws, env=env))
+        assert created["actor_name"] == "openai/gpt-4o"
+        said = agents("send", "say hello", "--context", created["session_id"], cwd=ws, env=env)
+        assert said.returncode == 0, said.stderr
+        assert "Hello from the model endpoint." in said.stdout
+        assert model.requests and model.requests[0]["model"] == "gpt-4o"
+        assert model.headers[0].get("authorization") == "Bearer sk-cli"
+
+        actor = f"a2a/{remote}"
+        created = ok_json(agents("a2a", "session", "create", "--actor", actor, "--json", cwd=ws))
+        said = agents("send", "ping", "--context", created["session_id"], cwd=ws)
+        assert said.returncode == 0, said.stderr
+        assert "remote: ping" in said.stdout
