@@ -102,6 +102,12 @@ def table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str | tuple[str, 
     return "\n".join("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip() for line in lines)
 
 
+
+def page_table(result: Mapping[str, Any], key: str, columns: Sequence[str | tuple[str, str]], empty: str) -> str:
+    """One page of a paged list, with the option that fetches the next page."""
+    text = table(result.get(key, []), columns, empty=empty)
+    return text + (f"\nmore: --cursor {result['next_cursor']}" if result.get("next_cursor") else "")
+
 def _cell(value: Any) -> str:
     if value is None:
         return "-"

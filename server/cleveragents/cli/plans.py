@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from cleveragents.cli.output import Output, ProgressBar, fields, table
+from cleveragents.cli.output import Output, ProgressBar, fields, page_table
 
 PLAN = "_cleveragents/plan/"
 STATE_FIELDS = ("plan_id", "phase", "state", "action_name", "automation_profile", "allowed_actions", "reason", "files")
@@ -133,9 +133,8 @@ async def list_plans(backend: Any, args: argparse.Namespace, out: Output) -> Non
         params["cursor"] = args.cursor
 
     def render(r: dict[str, Any]) -> str:
-        text = table(r.get("plans", []), ["plan_id", ("action_name", "action"), "phase", "state",
-                                          ("automation_profile", "profile"), "updated_at"], empty="no plans")
-        return text + (f"\nmore: --cursor {r['next_cursor']}" if r.get("next_cursor") else "")
+        return page_table(r, "plans", ["plan_id", ("action_name", "action"), "phase", "state",
+                                       ("automation_profile", "profile"), "updated_at"], empty="no plans")
 
     out.result(await backend.call(PLAN + "list", params), render)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from cleveragents.cli.output import Output, fields, table
+from cleveragents.cli.output import Output, fields, page_table
 
 SESSION_FIELDS = ("session_id", "status", "actor_name", "created_at", "closed_at")
 
@@ -25,9 +25,8 @@ async def list_sessions(backend: Any, args: argparse.Namespace, out: Output) -> 
     result = await backend.call("session.list", params)
 
     def render(r: dict[str, Any]) -> str:
-        text = table(r.get("sessions", []), ["session_id", "status", ("actor_name", "actor"), "created_at"],
-                     empty="no sessions")
-        return text + (f"\nmore: --cursor {r['next_cursor']}" if r.get("next_cursor") else "")
+        return page_table(r, "sessions", ["session_id", "status", ("actor_name", "actor"), "created_at"],
+                          empty="no sessions")
 
     out.result(result, render)
 
