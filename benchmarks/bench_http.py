@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import statistics
@@ -28,6 +29,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from targets import target
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -175,6 +178,7 @@ async def measure(url: str, sizes: dict[str, int]) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer requests and rounds")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the raw numbers here")
     parser.add_argument("--serve", choices=["ours", "sdk"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve == "ours":
@@ -199,11 +203,15 @@ def main() -> int:
           f"starlette {version('starlette')}; {sizes['rounds']} rounds of {sizes['requests']} requests, "
           f"{sizes['streams']} streams; medians")
     print(f"{'figure':<38}{'cleveragents':>14}{'a2a-sdk':>12}{'ratio':>9}  target")
-    rows = [("sequential SendMessage (req/s)", "sequential", ">= 2.0x"),
-            (f"{CONCURRENCY}-concurrent SendMessage (req/s)", "concurrent", ">= 2.0x"),
-            ("time to first stream event (ms)", "first_event_ms", "<= 0.5x")]
-    for label, key, target in rows:
-        print(f"{label:<38}{ours[key]:>14.1f}{sdk[key]:>12.1f}{ours[key] / sdk[key]:>8.2f}x  {target}")
+    rows = [("sequential SendMessage", "req/s", "sequential", ">=", 2.0),
+            (f"{CONCURRENCY}-concurrent SendMessage", "req/s", "concurrent", ">=", 2.0),
+            ("time to first stream event", "ms", "first_event_ms", "<=", 0.5)]
+    for label, unit, key, op, limit in rows:
+        print(f"{f'{label} ({unit})':<38}{ours[key]:>14.1f}{sdk[key]:>12.1f}{ours[key] / sdk[key]:>8.2f}x  {op} {limit}x")
+    if args.json:
+        targets = [target(f"{label}, ours / a2a-sdk", ours[key] / sdk[key], op, limit, ours=ours[key], baseline=sdk[key],
+                          unit=unit) for label, unit, key, op, limit in rows]
+        args.json.write_text(json.dumps({"settings": sizes, "results": results, "targets": targets}, indent=1))
     return 0
 
 

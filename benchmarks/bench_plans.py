@@ -27,6 +27,7 @@ from typing import Any
 
 from bench_stdio import HEALTH, INIT_PARAMS
 from bench_stdio import Conn as FrameConn
+from targets import target
 
 PLAN = "_cleveragents/plan/"
 SERVER = [sys.executable, "-m", "cleveragents.transports.lsp"]
@@ -237,7 +238,10 @@ def report(rounds: list[dict[str, Any]], files: int) -> dict[str, Any]:
           f"rollback <= {TARGET_RATIO:.0f}x copy: {verdict(summary['rollback']['ratio_to_copy'] <= TARGET_RATIO)}; "
           f"worst heartbeat <= {TARGET_HEARTBEAT_MS:.0f} ms: {verdict(worst_ms <= TARGET_HEARTBEAT_MS)} "
           f"({worst_ms:.1f} ms)")
-    return {"copy_median_s": copy, "steps": summary}
+    targets = [target(f"{op} / copy loop", summary[op]["ratio_to_copy"], "<=", TARGET_RATIO,
+                      ours=summary[op]["median_s"] * 1000, baseline=copy * 1000, unit="ms") for op in ("apply", "rollback")]
+    targets.append(target(f"worst heartbeat during {', '.join(WATCHED)} (ms)", worst_ms, "<=", TARGET_HEARTBEAT_MS))
+    return {"copy_median_s": copy, "steps": summary, "targets": targets}
 
 
 async def run(cfg: dict[str, int], timeout: float) -> list[dict[str, Any]]:

@@ -23,6 +23,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from targets import target
+
 HERE = Path(__file__).resolve().parent
 HEALTH = "_cleveragents/health/check"
 INIT_PARAMS = {"processId": None, "rootUri": None, "capabilities": {}}
@@ -261,7 +263,15 @@ def report(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         f"targets: p50 round trip ratio <= 1.0: {verdict('round trip p50 (us)')}; "
         f"startup ratio <= 1.0: {verdict('startup median (ms)')}"
     )
-    return {"summary": {"cleveragents": ours, "bare pygls": base}, "ratios": ratios}
+    unclean = sum(r.get("exit_code") != 0 for rs in runs.values() for r in rs)
+    targets = [
+        target("round trip p50, ours / bare pygls", ratios["round trip p50 (us)"], "<=", 1.0,
+               ours=ours["round trip p50 (us)"], baseline=base["round trip p50 (us)"], unit="us"),
+        target("startup median, ours / bare pygls", ratios["startup median (ms)"], "<=", 1.0,
+               ours=ours["startup median (ms)"], baseline=base["startup median (ms)"], unit="ms"),
+        target("spawns without a clean exit", unclean, "<=", 0),
+    ]
+    return {"summary": {"cleveragents": ours, "bare pygls": base}, "ratios": ratios, "targets": targets}
 
 
 def main() -> int:

@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from targets import target
+
 from cleveragents.domain.task import Message, Part, Role, Task, TaskState, TaskStatus
 from cleveragents.ids import new_id, utc_now
 from cleveragents.infra.store.memory import MemoryStore
@@ -120,14 +122,16 @@ def run_child(backend: str, sizes: list[int], reps: int) -> dict[str, Any]:
     return result
 
 
-def report(results: list[dict[str, Any]], sizes: list[int]) -> None:
+def report(results: list[dict[str, Any]], sizes: list[int]) -> list[dict[str, Any]]:
     first, last = sizes[0], sizes[-1]
     ratio_name = f"{last:,}/{first:,}"
     header = ["store", "page 50 + count", *(f"{size:,} (med / min)" for size in sizes), ratio_name]
-    rows, ratios = [header], []
+    rows, ratios, targets = [header], [], []
     for result in results:
         for label, by_size in result["queries"].items():
             ratios.append(by_size[last][0] / by_size[first][0])
+            targets.append(target(f"{result['backend']} {label}, {ratio_name} tasks", ratios[-1], "<=", RATIO_TARGET,
+                                  ours=by_size[last][0], baseline=by_size[first][0], unit="us"))
             cells = [f"{median:,.0f} / {low:,.0f} us" for median, low in (by_size[size] for size in sizes)]
             rows.append([result["backend"], label, *cells, f"{ratios[-1]:.2f}x"])
     widths = [max(len(row[c]) for row in rows) for c in range(len(header))]
@@ -139,13 +143,16 @@ def report(results: list[dict[str, Any]], sizes: list[int]) -> None:
     print()
     for result in results:
         backend, growth = result["backend"], result["rss_growth_mib"]
-        target = RSS_TARGET_MIB.get(backend)
-        verdict = "" if target is None else f" (target < {target:.0f} MiB: {'PASS' if growth < target else 'FAIL'})"
+        limit = RSS_TARGET_MIB.get(backend)
+        verdict = "" if limit is None else f" (target < {limit:.0f} MiB: {'PASS' if growth < limit else 'FAIL'})"
+        if limit is not None:
+            targets.append(target(f"{backend}: RSS growth holding {last:,} tasks (MiB)", growth, "<", limit))
         disk = f", {result['disk_mib']:.1f} MiB on disk" if "disk_mib" in result else ""
         print(f"{backend}: RSS growth holding {last:,} tasks: {growth:.1f} MiB{verdict}{disk}; "
               f"{result['insert_us']:.0f} us per add_task")
     print(f"flat (every {ratio_name} median ratio <= {RATIO_TARGET}): "
           f"{'PASS' if all(r <= RATIO_TARGET for r in ratios) else 'FAIL'}")
+    return targets
 
 
 def main() -> int:
@@ -153,13 +160,18 @@ def main() -> int:
     parser.add_argument("--sizes", default="1000,10000,100000", help="task counts to compare")
     parser.add_argument("--reps", type=int, default=201, help="timed repetitions per figure")
     parser.add_argument("--stores", default="sqlite,memory", help="which stores to measure")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the raw numbers here")
     parser.add_argument("--worker", choices=["sqlite", "memory"], help=argparse.SUPPRESS)
     opts = parser.parse_args()
     sizes = sorted(int(size) for size in opts.sizes.split(","))
     if opts.worker:
         print(json.dumps(asyncio.run(worker(opts.worker, sizes, opts.reps))))
         return 0
-    report([run_child(backend, sizes, opts.reps) for backend in opts.stores.split(",")], sizes)
+    results = [run_child(backend, sizes, opts.reps) for backend in opts.stores.split(",")]
+    targets = report(results, sizes)
+    if opts.json:
+        opts.json.write_text(json.dumps({"settings": {"sizes": sizes, "reps": opts.reps}, "results": results,
+                                         "targets": targets}, indent=1))
     return 0  # a report, not a test
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from bench_stdio import HEALTH, INIT_PARAMS, SERVERS, Conn, percentile
 from bench_task_store import MIB, fill, rss_bytes
+from targets import target
 
 from cleveragents.infra.store.sqlite import SqliteStore
 
@@ -206,7 +207,20 @@ def report(trips: dict[str, list[dict[str, float]]], lists: dict[str, Any]) -> d
     print(f"server RSS: {lists['server_rss_mib'][last]:.1f} MiB serving {last:,} tasks, "
           f"{lists['server_rss_mib'][first]:.1f} MiB serving {first:,}: +{server_growth:.1f} MiB; "
           f"target < {RSS_TARGET_MIB:.0f} MiB: {verdict(server_growth < RSS_TARGET_MIB)}")
-    return {"round_trips": med, "ratios": ratios, "listing": lists}
+    unclean = sum(r["exit"] != 0 for runs in trips.values() for r in runs)
+    targets = [
+        target("sequential p50, echo agent / bare pygls", ratios["p50_us"], "<=", P50_TARGET,
+               ours=echo["p50_us"], baseline=base["p50_us"], unit="us"),
+        target("64 in flight, echo agent / bare pygls", ratios["rps"], ">=", THROUGHPUT_TARGET,
+               ours=echo["rps"], baseline=base["rps"], unit="req/s"),
+        target("spawns without a clean exit", unclean, "<=", 0),
+        *(target(f"ListTasks {label}, {last:,} / {first:,} tasks", ratio, "<=", FLAT_TARGET,
+                 ours=by_size[last][0], baseline=by_size[first][0], unit="us")
+          for ratio, (label, by_size) in zip(flat, lists["queries"].items(), strict=True)),
+        target(f"RSS growth filling {last:,} tasks (MiB)", fill_growth, "<", RSS_TARGET_MIB),
+        target(f"server RSS growth, {last:,} vs {first:,} tasks (MiB)", server_growth, "<", RSS_TARGET_MIB),
+    ]
+    return {"round_trips": med, "ratios": ratios, "listing": lists, "targets": targets}
 
 
 def main() -> int:
@@ -224,7 +238,7 @@ def main() -> int:
     lists = asyncio.run(listing(cfg))
     summary = report(trips, lists)
     if args.json:
-        args.json.write_text(json.dumps({"settings": cfg, "round_trips": trips, **summary}, indent=1, default=str))
+        args.json.write_text(json.dumps({"settings": cfg, "spawns": trips, **summary}, indent=1, default=str))
     return 0  # a report, not a gate
 
 

@@ -1,0 +1,67 @@
+"""benchmarks/run_all.py is wired to every benchmark script, and its summary judges the
+median figure, not any single run. Nothing here measures anything."""
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+BENCHMARKS = REPO / "benchmarks"
+RUN_ALL = [sys.executable, str(BENCHMARKS / "run_all.py")]
+
+
+@pytest.fixture
+def run_all(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import run_all
+
+    return run_all
+
+
+def test_dry_run_lists_every_bench_script_with_json_output():
+    done = subprocess.run([*RUN_ALL, "--quick", "--dry-run"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    scripts = sorted(path.name for path in BENCHMARKS.glob("bench_*.py"))
+    assert len(lines) == len(scripts) == 5
+    for script in scripts:  # a new bench script must be added to the runner
+        (line,) = [line for line in lines if f"benchmarks/{script} " in line]
+        assert " ok " in line and "--json" in line, line
+    assert "--quick" in done.stdout
+
+
+def test_only_selects_and_rejects_unknown_names():
+    done = subprocess.run([*RUN_ALL, "--dry-run", "--only", "http,plans"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert [line.split()[0] for line in done.stdout.splitlines()] == ["plans", "http"]
+    assert "--quick" not in done.stdout
+    done = subprocess.run([*RUN_ALL, "--dry-run", "--only", "stdio,nope"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    assert "unknown benchmark(s): nope" in done.stderr
+
+
+def test_summary_judges_the_median_over_repetitions(run_all):
+    from targets import target
+
+    def run(rep: int, ratio: float) -> dict:
+        return {"bench": "stdio", "repetition": rep,
+                "targets": [target("p50 ratio", ratio, "<=", 1.0, ours=ratio * 100, baseline=100.0, unit="us"),
+                            target("heartbeat (ms)", 10.0 * (rep + 1), "<=", 50.0)]}
+
+    failed = {"bench": "http", "repetition": 0, "error": "exit code 1"}
+    rows = run_all.summarize([run(0, 0.9), run(1, 1.2), failed, run(2, 1.1)])
+    ratio, beat, error = rows
+    assert ratio == {"bench": "stdio", "name": "p50 ratio", "ours": pytest.approx(110.0), "baseline": 100.0,
+                     "unit": "us", "value": 1.1, "op": "<=", "limit": 1.0, "samples": 3, "passed": False}
+    assert (beat["value"], beat["ours"], beat["baseline"], beat["passed"]) == (20.0, None, None, True)
+    assert error == {"bench": "http", "name": "(benchmark failed)", "error": "exit code 1"}
+
+
+def test_a_missing_figure_fails_its_target(run_all):
+    from targets import target
+
+    assert target("startup ratio", None, "<=", 1.0)["passed"] is False
+    (row,) = run_all.summarize([{"bench": "tasks", "targets": [target("rss (MiB)", None, "<", 40.0)]}])
+    assert row["value"] is None and row["passed"] is False
