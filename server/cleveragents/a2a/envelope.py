@@ -31,6 +31,8 @@ def decode(body: bytes | str) -> Any:
         ) from exc
     except RecursionError as exc:
         raise ParseError("Parse error: the JSON is nested too deeply") from exc
+    except ValueError as exc:  # an integer longer than Python converts (sys.get_int_max_str_digits)
+        raise ParseError("Parse error: a number has too many digits", {"reason": "number too long"}) from exc
     if _ESCAPED_SURROGATE.search(text):
         try:
             json.dumps(message, ensure_ascii=False).encode("utf-8")

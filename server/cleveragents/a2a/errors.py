@@ -8,8 +8,10 @@ an exception into a JSON-RPC ``error`` object.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -97,6 +99,24 @@ class ExtensionSupportRequiredError(A2aError):
     default_message = "A required extension is not supported by the client"
 
 
+class StorageFullError(A2aError):
+    """A write failed for lack of space: the server's fault to report, not the caller's."""
+
+    default_message = "Internal error: no space left to write"
+
+
+class StorageIoError(A2aError):
+    """The state database could not be read or written (SQLite's I/O error)."""
+
+    default_message = "Internal error: the state database could not be written"
+
+
+# Errors that say the disk (or a quota, or the file size limit) is full.
+_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+_SQLITE_FULL = 13  # SQLITE_FULL: "database or disk is full"
+_SQLITE_IOERR = 10  # SQLITE_IOERR: "disk I/O error" (what a file size limit gives)
+
+
 # The extension table (seed 000): `_cleveragents/*` and legacy methods.
 EXTENSION_ERROR_CODES: dict[type[Exception], int] = {
     ParseError: PARSE_ERROR,
@@ -139,6 +159,8 @@ A2A_ERROR_CODES: dict[type[Exception], tuple[int, str]] = {
     DuplicateEntityError: (INVALID_REQUEST, "ALREADY_EXISTS"),
     BudgetExceededError: (INVALID_REQUEST, "RESOURCE_EXHAUSTED"),
     PlanError: (INVALID_REQUEST, "FAILED_PRECONDITION"),
+    # A write that found no space: an internal error, whose reason names the cause.
+    StorageFullError: (INTERNAL_ERROR, "RESOURCE_EXHAUSTED"),
 }
 
 
@@ -184,12 +206,35 @@ def internal_error_payload(exc: BaseException, dialect: str, where: str | None =
 
     error_id = new_id()
     logger.error("internal error %s in %s", error_id, where or "a request", exc_info=exc)
-    payload = error_payload(exc, dialect)
+    payload = error_payload(storage_error(exc) or exc, dialect)
     if dialect == dialects.A2A_V1:
         payload["data"][0]["metadata"]["error_id"] = error_id
     else:
-        payload["data"] = {"error_id": error_id}
+        payload["data"] = {**payload.get("data", {}), "error_id": error_id}
     return payload
+
+
+def storage_error(exc: BaseException) -> StorageFullError | StorageIoError | None:
+    """The error naming the cause when ``exc`` (or what caused it) is a write that ran
+    out of space or an I/O failure of the state database; the data names the error,
+    never a path."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        code = current.errno if isinstance(current, OSError) else None
+        if code in _FULL_ERRNOS:
+            name = errno.errorcode[code]
+            return StorageFullError(f"{StorageFullError.default_message}: {os.strerror(code)}",
+                                    {"reason": "storage_full", "errno": name})
+        if (getattr(current, "sqlite_errorcode", None) or 0) & 0xFF == _SQLITE_FULL:
+            return StorageFullError(f"{StorageFullError.default_message}: the state database or disk is full",
+                                    {"reason": "storage_full", "sqlite_error": "SQLITE_FULL"})
+        if (getattr(current, "sqlite_errorcode", None) or 0) & 0xFF == _SQLITE_IOERR:
+            return StorageIoError(f"{StorageIoError.default_message}: disk I/O error",
+                                  {"reason": "storage_io_error", "sqlite_error": "SQLITE_IOERR"})
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def error_details(reason: str, data: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -242,6 +287,8 @@ __all__ = [
     "PlanError",
     "PushNotificationNotSupportedError",
     "ResourceNotFoundError",
+    "StorageFullError",
+    "StorageIoError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
     "ValidationError",

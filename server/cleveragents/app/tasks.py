@@ -30,7 +30,13 @@ from cleveragents.domain.actor import (
     Turn,
     Usage,
 )
-from cleveragents.domain.errors import BudgetExceededError, BusinessRuleViolation, TaskNotFoundError, ValidationError
+from cleveragents.domain.errors import (
+    BudgetExceededError,
+    BusinessRuleViolation,
+    TaskNotFoundError,
+    ValidationError,
+    failure_reason,
+)
 from cleveragents.domain.task import (
     INTERRUPTED_STATES,
     Artifact,
@@ -300,7 +306,7 @@ class TaskService:
             await self._finish(run, TaskState.FAILED, f"BudgetExceededError: {over.message}")
         except Exception as exc:
             logger.warning("task %s failed", run.task.id, exc_info=exc)
-            await self._finish(run, TaskState.FAILED, f"{type(exc).__name__}: {exc}")
+            await self._finish(run, TaskState.FAILED, failure_reason(exc))
         finally:
             if self._live.get(run.task.id) is run:
                 del self._live[run.task.id]

@@ -72,3 +72,11 @@ class TaskNotFoundError(ResourceNotFoundError):
 
 class TaskNotCancelableError(BusinessRuleViolation):
     default_message = "Task not cancelable"
+
+
+def failure_reason(exc: BaseException) -> str:
+    """``"Type: message"`` for a client, as a failed task's reason. An OS error's file
+    names are left out: they are the server's paths (the log has them, with the traceback)."""
+    if isinstance(exc, OSError) and (exc.filename is not None or exc.filename2 is not None):
+        return f"{type(exc).__name__}: {exc.strerror or 'operating system error'}"
+    return f"{type(exc).__name__}: {exc}"

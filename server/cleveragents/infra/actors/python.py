@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 from cleveragents.domain.actor import ActorError, ActorEvent, Turn
-from cleveragents.domain.errors import ValidationError
+from cleveragents.domain.errors import ValidationError, failure_reason
 from cleveragents.infra.actors.handlers import as_events, handler_events, takes_turn
+
+logger = logging.getLogger(__name__)
 
 
 def parse_target(model: str) -> tuple[str, str]:
@@ -57,8 +60,9 @@ class PythonActor:
         data = {"actor": self.name, "module": self._module, "attribute": self._attribute}
         try:
             target: Any = importlib.import_module(self._module)
-        except Exception as exc:  # the user's module: any error it raises says why
-            raise ActorError(f"{self.name}: can't import {self._module}: {type(exc).__name__}: {exc}",
+        except Exception as exc:  # the user's module: any error it raises says why (its traceback: the log)
+            logger.warning("actor %s can't import %s", self.name, self._module, exc_info=exc)
+            raise ActorError(f"{self.name}: can't import {self._module}: {failure_reason(exc)}",
                              {**data, "reason": "import_failed"}) from None
         for part in self._attribute.split("."):
             if not hasattr(target, part):

@@ -286,6 +286,8 @@ class PatchApplyTool(ModelTool[PatchArguments]):
         for patch in parse_patch(arguments.patch):
             context.check_cancelled()
             files.append(_apply_file(patch, pending))
+        for path in pending.files:
+            context.view.exists(path)  # a rename's target is never read: the guards see it here, before any write
         for path, (text, mode) in pending.files.items():
             if text is None:
                 context.view.delete(path)

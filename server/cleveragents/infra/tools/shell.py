@@ -33,7 +33,8 @@ from cleveragents.infra.tools.base import ModelTool, StrictArguments
 DEFAULT_ALLOW = ("git", "python", "python3", "pytest", "ruff", "make", "npm", "node",
                  "ls", "cat", "echo", "grep", "true", "false")
 PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
-_SECRET = re.compile(r"(_TOKEN|_KEY)$|SECRET|PASSWORD", re.IGNORECASE)
+# Plurals too: the server's own CLEVERAGENTS_AUTH_TOKENS and CLEVERAGENTS_API_KEYS are lists of secrets.
+_SECRET = re.compile(r"(_TOKENS?|_KEYS?)$|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 LOG_LIMIT = 1024 * 1024
 POLL_SECONDS = 0.05
 READER_GRACE_SECONDS = 2.0  # a child that escaped the group may hold the pipe open

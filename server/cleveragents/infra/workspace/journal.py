@@ -204,7 +204,9 @@ class Applier:
         except _FileFailed as failure:
             data = {"plan_id": checkpoint.plan_id, "op": op, "path": failure.path, "reason": failure.reason}
             try:
-                self._move(checkpoint, _OTHER[_TARGET[op]])
+                # Only the files the failed move changed: rewriting the others could
+                # fail for the same reason (a full disk) and leave the plan stuck.
+                self._move(checkpoint, _OTHER[_TARGET[op]], only_changed=True)
             except _FileFailed as again:
                 raise PlanError(f"{op} failed; recover() will finish undoing it", data) from again
             self._write_journal(checkpoint.plan_id, {**record, "status": "done", "outcome": "undone"})
@@ -276,9 +278,10 @@ class Applier:
 
     # -- files -------------------------------------------------------------------
 
-    def _move(self, checkpoint: Checkpoint, side: str) -> None:
+    def _move(self, checkpoint: Checkpoint, side: str, only_changed: bool = False) -> None:
         """Put every file of the checkpoint in its ``side`` state. Deletions go
-        first, so a deleted file can make way for a directory (and back)."""
+        first, so a deleted file can make way for a directory (and back).
+        ``only_changed`` leaves a file alone that is in that state already."""
         states = [(entry.path, *entry.state(side)) for entry in checkpoint.entries]
         touched: set[str] = set()
         for path, blob, _ in states:
@@ -294,6 +297,8 @@ class Applier:
                     pass  # gone already, or someone has put files in it since
         for path, blob, mode in states:
             if blob is not None:
+                if only_changed and self._is_in_state(path, blob, mode):
+                    continue
                 data = self.blobs.get(blob)
                 with _failing_as(path):
                     self._write(self._target(path), data, mode)
@@ -345,6 +350,13 @@ class Applier:
         except (NotRegularFile, IsADirectoryError):
             raise _not_regular(path) from None
         return data, stat.S_IMODE(info.st_mode)
+
+    def _is_in_state(self, path: str, blob: str, mode: int | None) -> bool:
+        try:
+            data, current_mode = self._read(path)
+        except (DomainError, OSError):  # unreadable, or not a regular file: not in that state
+            return False
+        return self._digest(data) == blob and (mode is None or current_mode == mode)
 
     def _digest(self, data: bytes | None) -> str | None:
         return None if data is None else self.blobs.digest_of(data)

@@ -8,6 +8,7 @@ in the ``BlobStore``), so a plan's overlay can be stored and rebuilt after a res
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import threading
@@ -83,6 +84,18 @@ class Overlay:
     def _disk(self, relative: str) -> Path:
         return Path(self._real_root, relative)
 
+    def _disk_stat(self, relative: str) -> os.stat_result | None:
+        """The workspace file's ``stat`` (``None``: there is none). A path the OS can't
+        look up (a symlink loop, a name too long) is refused naming the relative path:
+        the OS error would name the server's."""
+        try:
+            return os.stat(self._disk(relative))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise ValidationError(f"{relative}: {exc.strerror}", {
+                "path": relative, "reason": "unusable_path", "errno": errno.errorcode.get(exc.errno or 0, "")}) from None
+
     # -- WorkspaceView -----------------------------------------------------------
 
     def read_bytes(self, path: str) -> bytes:
@@ -117,7 +130,7 @@ class Overlay:
         relative = self.resolve(path)
         with self._lock:
             entry = self._entries.get(relative)
-        return entry.mode if entry is not None else _disk_mode(self._disk(relative))
+        return entry.mode if entry is not None else _mode_of(self._disk_stat(relative))
 
     def write_bytes(self, path: str, data: bytes, mode: int | None = None) -> None:
         if not isinstance(data, (bytes, bytearray)):
@@ -141,7 +154,7 @@ class Overlay:
         relative = self.resolve(path, write=True)
         with self._lock:
             entry = self._entries.get(relative)
-            if (entry is None and not self._disk(relative).is_file()) or (entry is not None and entry.deleted):
+            if (entry is None and not _is_file(self._disk_stat(relative))) or (entry is not None and entry.deleted):
                 raise FileNotFoundError(2, "no such file", relative)
             self._check_budget(relative, entry, 0)
             base, _ = self._first_touch(relative, entry)
@@ -214,21 +227,21 @@ class Overlay:
     def _check_parents(self, relative: str) -> None:
         """Refuse a write that apply could not carry out: a file where a directory
         is, or a directory below a file the merged view still has."""
-        if self._disk(relative).is_dir():
+        info = self._disk_stat(relative)
+        if info is not None and stat.S_ISDIR(info.st_mode):
             raise ValidationError("a directory is in the way", {"path": relative, "reason": "is_directory"})
         parts = relative.split("/")
         for depth in range(1, len(parts)):
             parent = "/".join(parts[:depth])
             entry = self._entries.get(parent)
-            if (entry is not None and not entry.deleted) or (entry is None and self._disk(parent).is_file()):
+            if (entry is not None and not entry.deleted) or (entry is None and _is_file(self._disk_stat(parent))):
                 raise ValidationError("a parent is a file", {"path": relative, "reason": "parent_is_file", "parent": parent})
 
     def _first_touch(self, relative: str, entry: OverlayEntry | None) -> tuple[str | None, int | None]:
         """The entry's base digest (kept from the first touch) and the disk file's
         mode. The base content goes into the blob store now, so an apply that finds
         the file unchanged already has its pre-image."""
-        disk = self._disk(relative)
-        disk_mode = _disk_mode(disk)
+        disk_mode = _mode_of(self._disk_stat(relative))
         if entry is not None or disk_mode is None:
             return (entry.base if entry else None), disk_mode
         return self.blobs.put(self._read_disk(relative, None)), disk_mode
@@ -261,12 +274,12 @@ def _inside(real: str, real_root: str) -> bool:
     return real.startswith(real_root + os.sep)
 
 
-def _disk_mode(path: Path) -> int | None:
-    try:
-        info = path.stat()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else None
+def _mode_of(info: os.stat_result | None) -> int | None:
+    return stat.S_IMODE(info.st_mode) if _is_file(info) else None
+
+
+def _is_file(info: os.stat_result | None) -> bool:
+    return info is not None and stat.S_ISREG(info.st_mode)
 
 
 def _over(limit: str, maximum: int, path: str, **extra: int) -> BudgetExceededError:

@@ -28,13 +28,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from cleveragents.a2a import dialects, envelope
+from cleveragents.a2a.errors import internal_error_payload
 from cleveragents.a2a.facade import CallContext
 from cleveragents.a2a.version import EMPTY_HEADER_VERSION
 from cleveragents.config import Settings
 from cleveragents.transports.http.auth import HttpAuth
 from cleveragents.transports.http.cards import CARD_V03_PATH, CARD_V1_PATH, CardRoutes
 from cleveragents.transports.http.jsonrpc import JsonRpcEndpoint
-from cleveragents.transports.http.rest import RestBinding
+from cleveragents.transports.http.rest import RestBinding, status_body
 from cleveragents.transports.http.runtime import Runtime
 
 logger = logging.getLogger("cleveragents.http")
@@ -43,6 +45,21 @@ JSONRPC_PATH = "/a2a"
 EVENTS_PATH = "/events"
 VERSION_HEADER = "a2a-version"
 T = TypeVar("T")
+
+
+class ServicesUnavailable(Exception):
+    """The services did not start: a bad configuration file, a state directory that
+    can't be opened. Only an app served without a lifespan gets this far."""
+
+
+async def _unavailable(request: Request, exc: Exception) -> Response:
+    # Unlike stdio, the caller may not be the server's owner: the cause (a config file's
+    # path and line) stays in the log, under the error id the caller is given.
+    if request.url.path.endswith(JSONRPC_PATH):
+        payload = internal_error_payload(exc, dialects.EXTENSION, "starting the services (http transport)")
+        return JSONResponse(envelope.error_response(None, payload), status_code=503)
+    status, body = status_body(internal_error_payload(exc, dialects.A2A_V1, "starting the services (http+json)"))
+    return JSONResponse(body, status_code=status)
 
 
 class A2aHttpApp:
@@ -58,7 +75,10 @@ class A2aHttpApp:
         self._bound = False
 
     async def facade(self, request: Request) -> Any:
-        facade = await self.runtime.facade()
+        try:
+            facade = await self.runtime.facade()
+        except Exception as exc:
+            raise ServicesUnavailable() from exc
         if not self._bound:
             self._bind_card(facade, request)
         return facade
@@ -149,6 +169,6 @@ def build_app(container: Any = None, *, settings: Settings | None = None,
         finally:
             await runtime.aclose()
 
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={ServicesUnavailable: _unavailable})
     app.state.a2a = shared
     return app

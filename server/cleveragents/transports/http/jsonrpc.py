@@ -37,6 +37,7 @@ logger = logging.getLogger("cleveragents.http")
 
 JSON_TYPES = ("application/json", "application/a2a+json", "application/json-rpc")
 MAX_BODY_BYTES = 16 * 1024 * 1024  # as on stdio
+UNAUTHENTICATED_BODY_BYTES = 64 * 1024
 
 
 class BodyTooLarge(Exception):
@@ -93,10 +94,12 @@ class JsonRpcEndpoint:
         self._background: set[asyncio.Task[Any]] = set()
 
     async def handle(self, request: Request) -> Response:
+        # A caller without a credential is read only far enough to echo its id in the 401.
+        allowed = self.app.auth.allows(request.headers)
         try:
-            body = await read_body(request)
+            body = await read_body(request, MAX_BODY_BYTES if allowed else UNAUTHENTICATED_BODY_BYTES)
         except BodyTooLarge:
-            return too_large()
+            return too_large() if allowed else self._unauthenticated(request, None)
         try:
             message = envelope.decode(body)
         except A2aError as exc:

@@ -22,6 +22,10 @@ DEFAULT_MAX_MESSAGE_SIZE = 16 * 1024 * 1024
 _MAX_HEADER_LINES = 32
 _DISCARD_CHUNK = 1 << 16
 _READ_LIMIT = 1 << 20
+# Output waiting for a client that doesn't read: past this the server gives up on it.
+DEFAULT_MAX_OUTPUT_BUFFER = 64 * 1024 * 1024
+MAX_OUTPUT_BUFFER_ENV = "CLEVERAGENTS_MAX_OUTPUT_BUFFER"
+_MAX_LENGTH_DIGITS = 18  # more would exceed any real message
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,28 +73,54 @@ async def open_stdin(stream: BinaryIO | None = None) -> asyncio.StreamReader | T
     return reader
 
 
+def max_output_buffer_default() -> int:
+    """The output buffer limit: ``CLEVERAGENTS_MAX_OUTPUT_BUFFER`` bytes, else 64 MiB."""
+    value = os.environ.get(MAX_OUTPUT_BUFFER_ENV, "")
+    return int(value) if value.isascii() and value.isdigit() and int(value) > 0 else DEFAULT_MAX_OUTPUT_BUFFER
+
+
 class PipeWriter:
     """Non-blocking writes to stdout through an asyncio transport (blocking fallback
-    for regular files). pygls calls ``write`` with complete frames."""
+    for regular files). pygls calls ``write`` with complete frames.
 
-    def __init__(self, transport: asyncio.WriteTransport | None, stream: BinaryIO):
+    What the client has not read yet waits in memory, up to ``max_buffered`` bytes.
+    Past that the client has stopped reading: the writer drops the output, stops
+    writing and calls ``on_overflow`` (the server then gives up on the client)."""
+
+    def __init__(self, transport: asyncio.WriteTransport | None, stream: BinaryIO,
+                 max_buffered: int = DEFAULT_MAX_OUTPUT_BUFFER):
         self._transport = transport
         self._stream = stream
+        self.max_buffered = max_buffered
+        self.on_overflow: Callable[[str], None] = lambda reason: None
 
     @classmethod
-    async def open(cls, stream: BinaryIO) -> PipeWriter:
+    async def open(cls, stream: BinaryIO, max_buffered: int | None = None) -> PipeWriter:
+        limit = max_buffered or max_output_buffer_default()
         if not _pollable(stream):
-            return cls(None, stream)
+            return cls(None, stream, limit)
         transport, _ = await asyncio.get_running_loop().connect_write_pipe(asyncio.Protocol, stream)
-        return cls(transport, stream)  # type: ignore[arg-type]
+        return cls(transport, stream, limit)  # type: ignore[arg-type]
 
     def write(self, data: bytes) -> None:
         if self._transport is not None:
             if not self._transport.is_closing():
+                waiting = self._transport.get_write_buffer_size()
                 self._transport.write(data)
+                # Output already waiting: the client is behind. (One frame bigger than
+                # the limit, written to a client that keeps up, is not a stall.)
+                if waiting and self._transport.get_write_buffer_size() > self.max_buffered:
+                    self._overflow()
             return
         self._stream.write(data)
         self._stream.flush()
+
+    def _overflow(self) -> None:
+        assert self._transport is not None
+        reason = f"the client stopped reading: more than {self.max_buffered} bytes of output waited for it"
+        logger.error("%s; giving up on the client", reason)
+        self._transport.abort()  # frees the buffer; nothing more is written
+        self.on_overflow(reason)
 
     @property
     def buffered(self) -> int:
@@ -138,14 +168,16 @@ async def read_frame(
         headers[name.strip().lower()] = value.strip()
 
     length_text = headers.get("content-length")
-    if bad_header or length_text is None or not length_text.isdigit():
+    length = _content_length(length_text)
+    if length is not None and (bad_header or length > max_message_size):
+        # Skip the body the header announces, so the next frame is read from its start.
+        if not await _discard(reader, length):
+            return None
+    if bad_header or length is None:
         reason = bad_header or ("missing Content-Length header" if length_text is None
                                 else f"invalid Content-Length {length_text[:40]!r}")
         return FrameError(-32700, f"Parse error: {reason}", {"reason": reason})
-    length = int(length_text)
     if length > max_message_size:
-        if not await _discard(reader, length):
-            return None
         return FrameError(-32600, "Invalid request: message too large",
                           {"size": length, "max_message_size": max_message_size})
     try:
@@ -178,6 +210,14 @@ def encode_frame(payload: dict[str, Any]) -> bytes:
     body = json.dumps(payload)
     return (f"Content-Length: {len(body)}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
             f"{body}").encode("ascii")
+
+
+def _content_length(text: str | None) -> int | None:
+    """The header's value as a byte count; ``None`` unless it is plain ASCII digits
+    (``str.isdigit`` also accepts ``²``) of a size a pipe can carry."""
+    if text is None or not text.isascii() or not text.isdigit() or len(text) > _MAX_LENGTH_DIGITS:
+        return None
+    return int(text)
 
 
 async def _discard(reader: asyncio.StreamReader | ThreadedReader, length: int) -> bool:

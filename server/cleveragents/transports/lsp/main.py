@@ -44,6 +44,9 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
                         help="finished tasks kept before the oldest are evicted (default: 10000)")
     parser.add_argument("--max-message-size", type=int, default=framing.DEFAULT_MAX_MESSAGE_SIZE, metavar="BYTES",
                         help="largest message accepted (default: %(default)s)")
+    parser.add_argument("--max-output-buffer", type=int, default=None, metavar="BYTES",
+                        help="stdio: output kept for a client that doesn't read before the server gives up on it "
+                             f"(default: ${framing.MAX_OUTPUT_BUFFER_ENV}, else {framing.DEFAULT_MAX_OUTPUT_BUFFER})")
     parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         type=str.upper, help="stderr log level (default: %(default)s)")
 
@@ -52,7 +55,7 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
                  container_options: dict[str, Any] | None = None) -> int:
     loading = asyncio.ensure_future(asyncio.to_thread(importlib.import_module, SERVER_MODULE))
     reader = await framing.open_stdin(stdin)
-    writer = await framing.PipeWriter.open(stdout)
+    writer = await framing.PipeWriter.open(stdout, getattr(args, "max_output_buffer", None))
     first = await framing.read_frame(reader, args.max_message_size)
     card = (container_options or {}).get("card")
     agent_card = card.agent_card("1.0") if card is not None else None

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcMethodNotFound
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcMethodNotFound
 from pygls.protocol import (
     JsonRPCNotification,
     JsonRPCRequestMessage,
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from cleveragents.transports.lsp.server import A2aLanguageServer
 
 logger = logging.getLogger(__name__)
+_pygls_logger = logging.getLogger("pygls.protocol.json_rpc")
 
 SHUTDOWN_GRACE_SECONDS = 10.0
 
@@ -66,6 +67,23 @@ class A2aProtocol(LanguageServerProtocol):
         super().__init__(server, converter)
         self._after_response: dict[Any, list[Callable[[], None]]] = {}
         self.exit_code: int | None = None
+
+    def structure_message(self, data: Any) -> Any:
+        """pygls logs a whole traceback at ERROR for every message it can't structure.
+        Params of the wrong shape are the client's mistake (answered -32602, or dropped
+        for a notification): one warning line. Anything else is still logged as a bug."""
+        level = _pygls_logger.level
+        _pygls_logger.setLevel(logging.CRITICAL)
+        try:
+            return super().structure_message(data)
+        except JsonRpcInvalidParams as exc:
+            logger.warning("invalid params for %s: %s", data.get("method"), exc.__cause__)
+            raise
+        except JsonRpcException as exc:
+            logger.error("cannot read a message for %s", data.get("method"), exc_info=exc.__cause__ or exc)
+            raise
+        finally:
+            _pygls_logger.setLevel(level)
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(  # type: ignore[override]  # answers with a wire dict, not attrs

@@ -58,6 +58,7 @@ class A2aLanguageServer(LanguageServer):
         self._watchdog: asyncio.Future[None] | None = None
         self._handlers: dict[str, Any] = {}
         self._orphaned = asyncio.Event()
+        self._client_stalled = False
         # workDoneToken -> the request it reports on, so the client can cancel it.
         self._progress_requests: dict[Any, asyncio.Task[Any]] = {}
 
@@ -248,6 +249,13 @@ class A2aLanguageServer(LanguageServer):
     def request_stop(self) -> None:
         self._stopping = True
 
+    def _give_up_on_client(self, reason: str) -> None:
+        """The client stopped reading (see ``PipeWriter``): stop serving it and cancel
+        its requests (and so their tasks) at once; nothing more can reach it."""
+        self._client_stalled = True
+        self.request_stop()
+        self._orphaned.set()
+
     async def serve(self, reader: Any, writer: PipeWriter, first: bytes | FrameError | None,
                     answered: Any = _UNANSWERED) -> int:
         """Serve until ``exit`` or end of input. ``first`` is the frame the entry point
@@ -255,6 +263,7 @@ class A2aLanguageServer(LanguageServer):
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self.protocol.set_writer(writer)
+        writer.on_overflow = self._give_up_on_client
         try:
             if first is not None:
                 if answered is not _UNANSWERED:
@@ -275,13 +284,16 @@ class A2aLanguageServer(LanguageServer):
             await writer.drain()
             writer.close()
         code = self.protocol.exit_code
-        return 0 if code is None else code
+        if code is None:
+            return 1 if self._client_stalled else 0
+        return code
 
     async def _close(self) -> None:
         """Stop work cleanly: finish or cancel requests, end subscriptions, close the store."""
         # After `exit` nothing more may be sent; at end of input, in-flight requests
         # get a short grace period so a piped script still receives its answers.
-        await self.protocol.drain(0.0 if self.protocol.exit_code is not None else EOF_GRACE_SECONDS)
+        finished = self.protocol.exit_code is not None or self._client_stalled
+        await self.protocol.drain(0.0 if finished else EOF_GRACE_SECONDS)
         for task in list(self._pumps):
             task.cancel()
         if self._pumps:

@@ -1,0 +1,30 @@
+"""The stdio writer's bound, on a real pipe that nobody reads."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from cleveragents.transports.lsp.framing import PipeWriter
+
+LIMIT = 100_000
+
+
+async def test_the_writer_gives_up_once_output_waits_past_its_limit():
+    read_fd, write_fd = os.pipe()
+    stream = os.fdopen(write_fd, "wb", buffering=0)
+    try:
+        writer = await PipeWriter.open(stream, LIMIT)
+        reasons: list[str] = []
+        writer.on_overflow = reasons.append
+        writer.write(b"x" * (3 * LIMIT))  # one big frame, nothing waiting before it: no stall yet
+        assert reasons == [] and writer.buffered > LIMIT
+        writer.write(b"y" * 10)  # more output while that still waits: the client is behind
+        assert len(reasons) == 1 and f"more than {LIMIT} bytes" in reasons[0]
+        assert writer.buffered == 0  # dropped, not held
+        writer.write(b"z" * LIMIT)  # nothing more is written or kept
+        assert writer.buffered == 0 and len(reasons) == 1
+        await asyncio.sleep(0)
+        writer.close()
+    finally:
+        os.close(read_fd)

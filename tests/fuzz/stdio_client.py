@@ -1,0 +1,109 @@
+"""A blocking raw-bytes client for the stdio server, for hypothesis tests (which
+call plain functions). A reader thread splits stdout into frames and fails loudly on
+any byte that is not part of one."""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import tempfile
+import threading
+from typing import Any
+
+from tests.conftest import SERVER_COMMAND
+
+TIMEOUT = 15.0
+
+
+def frame(body: bytes | dict[str, Any]) -> bytes:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(data) + data
+
+
+class StdioServer:
+    def __init__(self, *args: str):
+        self.stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([*SERVER_COMMAND, "--memory", *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.stderr)
+        self.messages: queue.Queue[Any] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        assert out is not None
+        try:
+            while True:
+                headers = {}
+                while True:
+                    line = out.readline()
+                    if not line:
+                        return
+                    if line == b"\r\n":
+                        break
+                    name, sep, value = line.decode("ascii").partition(":")
+                    if not sep:
+                        raise AssertionError(f"not a header line on stdout: {line[:80]!r}")
+                    headers[name.lower()] = value.strip()
+                self.messages.put(json.loads(out.read(int(headers["content-length"]))))
+        except Exception as exc:  # handed to the test, which fails on it
+            self.messages.put(exc)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def send(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def next_message(self) -> dict[str, Any]:
+        try:
+            message = self.messages.get(timeout=TIMEOUT)
+        except queue.Empty:
+            raise AssertionError(f"no answer in {TIMEOUT} s; stderr: {self.stderr_text()[-2000:]}") from None
+        if isinstance(message, Exception):
+            raise message
+        return message
+
+    def until(self, ids: set[Any]) -> list[dict[str, Any]]:
+        """Every message up to and including the responses to all of ``ids``."""
+        seen: list[dict[str, Any]] = []
+        waiting = set(ids)
+        while waiting:
+            message = self.next_message()
+            seen.append(message)
+            if "method" not in message and message.get("id") in waiting:
+                waiting.discard(message["id"])
+        return seen
+
+    def rss_kib(self) -> int:
+        with open(f"/proc/{self.pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        raise AssertionError("no VmRSS")
+
+    def stderr_text(self) -> str:
+        self.stderr.seek(0)
+        return self.stderr.read().decode("utf-8", "replace")
+
+    def finish(self) -> tuple[int, str]:
+        """Close stdin and wait: the exit code and stderr."""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        code = self.proc.wait(TIMEOUT)
+        self._reader.join(TIMEOUT)
+        return code, self.stderr_text()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._reader.join(TIMEOUT)
+        self.stderr.close()
