@@ -31,6 +31,7 @@ logger = logging.getLogger("cleveragents.lsp")
 EOF_GRACE_SECONDS = 5.0
 PARENT_POLL_SECONDS = 2.0
 _UNANSWERED = object()
+_UNKNOWN = object()  # not yet worked out
 
 
 class A2aLanguageServer(LanguageServer):
@@ -57,6 +58,7 @@ class A2aLanguageServer(LanguageServer):
         self._pumps: set[asyncio.Task[None]] = set()
         self._watchdog: asyncio.Future[None] | None = None
         self._handlers: dict[str, Any] = {}
+        self._editor: Any = _UNKNOWN  # the client's Editor (or None), once initialize has told us
         self._orphaned = asyncio.Event()
         self._client_stalled = False
         # workDoneToken -> the request it reports on, so the client can cancel it.
@@ -158,14 +160,18 @@ class A2aLanguageServer(LanguageServer):
 
     def _client_editor(self) -> Any:
         """An ``app.calls.Editor`` when the client applies workspace edits, else ``None``
-        (the server then writes plan changes to disk itself)."""
+        (the server then writes plan changes to disk itself). Capabilities are fixed at
+        initialize, so it is worked out once, not on every request."""
+        if self._editor is not _UNKNOWN:
+            return self._editor
         from cleveragents.transports.lsp.edits import LspEditor, client_can_edit
 
         try:
             capabilities = self.client_capabilities
-        except Exception:  # no initialize yet
+        except Exception:  # no initialize yet: ask again on the next request
             return None
-        return LspEditor(self) if client_can_edit(capabilities) else None
+        self._editor = LspEditor(self) if client_can_edit(capabilities) else None
+        return self._editor
 
     def cancel_progress(self, token: Any) -> bool:
         """`window/workDoneProgress/cancel`: cancel the request reporting on ``token``."""
