@@ -5,6 +5,7 @@ resume from Last-Event-ID."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import subprocess
@@ -36,6 +37,18 @@ def v1_message(text: str) -> dict:
     return {"message": {"role": "ROLE_USER", "messageId": f"m-{text}", "parts": [{"text": text}]}}
 
 
+@contextlib.asynccontextmanager
+async def serving(app):
+    """``app`` on uvicorn (127.0.0.1, a free port), and a client for it."""
+    server = UvicornServer(app)
+    await server.start()
+    try:
+        async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+            yield server, client
+    finally:
+        await server.stop()
+
+
 @pytest.fixture
 async def served(tmp_path):
     """The echo agent, with bearer tokens and an API key, and an extended-card callback."""
@@ -45,32 +58,23 @@ async def served(tmp_path):
 
     published = A2A(agent=Agent(name="Echo", handler=handler), auth_token="token-1",
                     extended_agent_card_callback=extend)
-    server = UvicornServer(published.asgi_app(workspace=tmp_path, memory=True, auth_tokens=("token-2",),
-                                              api_keys=("key-1",)))
-    await server.start()
-    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
-        yield server, client
-    await server.stop()
+    async with serving(published.asgi_app(workspace=tmp_path, memory=True, auth_tokens=("token-2",),
+                                          api_keys=("key-1",))) as both:
+        yield both
 
 
 @pytest.fixture
 async def open_server(tmp_path):
     """The backend itself, without auth."""
-    server = UvicornServer(build_app(settings=Settings(workspace=tmp_path, memory=True)))
-    await server.start()
-    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
-        yield server, client
-    await server.stop()
+    async with serving(build_app(settings=Settings(workspace=tmp_path, memory=True))) as both:
+        yield both
 
 
 @pytest.fixture
 async def waiting_server(tmp_path):
     """The echo agent without auth: "wait ..." messages wait to be cancelled."""
-    server = UvicornServer(A2A(agent=Agent(name="Echo", handler=handler)).asgi_app(workspace=tmp_path, memory=True))
-    await server.start()
-    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
-        yield server, client
-    await server.stop()
+    async with serving(A2A(agent=Agent(name="Echo", handler=handler)).asgi_app(workspace=tmp_path, memory=True)) as both:
+        yield both
 
 
 # -- auth -----------------------------------------------------------------------------
