@@ -1,8 +1,8 @@
 """Load on loopback through real stdio servers: 100 streams at once, and 10,000 tasks
-pipelined 64 deep, with the server's memory sampled throughout.
+pipelined 64 deep into the SQLite store, with the server's memory sampled throughout.
 
 No request may fail, every stream must end with its terminal event, and every task
-must be in the store afterwards (the counts match). The servers run with a small
+must be in the store afterwards, and again after a restart (the counts match). The servers run with a small
 output buffer limit (``tests/faults/test_stalled_client.py``): a client that reads
 is never taken for one that stopped.
 """
@@ -86,7 +86,7 @@ def test_100_streams_at_once_each_end_with_their_terminal_event(tmp_path):
 
 def test_10000_tasks_pipelined_with_bounded_memory(tmp_path):
     env = {**SMALL_OUTPUT_BUFFER, "CLEVERAGENTS_MAX_TERMINAL_TASKS": str(2 * TASKS)}
-    server = AgentServer.agent("echo_agent", "--memory", cwd=tmp_path, env=env)
+    server = AgentServer.agent("echo_agent", cwd=tmp_path, env=env)
     try:
         server.result("ListTasks", {})
         baseline = rss(server.proc.pid)
@@ -105,6 +105,11 @@ def test_10000_tasks_pipelined_with_bounded_memory(tmp_path):
     finally:
         assert server.close() == 0
     assert "stopped reading" not in server.stderr()
+    after = AgentServer.agent("echo_agent", cwd=tmp_path, env=env)  # the same SQLite store, reopened
+    try:
+        assert after.result("ListTasks", {"pageSize": 1})["totalSize"] == TASKS
+    finally:
+        assert after.close() == 0
 
 
 def check_echo(server: AgentServer, n: int, msg_id: int) -> int:
