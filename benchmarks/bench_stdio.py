@@ -1,10 +1,12 @@
-"""Stdio benchmark: cleveragents-lsp against a bare, stock pygls 2.x server.
+"""Stdio benchmark: cleveragents-lsp against a bare, stock pygls 2.x server, and against
+a bare asyncio echo server (the floor: what the stdio transport itself costs in Python).
 
 Run by hand:  .venv/bin/python benchmarks/bench_stdio.py [--quick] [--json FILE]
 
-Both servers are driven by the same client code below (plain asyncio pipes and a
+All servers are driven by the same client code below (plain asyncio pipes and a
 small Content-Length framer), so any difference comes from the servers themselves.
-See benchmarks/README.md for what each figure means.
+The targets are against stock pygls; the figures against the echo server are
+information. See benchmarks/README.md for what each figure means.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from targets import target
+from targets import info, target
 
 HERE = Path(__file__).resolve().parent
 HEALTH = "_cleveragents/health/check"
@@ -31,7 +33,9 @@ INIT_PARAMS = {"processId": None, "rootUri": None, "capabilities": {}}
 SERVERS = {
     "cleveragents": [sys.executable, "-m", "cleveragents.transports.lsp", "--memory"],
     "bare pygls": [sys.executable, str(HERE / "baselines" / "bare_pygls_server.py")],
+    "asyncio echo": [sys.executable, str(HERE / "baselines" / "bare_asyncio_echo.py")],
 }
+OURS, PYGLS, ECHO = SERVERS
 FULL = {"rounds": 7, "load_runs": 3, "requests": 2000, "warmup": 100, "pipelined": 5000, "depth": 64}
 QUICK = {"rounds": 3, "load_runs": 1, "requests": 200, "warmup": 20, "pipelined": 1000, "depth": 64}
 
@@ -190,7 +194,7 @@ async def run(cfg: dict[str, int], timeout: float) -> dict[str, list[dict[str, A
             if "error" in primed:
                 print(f"!! {name}, priming spawn: {primed['error']}", file=sys.stderr)
         for i in range(cfg["rounds"]):
-            # Alternate the order (AB, BA, ...) so neither server always runs first.
+            # Alternate the order (ABC, CBA, ...) so no server always runs first or last.
             order = list(SERVERS) if i % 2 == 0 else list(reversed(SERVERS))
             for name in order:
                 load = i < cfg["load_runs"]
@@ -231,47 +235,62 @@ def fmt(v: float | None) -> str:
     return "n/a" if v is None else f"{v:,.0f}" if v >= 100 or v == int(v) else f"{v:,.1f}"
 
 
-def report(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    ours, base = (summarize(runs[name]) for name in SERVERS)
-    rows = [("metric", *SERVERS, "ratio")]
-    ratios: dict[str, float | None] = {}
+def report(runs: dict[str, list[dict[str, Any]]], depth: int) -> dict[str, Any]:
+    summary = {name: summarize(runs[name]) for name in SERVERS}
+    ours = summary[OURS]
+    baselines = [name for name in SERVERS if name != OURS]
+    ratios: dict[str, dict[str, float | None]] = {base: {} for base in baselines}
+    for base in baselines:
+        for metric, a in ours.items():
+            b = summary[base][metric]
+            ratios[base][metric] = a / b if a is not None and b else None
+    rows = [("metric", *SERVERS, *(f"vs {base}" for base in baselines))]
     for metric in ours:
-        a, b = ours[metric], base[metric]
-        ratios[metric] = a / b if a is not None and b else None
-        rows.append((metric, fmt(a), fmt(b), "n/a" if ratios[metric] is None else f"{ratios[metric]:.2f}"))
+        rows.append((metric, *(fmt(summary[name][metric]) for name in SERVERS),
+                     *("n/a" if ratios[base][metric] is None else f"{ratios[base][metric]:.2f}" for base in baselines)))
     codes = [
         f"all 0 ({len(runs[name])})"
         if all(r.get("exit_code") == 0 for r in runs[name])
         else ",".join(str(r.get("exit_code", "?")) for r in runs[name])
         for name in SERVERS
     ]
-    rows.append(("exit codes", *codes, ""))
-    widths = [max(len(row[c]) for row in rows) for c in range(4)]
+    rows.append(("exit codes", *codes, *("" for _ in baselines)))
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
     for n, row in enumerate(rows):
         print(" | ".join(cell.ljust(w) if c == 0 else cell.rjust(w) for c, (cell, w) in enumerate(zip(row, widths, strict=True))))
         if n == 0:
             print("-+-".join("-" * w for w in widths))
 
     def verdict(metric: str) -> str:
-        r = ratios[metric]
+        r = ratios[PYGLS][metric]
         return "n/a" if r is None else ("PASS" if r <= 1.0 else "FAIL")
 
     clean = all(r.get("exit_code") == 0 for rs in runs.values() for r in rs)
-    print("\nratio = cleveragents / bare pygls: below 1.0 is better, except pipelined req/s (higher is better)")
+    print(f"\nvs X = cleveragents / X: below 1.0 is better, except pipelined req/s (higher is better)."
+          f"\n{ECHO} is the floor (plain asyncio, no framework): its ratios are information, not targets")
     print(f"clean exits (shutdown + exit -> code 0, every spawn): {'PASS' if clean else 'FAIL'}")
     print(
         f"targets: p50 round trip ratio <= 1.0: {verdict('round trip p50 (us)')}; "
         f"startup ratio <= 1.0: {verdict('startup median (ms)')}"
     )
     unclean = sum(r.get("exit_code") != 0 for rs in runs.values() for r in rs)
+    p50, startup, rps = "round trip p50 (us)", "startup median (ms)", "pipelined (req/s)"
+    pygls, echo = summary[PYGLS], summary[ECHO]
     targets = [
-        target("round trip p50, ours / bare pygls", ratios["round trip p50 (us)"], "<=", 1.0,
-               ours=ours["round trip p50 (us)"], baseline=base["round trip p50 (us)"], unit="us"),
-        target("startup median, ours / bare pygls", ratios["startup median (ms)"], "<=", 1.0,
-               ours=ours["startup median (ms)"], baseline=base["startup median (ms)"], unit="ms"),
+        target("round trip p50, ours / bare pygls", ratios[PYGLS][p50], "<=", 1.0,
+               ours=ours[p50], baseline=pygls[p50], unit="us"),
+        target("startup median, ours / bare pygls", ratios[PYGLS][startup], "<=", 1.0,
+               ours=ours[startup], baseline=pygls[startup], unit="ms"),
         target("spawns without a clean exit", unclean, "<=", 0),
     ]
-    return {"summary": {"cleveragents": ours, "bare pygls": base}, "ratios": ratios, "targets": targets}
+    figures = [
+        info(f"pipelined at depth {depth}, ours / bare pygls", ratios[PYGLS][rps],
+             ours=ours[rps], baseline=pygls[rps], unit="req/s"),
+        info("round trip p50, ours / asyncio echo", ratios[ECHO][p50], ours=ours[p50], baseline=echo[p50], unit="us"),
+        info(f"pipelined at depth {depth}, ours / asyncio echo", ratios[ECHO][rps],
+             ours=ours[rps], baseline=echo[rps], unit="req/s"),
+    ]
+    return {"summary": summary, "ratios": ratios, "targets": targets, "figures": figures}
 
 
 def main() -> int:
@@ -291,7 +310,7 @@ def main() -> int:
         f"\n{env}; {cfg['rounds']} spawns/server, {cfg['load_runs']} loaded; "
         f"{cfg['requests']} sequential, {cfg['pipelined']} pipelined at depth {cfg['depth']}\n"
     )
-    summary = report(runs)
+    summary = report(runs, cfg["depth"])
     if args.json:
         args.json.write_text(json.dumps({"environment": env, "settings": cfg, "runs": runs, **summary}, indent=1))
     return 0  # a report, not a gate

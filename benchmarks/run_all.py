@@ -9,8 +9,9 @@ progress go to stderr as it runs, and the summary table goes to stdout. Each scr
 takes its own repetitions (spawns or rounds) and reports medians; ``--repeat N`` runs
 every script N times and the summary shows the median of the N figures, judged again
 against the target. The scripts decide their targets (see ``targets.py``); this runner
-only collects them. It is a report: it exits 0 even when a target fails, and 1 only when
-a benchmark script itself failed.
+only collects them, and the figures a script reports for information, which the table
+shows after that script's targets with ``info`` for a result. It is a report: it exits
+0 even when a target fails, and 1 only when a benchmark script itself failed.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ class Bench:
 
 
 BENCHES = (
-    Bench("stdio", "bench_stdio.py", "stock pygls server (baselines/bare_pygls_server.py)"),
+    Bench("stdio", "bench_stdio.py", "stock pygls server (baselines/bare_pygls_server.py); "
+          "for information, a bare asyncio echo server (baselines/bare_asyncio_echo.py)"),
     Bench("tasks", "bench_tasks.py", "stock pygls server; ListTasks at 1,000 tasks"),
     Bench("plans", "bench_plans.py", "shutil.copyfile loop over the same files"),
     Bench("task_store", "bench_task_store.py", "the same store at 1,000 tasks",
@@ -79,7 +81,7 @@ def run_one(bench: Bench, quick: bool, workdir: Path, repetition: int) -> dict[s
         out["error"] = f"exit code {done.returncode}" + ("" if json_path.exists() else ", no --json output")
         return out
     raw = json.loads(json_path.read_text())
-    out["targets"], out["raw"] = raw.get("targets") or [], raw
+    out["targets"], out["figures"], out["raw"] = raw.get("targets") or [], raw.get("figures") or [], raw
     if not out["targets"]:
         out["error"] = "no targets in its --json output"
     return out
@@ -87,7 +89,8 @@ def run_one(bench: Bench, quick: bool, workdir: Path, repetition: int) -> dict[s
 
 def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per (benchmark, target): the median over repetitions of each figure, judged
-    again against the limit; a benchmark that failed gets one error row."""
+    again against the limit; then one per information figure, not judged (``passed`` None);
+    a benchmark that failed gets one error row."""
     rows: list[dict[str, Any]] = []
     for bench in dict.fromkeys(run["bench"] for run in runs):
         mine = [run for run in runs if run["bench"] == bench]
@@ -96,7 +99,7 @@ def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             rows.append({"bench": bench, "name": "(benchmark failed)", "error": "; ".join(failed)})
         by_name: dict[str, list[dict[str, Any]]] = {}
         for run in mine:
-            for t in run.get("targets", []):
+            for t in run.get("targets", []) + run.get("figures", []):
                 by_name.setdefault(t["name"], []).append(t)
         for name, samples in by_name.items():
             def median(key: str, samples: list[dict[str, Any]] = samples) -> float | None:
@@ -107,7 +110,8 @@ def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             value = median("value")
             rows.append({"bench": bench, "name": name, "ours": median("ours"), "baseline": median("baseline"),
                          "unit": first["unit"], "value": value, "op": first["op"], "limit": first["limit"],
-                         "samples": len(samples), "passed": passes(value, first["op"], first["limit"])})
+                         "samples": len(samples),
+                         "passed": None if first["op"] is None else passes(value, first["op"], first["limit"])})
     return rows
 
 
@@ -126,7 +130,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         unit = f" {row['unit']}" if row["unit"] else ""
         table.append([row["bench"], row["name"], fmt(row["ours"]) + unit if row["ours"] is not None else "",
                       fmt(row["baseline"]) + unit if row["baseline"] is not None else "", fmt(row["value"]),
-                      f"{row['op']} {row['limit']:g}", "PASS" if row["passed"] else "FAIL"])
+                      "" if row["op"] is None else f"{row['op']} {row['limit']:g}",
+                      "info" if row["passed"] is None else "PASS" if row["passed"] else "FAIL"])
     widths = [max(len(line[c]) for line in table) for c in range(len(table[0]))]
     for n, line in enumerate(table):
         print(" | ".join(cell.ljust(w) if c < 2 else cell.rjust(w) for c, (cell, w) in enumerate(zip(line, widths, strict=True))))
@@ -181,7 +186,8 @@ def main() -> int:
           f"{'quick' if args.quick else 'full'} run, {args.repeat} repetition(s), {minutes:.1f} min; "
           f"load average before each benchmark {min(loads):.2f} to {max(loads):.2f}")
     print("figure = the value judged against the limit: ours / baseline when there is a baseline, else the figure itself;"
-          " medians over the repetitions\n")
+          " medians over the repetitions;\n"
+          "result info = a figure reported for information, with no limit\n")
     print_table(rows)
     if args.json:
         args.json.write_text(json.dumps({"environment": env, "quick": args.quick, "repeat": args.repeat,

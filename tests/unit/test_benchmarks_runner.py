@@ -65,3 +65,17 @@ def test_a_missing_figure_fails_its_target(run_all):
     assert target("startup ratio", None, "<=", 1.0)["passed"] is False
     (row,) = run_all.summarize([{"bench": "tasks", "targets": [target("rss (MiB)", None, "<", 40.0)]}])
     assert row["value"] is None and row["passed"] is False
+
+
+def test_information_figures_follow_the_targets_and_are_never_judged(run_all):
+    from targets import info, target
+
+    def run(rep: int, rps: float) -> dict:
+        return {"bench": "stdio", "repetition": rep, "targets": [target("p50 ratio", 0.5, "<=", 1.0)],
+                "figures": [info("pipelined, ours / echo", rps / 50_000, ours=rps, baseline=50_000.0, unit="req/s")]}
+
+    judged, figure = run_all.summarize([run(0, 10_000.0), run(1, 12_000.0), run(2, 30_000.0)])
+    assert judged["name"] == "p50 ratio" and judged["passed"] is True
+    assert figure == {"bench": "stdio", "name": "pipelined, ours / echo", "ours": 12_000.0, "baseline": 50_000.0,
+                      "unit": "req/s", "value": pytest.approx(0.24), "op": None, "limit": None, "samples": 3,
+                      "passed": None}
