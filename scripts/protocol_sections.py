@@ -126,10 +126,12 @@ def plan_section() -> list[str]:
         "",
         "### Guards",
         "",
-        "Checked on every file the file tools (`fs.*`, `patch.apply`) touch. `shell.run` is not "
-        "path-guarded: it runs only allow-listed programs, without a shell and with secret-looking "
-        "environment variables removed, in the workspace directory, and what those programs read is "
-        "up to them (an allow-listed `python` can read anything the server can).",
+        "Checked on every file the file tools (`fs.*`, `patch.apply`) touch. `shell.run` runs only "
+        "allow-listed command prefixes, without a shell and with secret-looking environment variables "
+        "removed, in the workspace directory. It refuses arguments that resolve outside the workspace "
+        "and options that make the program run code from its arguments (docs/configuration.md, Actions; "
+        "-32003, `data.reason`: `not_allowed`, `path`, `runs_code`, `outside_workspace`). What an "
+        "allowed program reads by itself (a test suite, a Makefile recipe) is up to it.",
         "",
         "- Paths stay inside the workspace: no `..` out of it, no absolute path outside it, no symlink "
         "that leads out (-32003, `data.reason`: `outside_workspace`, `absolute_path`, `symlink_escape`).",

@@ -139,7 +139,7 @@ class Container:
             self.store, self.plan_workspace, self.tool_registry, self.action_registry, self.event_bus,
             max_steps=self.guard_policy.max_steps, actor_for=self._plan_actor,
             plan_budget=Budget(self.settings.plan_max_tokens, self.settings.plan_max_cost),
-            may_repair=self._owns_state,
+            may_repair=self._owns_state, tool_settings=self.config.tool_settings(),
         )
         self.plan_service.default_profile = self.settings.automation_profile
 

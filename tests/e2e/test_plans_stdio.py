@@ -175,9 +175,15 @@ class Sleeper:
 
 
 @pytest.fixture
-def sleeper(tmp_path: Path, python_on_path: None) -> Iterator[Sleeper]:
+def sleeper(tmp_path: Path, python_on_path: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sleeper]:
     (tmp_path / "sleeper").mkdir()
     sleeping = Sleeper(tmp_path / "sleeper")
+    # `python -c` and paths outside the workspace are refused unless allowed: the
+    # user's configuration allows exactly this command.
+    user_config = tmp_path / "xdg" / "cleveragents" / "config.toml"
+    user_config.parent.mkdir(parents=True)
+    user_config.write_text(f"[shell]\nallow = [{json.dumps(sleeping.command)}]\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     yield sleeping
     sleeping.stop()
 
@@ -541,3 +547,20 @@ async def test_prompt_queues_guidance_for_the_next_step(tmp_path, spawn, sleeper
     assert explained_edit["tool"] == "fs.replace"
     assert explained_edit["guidance"] == ["Keep the public API unchanged", "Prefer small diffs"]
     assert explained_edit["step_index"] == 1
+
+
+AUTHORIZATION_ERROR = -32003
+
+
+async def test_a_refused_command_fails_its_step_with_the_reason(tmp_path, spawn):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    client = await spawn(workspace)
+    for command, reason in (("python -c 'open(\"pwned\", \"w\")'", "not_allowed"), ("cat ../outside.txt", "outside_workspace")):
+        plan_id = await client.use("run", {"command": command}, "autonomous")
+        response = await client.call(PLAN + "execute", plan_id=plan_id)
+        assert response["error"]["code"] == AUTHORIZATION_ERROR, response
+        assert response["error"]["data"]["reason"] == reason, response
+        status = await client.status(plan_id)
+        assert (status["phase"], status["state"]) == ("execute", "failed"), status
+    assert not (workspace / "pwned").exists()

@@ -287,3 +287,21 @@ def test_the_default_actor_may_be_declared_in_the_other_file(tmp_path):
     with pytest.raises(ConfigError) as caught:
         load_config(workspace, PROVIDERS, {USER_CONFIG_ENV: str(tmp_path / "none.toml")})
     assert caught.value.data == {"file": str(path), "key": "defaults.default_actor", "line": 3}
+
+
+def test_the_shell_policy_is_read_merged_and_checked(tmp_path):
+    user = tmp_path / "user.toml"
+    user.write_text('[shell]\nallow = ["git status", "python -m pytest"]\nenv = ["JAVA_HOME"]\n')
+    workspace = tmp_path / "ws"
+    write(workspace, '[shell]\nallow = ["make test", "python3 -c"]\n')
+    config = load_config(workspace, PROVIDERS, {USER_CONFIG_ENV: str(user)})
+    # Key by key: the workspace's allow-list replaces the user's; the user's env stays.
+    assert config.tool_settings() == {"shell_allow": ["make test", "python3 -c"], "shell_env": ["JAVA_HOME"]}
+    environ = {USER_CONFIG_ENV: str(tmp_path / "none.toml")}
+    for text, key, line in (('[shell]\nallow = ["/bin/sh -c"]\n', "shell.allow[0]", 2),
+                            ('[shell]\nallow = ["git \'unclosed"]\n', "shell.allow[0]", 2),
+                            ('[shell]\nallow = [""]\n', "shell.allow[0]", 2),
+                            ('[shell]\nenv = ["NOT-A-NAME"]\n', "shell.env[0]", 2),
+                            ('[shell]\nallowed = ["git"]\n', "shell.allowed", 2)):
+        error = error_for(workspace, text, environ)
+        assert (error.data["key"], error.data["line"]) == (key, line), (text, error.message)

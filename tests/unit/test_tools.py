@@ -25,7 +25,7 @@ from cleveragents.infra.tools.fs import (
     WriteTool,
 )
 from cleveragents.infra.tools.patch import PatchApplyTool
-from cleveragents.infra.tools.shell import LOG_LIMIT, ShellRunTool
+from cleveragents.infra.tools.shell import DEFAULT_ALLOW, LOG_LIMIT, ShellRunTool
 from cleveragents.infra.workspace.blobs import BlobStore
 from cleveragents.infra.workspace.diff import diff_overlay
 from cleveragents.infra.workspace.overlay import Overlay
@@ -293,8 +293,10 @@ def test_a_git_rename_moves_the_file(context, overlay, workspace):
 
 @pytest.fixture
 def shell_context(context, monkeypatch) -> ToolContext:
-    """`python` on PATH is this interpreter, so the child has what the tests need."""
+    """`python` on PATH is this interpreter, so the child has what the tests need, and
+    `python -c` is allowed."""
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    context.settings = {"shell_allow": [*DEFAULT_ALLOW, "python -c"]}  # the tests' commands are inline code
     return context
 
 
@@ -325,7 +327,7 @@ def test_shell_reports_a_failing_command_without_raising(shell_context):
 def test_shell_refuses_commands_outside_the_allow_list(shell_context, command, refused):
     with pytest.raises(AuthorizationError) as caught:
         run(ShellRunTool(), shell_context, command=command)
-    assert caught.value.data["command"] == refused and "git" in caught.value.data["allowed"]
+    assert caught.value.data["command"] == refused and "git diff" in caught.value.data["allowed"]
 
 
 def test_the_allow_list_comes_from_the_settings(shell_context):
@@ -346,7 +348,7 @@ def test_the_child_environment_has_no_secrets(shell_context, monkeypatch):
     monkeypatch.setenv("FOO_TOKEN", "s3cret")
     monkeypatch.setenv("DB_PASSWORD", "s3cret")
     monkeypatch.setenv("FOO_PLAIN", "visible")
-    shell_context.settings = {"shell_allow": ["python"], "shell_env": ["FOO_TOKEN", "DB_PASSWORD", "FOO_PLAIN"]}
+    shell_context.settings = {"shell_allow": ["python -c"], "shell_env": ["FOO_TOKEN", "DB_PASSWORD", "FOO_PLAIN"]}
     result = run(ShellRunTool(), shell_context, command=python("import os, json; print(json.dumps(dict(os.environ)))"))
     env = json.loads(result.artifacts[0].data)
     assert "FOO_TOKEN" not in env and "DB_PASSWORD" not in env and env["FOO_PLAIN"] == "visible"

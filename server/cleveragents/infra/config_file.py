@@ -178,6 +178,7 @@ class ConfigFile:
     projects: dict[str, dict[str, Any]] = field(default_factory=dict)
     resources: dict[str, dict[str, Any]] = field(default_factory=dict)
     defaults: dict[str, Any] = field(default_factory=dict)
+    shell: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +190,11 @@ class Configuration:
     projects: dict[str, dict[str, Any]] = field(default_factory=dict)
     resources: dict[str, dict[str, Any]] = field(default_factory=dict)
     defaults: dict[str, Any] = field(default_factory=dict)
+    shell: dict[str, Any] = field(default_factory=dict)
+
+    def tool_settings(self) -> dict[str, Any]:
+        """What the tools read from the configuration (``shell_allow``, ``shell_env``)."""
+        return {f"shell_{key}": value for key, value in self.shell.items()}
 
     def declared_actors(self) -> dict[str, dict[str, Any]]:
         """What an actor resolver gets as ``declared``: the settings of each actor."""
@@ -232,22 +238,27 @@ def read_config_file(path: Path, base: Path, providers: Iterable[str] | None = N
         {name: {**entry, "source": source} for name, entry in content["projects"].items()},
         {name: {**entry, "source": source} for name, entry in content["resources"].items()},
         content["defaults"],
+        content["shell"],
     )
 
 
 def merge(*files: ConfigFile) -> Configuration:
-    """Later files win: actors and defaults key by key, projects and resources whole."""
+    """Later files win: actors, defaults and the shell policy key by key, projects and
+    resources whole."""
     actors: dict[str, dict[str, Any]] = {}
     projects: dict[str, dict[str, Any]] = {}
     resources: dict[str, dict[str, Any]] = {}
     defaults: dict[str, Any] = {}
+    shell: dict[str, Any] = {}
     for file in files:
         for name, entry in file.actors.items():
             actors[name] = {**actors.get(name, {}), **entry}
         projects.update(file.projects)
         resources.update(file.resources)
         defaults.update(file.defaults)
-    return Configuration(tuple(f.path for f in files if f.path is not None), actors, projects, resources, defaults)
+        shell.update(file.shell)
+    return Configuration(tuple(f.path for f in files if f.path is not None), actors, projects, resources, defaults,
+                         shell)
 
 
 def load_config(workspace: Path, providers: Iterable[str] | None = None,

@@ -17,14 +17,14 @@ import typing
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, create_model
 from pydantic import ValidationError as PydanticError
 
 from cleveragents.config import Settings
 
 # Where the backend works can't come from a file inside it.
 NOT_IN_FILE = frozenset({"workspace", "state_dir", "memory", "explicit"})
-SECTIONS = ("defaults", "actors", "projects", "resources")
+SECTIONS = ("defaults", "actors", "projects", "resources", "shell")
 # The syntax session.create accepts for an actor name.
 ACTOR_NAME = r"^[a-z0-9][a-z0-9_.\-]*/\S+$"
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
@@ -70,6 +70,30 @@ class ResourceEntry(_Entry):
     type_name: Annotated[str, StringConstraints(min_length=1, max_length=100)]
     uri: Annotated[str, StringConstraints(min_length=1, max_length=4096)]
     description: Text | None = None
+
+
+def _command_prefix(entry: str) -> str:
+    import shlex
+
+    try:
+        words = shlex.split(entry)
+    except ValueError as exc:
+        raise ValueError(f"not a command line: {exc}") from None
+    if not words or "/" in words[0]:
+        raise ValueError("a command prefix starts with a program's name, not a path")
+    return entry
+
+
+CommandPrefix = Annotated[str, StringConstraints(min_length=1, max_length=500), AfterValidator(_command_prefix)]
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+
+
+class ShellEntry(_Entry):
+    """``shell.run``'s policy: the command prefixes it may run (replacing the built-in
+    list) and the extra environment variables its commands see."""
+
+    allow: list[CommandPrefix] | None = Field(default=None, max_length=200)
+    env: list[EnvName] | None = Field(default=None, max_length=200)
 
 
 def _scalar(hint: Any) -> bool:
@@ -190,4 +214,5 @@ def validate_document(document: dict[str, Any], base: Path, providers: set[str] 
         "actors": _actors(document, providers),
         "projects": _projects(document, base),
         "resources": _resources(document),
+        "shell": _check(ShellEntry, document.get("shell", {}), ("shell",)),
     }

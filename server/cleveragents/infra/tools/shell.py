@@ -5,8 +5,9 @@ plan's overlay. Its environment is rebuilt from a few names (nothing secret-look
 passes), stdin is closed, and it runs in its own process group, killed whole when
 the command ends, times out or is cancelled, so nothing it started outlives the
 step. Its output (stdout and stderr together, the last 1 MiB) is kept as an
-artifact. A non-zero exit is a result, not an error. The allow-list is of argv[0]
-only: an allowed interpreter can still run anything, so keep it short.
+artifact. A non-zero exit is a result, not an error. What may run (allow-listed
+command prefixes, no launcher options, no paths outside the workspace) is decided in
+``shell_policy``.
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ from typing import Any
 import pydantic
 from pydantic import Field
 
-from cleveragents.domain.errors import AuthorizationError, ResourceNotFoundError
+from cleveragents.domain.errors import ResourceNotFoundError
 from cleveragents.domain.tools import Artifact, ToolContext, ToolResult
 from cleveragents.infra.tools.base import ModelTool, StrictArguments
+from cleveragents.infra.tools.shell_policy import DEFAULT_ALLOW, check_command
 
-DEFAULT_ALLOW = ("git", "python", "python3", "pytest", "ruff", "make", "npm", "node",
-                 "ls", "cat", "echo", "grep", "true", "false")
+__all__ = ["DEFAULT_ALLOW", "ShellArguments", "ShellRunTool", "child_environment"]
+
 PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
 # Plurals too: the server's own CLEVERAGENTS_AUTH_TOKENS and CLEVERAGENTS_API_KEYS are lists of secrets.
 _SECRET = re.compile(r"(_TOKENS?|_KEYS?)$|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
@@ -102,7 +104,8 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 
 class ShellRunTool(ModelTool[ShellArguments]):
     name = "shell.run"
-    description = ("Run an allow-listed command (no shell) with the workspace root as its cwd. It sees "
+    description = ("Run an allow-listed command (no shell) with the workspace root as its cwd; arguments "
+                   "may not name paths outside the workspace. It sees "
                    "the files on disk, not the plan's pending edits. Output is kept as a log artifact.")
     Arguments = ShellArguments
 
@@ -112,14 +115,7 @@ class ShellRunTool(ModelTool[ShellArguments]):
     def execute(self, arguments: ShellArguments, context: ToolContext) -> ToolResult:
         context.check_cancelled()
         argv = arguments.argv
-        allowed = sorted(context.settings.get("shell_allow") or DEFAULT_ALLOW)
-        if "/" in argv[0] or os.sep in argv[0] or (os.altsep and os.altsep in argv[0]):
-            raise AuthorizationError(
-                "commands are named, not given as paths",
-                {"command": os.path.basename(argv[0]), "allowed": allowed, "reason": "path"},
-            )
-        if argv[0] not in allowed:
-            raise AuthorizationError(f"{argv[0]} is not an allowed command", {"command": argv[0], "allowed": allowed})
+        check_command(argv, context.settings.get("shell_allow") or DEFAULT_ALLOW, context.workspace)
         env = child_environment(os.environ, context.settings.get("shell_env") or ())
         try:
             process = subprocess.Popen(
