@@ -222,6 +222,14 @@ class A2aLanguageServer(LanguageServer):
                 "data": {"method": message["method"]},
             })
             return
+        if kind == "request" and _is_lsp_notification(message["method"]):
+            # A request must be answered; pygls would treat it as the notification and stay silent.
+            self.protocol.send_error(message["id"], {
+                "code": -32600, "message": f"Invalid request: {message['method']} is a notification; "
+                                           "send it without an id",
+                "data": {"method": message["method"], "reason": "notification_with_id"},
+            })
+            return
         if kind == "request" and self.protocol.get_message_type(message["method"]) is None:
             # A2A methods keep their params as a plain dict, so the request skips pygls's
             # structuring and its per-message isinstance checks against typing Protocols
@@ -326,6 +334,12 @@ class _Runtime:
     async def aclose(self) -> None:
         await self.container.aclose()
         self.facade.close()
+
+
+def _is_lsp_notification(method: str) -> bool:
+    """A method LSP defines as a notification (``exit`` is obeyed however it comes)."""
+    entry = types.METHOD_TO_TYPES.get(method)
+    return entry is not None and entry[1] is None and method != "exit"
 
 
 def _process_alive(pid: int) -> bool:
