@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -176,9 +177,12 @@ class JsonRpcEndpoint:
             error = first[1] if first[0] == ERROR else {"code": -32603, "message": "The stream ended early"}
             return JSONResponse(envelope.error_response(msg_id, error))
 
-        def frame(kind: str, value: Any) -> dict[str, Any]:
-            key = "error" if kind == ERROR else "result"
-            return {"jsonrpc": "2.0", "id": msg_id, key: value}
+        head = '{"jsonrpc":"2.0","id":%s,"result":' % json.dumps(msg_id)
+
+        def frame(kind: str, value: Any) -> Any:
+            if kind == ERROR:
+                return {"jsonrpc": "2.0", "id": msg_id, "error": value}
+            return head + value + "}"  # the item is JSON text already
 
         return EventStreamResponse(stream_events(call, first, frame))
 

@@ -4,11 +4,17 @@ dispatched through the facade, with its items read one by one for SSE.
 The facade relays each stream item to ``context.notify`` and answers with the last
 one, so every item reaches the queue before the call ends. Closing the call early (the
 client went away) cancels the dispatch, and the task service then cancels the task.
+
+Items are encoded to JSON as they arrive, so the bytes waiting for a client that
+stopped reading are known: past ``CLEVERAGENTS_MAX_OUTPUT_BUFFER`` (as on stdio) the
+call gives up on it, drops what waits and cancels the dispatch, and so the task.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -17,14 +23,21 @@ from cleveragents.a2a.errors import internal_error_payload
 from cleveragents.a2a.facade import CallContext
 from cleveragents.a2a.task_endpoint import ARTIFACT_NOTIFICATION, STATUS_NOTIFICATION
 from cleveragents.transports.http.sse import ServerSentEvent
+from cleveragents.transports.output_limit import max_output_buffer_default
+
+logger = logging.getLogger(__name__)
 
 ITEM, ERROR, END = "item", "error", "end"
 _DONE = object()
 
 
 class StreamCall:
-    def __init__(self, facade: Any, request: dict[str, Any], context: CallContext):
+    def __init__(self, facade: Any, request: dict[str, Any], context: CallContext,
+                 max_buffered: int | None = None):
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._buffered = 0
+        self._max_buffered = max_buffered or max_output_buffer_default()
+        self.gave_up = False
         self._method = request.get("method")
         context.notify = self._on_item
         self._task = asyncio.ensure_future(facade.dispatch(request, context))
@@ -32,17 +45,33 @@ class StreamCall:
         self._ended = False
 
     def _on_item(self, method: str, params: dict[str, Any]) -> None:
-        if method in (STATUS_NOTIFICATION, ARTIFACT_NOTIFICATION):
-            item = dict(params)
-            item.pop("requestId", None)
-            self._queue.put_nowait(item)
+        if method not in (STATUS_NOTIFICATION, ARTIFACT_NOTIFICATION) or self.gave_up:
+            return
+        item = dict(params)
+        item.pop("requestId", None)
+        text = json.dumps(item, separators=(",", ":"))
+        self._buffered += len(text)
+        if self._buffered > self._max_buffered:
+            self._give_up()
+            return
+        self._queue.put_nowait(text)
+
+    def _give_up(self) -> None:
+        self.gave_up = True
+        logger.warning("%s: the client stopped reading its stream (more than %d bytes waiting); "
+                       "cancelling its task", self._method, self._max_buffered)
+        while not self._queue.empty():
+            self._queue.get_nowait()
+        self._buffered = 0
+        self._task.cancel()
 
     async def next(self) -> tuple[str, Any]:
-        """``(ITEM, item)``, then ``(ERROR, error)`` or ``(END, None)`` once."""
+        """``(ITEM, json_text)``, then ``(ERROR, error)`` or ``(END, None)`` once."""
         if self._ended:
             return END, None
         value = await self._queue.get()
         if value is not _DONE:
+            self._buffered -= len(value)
             return ITEM, value
         self._ended = True
         try:
@@ -64,8 +93,8 @@ class StreamCall:
 async def stream_events(call: StreamCall, first: tuple[str, Any], frame: Callable[[str, Any], Any],
                         error_event: str | None = None) -> AsyncIterator[ServerSentEvent]:
     """SSE events of a call whose first ``next()`` was ``first``. ``frame(kind, value)``
-    makes the ``data`` of an item or an error (JSON-RPC or REST shaped); an error is
-    sent as an ``error_event`` event when one is named."""
+    makes the ``data`` of an item (from its JSON text) or of an error (a dict), JSON-RPC
+    or REST shaped; an error is sent as an ``error_event`` event when one is named."""
     try:
         kind, value = first
         while kind != END:

@@ -16,15 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from cleveragents.transports.output_limit import DEFAULT_MAX_OUTPUT_BUFFER, max_output_buffer_default
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGE_SIZE = 16 * 1024 * 1024
 _MAX_HEADER_LINES = 32
 _DISCARD_CHUNK = 1 << 16
 _READ_LIMIT = 1 << 20
-# Output waiting for a client that doesn't read: past this the server gives up on it.
-DEFAULT_MAX_OUTPUT_BUFFER = 64 * 1024 * 1024
-MAX_OUTPUT_BUFFER_ENV = "CLEVERAGENTS_MAX_OUTPUT_BUFFER"
 _MAX_LENGTH_DIGITS = 18  # more would exceed any real message
 
 
@@ -71,12 +70,6 @@ async def open_stdin(stream: BinaryIO | None = None) -> asyncio.StreamReader | T
     reader = asyncio.StreamReader(limit=_READ_LIMIT, loop=loop)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), stream)
     return reader
-
-
-def max_output_buffer_default() -> int:
-    """The output buffer limit: ``CLEVERAGENTS_MAX_OUTPUT_BUFFER`` bytes, else 64 MiB."""
-    value = os.environ.get(MAX_OUTPUT_BUFFER_ENV, "")
-    return int(value) if value.isascii() and value.isdigit() and int(value) > 0 else DEFAULT_MAX_OUTPUT_BUFFER
 
 
 class PipeWriter:

@@ -20,6 +20,7 @@ from typing import Any
 
 from cleveragents._version import __version__
 from cleveragents.config import Settings
+from cleveragents.transports import output_limit
 from cleveragents.transports.lsp import framing, handshake
 
 SERVER_MODULE = "cleveragents.transports.lsp.server"
@@ -46,7 +47,8 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
                         help="largest message accepted (default: %(default)s)")
     parser.add_argument("--max-output-buffer", type=int, default=None, metavar="BYTES",
                         help="stdio: output kept for a client that doesn't read before the server gives up on it "
-                             f"(default: ${framing.MAX_OUTPUT_BUFFER_ENV}, else {framing.DEFAULT_MAX_OUTPUT_BUFFER})")
+                             f"(default: ${output_limit.MAX_OUTPUT_BUFFER_ENV}, else "
+                             f"{output_limit.DEFAULT_MAX_OUTPUT_BUFFER})")
     parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         type=str.upper, help="stderr log level (default: %(default)s)")
 
