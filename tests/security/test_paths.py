@@ -310,12 +310,8 @@ def test_paths_the_os_cannot_look_up_are_refused_without_the_servers_path(world,
     ws = world["ws"]
     os.symlink(ws / "loop", ws / "loop")  # a link to itself
     for path in ["loop", "loop/x", "x" * 5000, "a/" * 3000 + "b"]:
-        try:
-            outcome, overlay = _run(world, name, PATH_ATTACKS[name](path))
-        except OSError as exc:  # fs.read names the path as given; the plan turns this into its error
-            assert str(ws) not in str(exc), exc
-            continue
-        assert isinstance(outcome, StructuredError), (path, outcome)
+        outcome, overlay = _run(world, name, PATH_ATTACKS[name](path))
+        assert isinstance(outcome, StructuredError), (path, outcome)  # a structured refusal, never a bare OSError
         assert str(ws) not in outcome.message and str(ws) not in repr(outcome.data), outcome.data
         assert overlay.changed_paths() == []
 
@@ -340,3 +336,17 @@ async def test_a_plan_over_stdio_refuses_a_rename_out_and_changes_nothing(tmp_pa
     assert error["code"] == -32003 and error["data"]["reason"] == "outside_workspace", error
     assert diff["files"] == []  # nothing of the refused step is in the plan
     assert (ws / "src" / "ok.txt").read_text() == "inside\n" and not (tmp_path / "escaped.txt").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_write_over_what_is_not_a_regular_file_is_refused_at_once(world, kind):
+    """The overlay used to take the write and leave the refusal to the apply."""
+    ws = world["ws"]
+    os.mkfifo(ws / "special") if kind == "fifo" else (ws / "special").mkdir()
+    for name, arguments in (("fs.write", {"path": "special", "content": "x"}),
+                            ("fs.replace", {"pattern": "x", "replacement": "y", "glob": "special"})):
+        outcome, overlay = _run(world, name, arguments)
+        if name == "fs.write":
+            assert isinstance(outcome, StructuredError), outcome
+            assert outcome.data["reason"] in {"not_a_regular_file", "is_directory"}, outcome.data
+        assert overlay.changed_paths() == []

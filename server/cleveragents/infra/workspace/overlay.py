@@ -93,8 +93,7 @@ class Overlay:
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as exc:
-            raise ValidationError(f"{relative}: {exc.strerror}", {
-                "path": relative, "reason": "unusable_path", "errno": errno.errorcode.get(exc.errno or 0, "")}) from None
+            raise _unusable(relative, exc) from None
 
     # -- WorkspaceView -----------------------------------------------------------
 
@@ -120,8 +119,10 @@ class Overlay:
                                   {"path": relative, "reason": "not_a_regular_file"}) from None
         except TooLarge as too_large:
             raise _over("max_read_bytes", too_large.limit, relative, size=too_large.info.st_size) from None
-        except OSError as exc:  # re-raised naming the relative path, not the server's
-            raise type(exc)(exc.errno, exc.strerror, relative) from None
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError) as exc:
+            raise type(exc)(exc.errno, exc.strerror, relative) from None  # the relative path, not the server's
+        except OSError as exc:  # a name the OS refuses, no permission: the caller's to read
+            raise _unusable(relative, exc) from None
 
     def exists(self, path: str) -> bool:
         return self.mode(path) is not None
@@ -241,7 +242,12 @@ class Overlay:
         """The entry's base digest (kept from the first touch) and the disk file's
         mode. The base content goes into the blob store now, so an apply that finds
         the file unchanged already has its pre-image."""
-        disk_mode = _mode_of(self._disk_stat(relative))
+        info = self._disk_stat(relative)
+        if entry is None and info is not None and not stat.S_ISREG(info.st_mode):
+            # Refused now, not only at the apply: a FIFO, a device or a directory stays what it is.
+            raise ValidationError(f"{relative} is not a regular file",
+                                  {"path": relative, "reason": "not_a_regular_file"})
+        disk_mode = _mode_of(info)
         if entry is not None or disk_mode is None:
             return (entry.base if entry else None), disk_mode
         return self.blobs.put(self._read_disk(relative, None)), disk_mode
@@ -272,6 +278,11 @@ class Overlay:
 
 def _inside(real: str, real_root: str) -> bool:
     return real.startswith(real_root + os.sep)
+
+
+def _unusable(relative: str, exc: OSError) -> ValidationError:
+    return ValidationError(f"{relative}: {exc.strerror}", {
+        "path": relative, "reason": "unusable_path", "errno": errno.errorcode.get(exc.errno or 0, "")})
 
 
 def _mode_of(info: os.stat_result | None) -> int | None:
