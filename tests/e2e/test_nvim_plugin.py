@@ -56,6 +56,9 @@ def test_the_plugin_end_to_end(nvim: str, tmp_path: Path):
     workspace.mkdir()
     (workspace / "a.txt").write_text("foo one\nfoo two\n")
     (workspace / "b.txt").write_text("foo b\n")
+    # The cancel step runs `python -c`, which shell.run refuses unless allowed.
+    (workspace / ".cleveragents").mkdir()
+    (workspace / ".cleveragents" / "config.toml").write_text('[shell]\nallow = ["python -c"]\n')
 
     done = run_spec(nvim, workspace)
 
