@@ -100,3 +100,23 @@ async def test_a_lone_surrogate_is_a_parse_error_not_a_crash(call):
                        "params": message("x", contextId="\ud800")}).encode()
     answer = await call.facade.handle_raw(body)
     assert answer["error"]["code"] == -32700 and answer["error"]["data"] == {"escape": "\\ud800"}
+
+
+async def test_sends_cancelled_while_their_task_is_stored_leave_no_task_unowned(call):
+    """A cancel that lands while the new task's write runs used to leave it stored as
+    submitted, with nothing to finish it."""
+    for steps in range(12):
+        sends = [asyncio.ensure_future(call("SendMessage", **message(f"m{steps}-{n}"))) for n in range(40)]
+        for _ in range(steps):  # cancel at different points of the sends
+            await asyncio.sleep(0.0005)
+        for send in sends:
+            send.cancel()
+        await asyncio.gather(*sends, return_exceptions=True)
+    await asyncio.sleep(0.2)  # what a cancel put back is stored by now
+    listed = (await call("ListTasks", pageSize=100))["result"]
+    while True:
+        states = {task["status"]["state"] for task in listed["tasks"]}
+        assert states <= {"TASK_STATE_CANCELED", "TASK_STATE_INPUT_REQUIRED"}, states
+        if not listed["nextPageToken"]:
+            break
+        listed = (await call("ListTasks", pageSize=100, pageToken=listed["nextPageToken"]))["result"]

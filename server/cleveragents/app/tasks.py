@@ -86,6 +86,8 @@ class TaskService:
         self._live: dict[str, TaskRun] = {}
         # Subscribers of tasks waiting for input: they join the run that resumes it.
         self._watchers: dict[str, set[asyncio.Queue[Any]]] = {}
+        # Stores that put back a task whose start was cancelled (awaited at shutdown).
+        self._undoing: set[asyncio.Task[None]] = set()
         # After a restart, tasks that were running can't resume: fail them, once
         # (if this process owns the state).
         self._ready = RunOnce(self._recover, may_repair)
@@ -211,6 +213,7 @@ class TaskService:
         if resumed:
             run.listeners |= self._watchers.pop(task.id, set())
         self._live[task.id] = run
+        before: Task | None = None  # what the store held, for a resumed task
         try:
             async with run.lock:
                 if resumed:
@@ -222,6 +225,7 @@ class TaskService:
                         raise BusinessRuleViolation(
                             f"Task {task.id} is {state}; only a task that asks for input takes a new message",
                             {"task_id": task.id, "state": state})
+                    before = fresh
                 await (self._store.save_task(task) if resumed else self._store.add_task(task))
                 if push_config is not None:
                     push_config = replace(push_config, task_id=task.id, id=push_config.id or new_id())
@@ -230,10 +234,14 @@ class TaskService:
                     # A new task has only the config it came with; a resumed one may have more.
                     run.push_configs = await self._store.list_push_configs(task.id) if resumed else (
                         [push_config] if push_config is not None else [])
-        except BaseException:
+        except BaseException as exc:
             if self._live.get(task.id) is run:
                 del self._live[task.id]
             run.settle()
+            if isinstance(exc, asyncio.CancelledError):
+                # The write may have landed before the cancel reached us: a new task is
+                # stored cancelled, a resumed one as it was, never left working unowned.
+                self._undo_start(before or task.transition(TaskState.CANCELED, utc_now()))
             raise
         if run.task.terminal:  # cancelled while it was being stored
             return run, queue
@@ -430,10 +438,25 @@ class TaskService:
         except Exception:  # already terminal: nothing to cancel
             pass
 
+    def _undo_start(self, task: Task) -> None:
+        async def store() -> None:
+            try:
+                await self._store.save_task(task)
+            except KeyError:
+                pass  # the start's write never ran: nothing to put back
+            except Exception:
+                logger.exception("could not store task %s after its start was cancelled", task.id)
+
+        undoing = asyncio.ensure_future(store())
+        self._undoing.add(undoing)
+        undoing.add_done_callback(self._undoing.discard)
+
     async def aclose(self) -> None:
         """Cancel running tasks (shutdown)."""
         for task_id in list(self._live):
             await self._cancel_quietly(task_id)
+        if self._undoing:
+            await asyncio.gather(*self._undoing, return_exceptions=True)
 
     # -- push configs --------------------------------------------------------------
     async def set_push_config(self, config: PushConfig) -> PushConfig:
