@@ -13,7 +13,12 @@ from typing import Any
 def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """``BEGIN IMMEDIATE`` (the write lock up front, so a busy database fails here,
     not halfway), ``COMMIT`` when the block ends, ``ROLLBACK`` when it raises or the
-    commit fails. The connection must be in autocommit mode (``isolation_level=None``)."""
+    commit fails. The connection must be in autocommit mode (``isolation_level=None``).
+    Inside a group commit's transaction (``sqlite_batch``) the block runs as it is:
+    the savepoint around it makes it atomic."""
+    if db.in_transaction:
+        yield db
+        return
     db.execute("BEGIN IMMEDIATE")
     try:
         yield db

@@ -1,7 +1,8 @@
 """The default store: one SQLite file in WAL mode, used from one worker thread.
 
 All SQL runs on a dedicated single-thread executor, so the event loop never blocks on
-the disk and the connection is never shared between threads at once.
+the disk and the connection is never shared between threads at once. Operations that
+wait for that thread together run together, in one transaction (``sqlite_batch``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, TypeVar
 
 from cleveragents.domain.session import Session, SessionStatus
 from cleveragents.infra.store._sql import newest_first, transaction
+from cleveragents.infra.store.sqlite_batch import GroupCommit
 from cleveragents.infra.store.sqlite_plans import PLANS_MIGRATION, SqlitePlanQueries
 from cleveragents.infra.store.sqlite_tasks import (
     DEFAULT_TERMINAL_CAP,
@@ -106,6 +108,7 @@ class SqliteStore(SqliteTaskMixin, SqlitePlanQueries):
         self._terminal_cap = checked_terminal_cap(terminal_cap)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cleveragents-store")
         self._conn: sqlite3.Connection | None = None
+        self._batches = GroupCommit(self._executor, self._db)
 
     # -- lifecycle -----------------------------------------------------------------
     @classmethod
@@ -151,7 +154,8 @@ class SqliteStore(SqliteTaskMixin, SqlitePlanQueries):
     async def close(self) -> None:
         if self._conn is None:
             return
-        await self._run(self._close_sync)
+        # Alone, after what is queued: a checkpoint can't run inside a batch's transaction.
+        await asyncio.get_running_loop().run_in_executor(self._executor, self._close_sync)
         self._executor.shutdown(wait=True)
 
     def _close_sync(self) -> None:
@@ -171,7 +175,8 @@ class SqliteStore(SqliteTaskMixin, SqlitePlanQueries):
 
     # -- plumbing ------------------------------------------------------------------
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        """``fn(*args)`` on the store's thread, grouped with what else waits (``sqlite_batch``)."""
+        return await self._batches.run(fn, *args)
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:

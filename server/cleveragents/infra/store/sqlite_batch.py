@@ -1,0 +1,120 @@
+"""Group commit for the SQLite store: the operations that wait for its thread run
+together, in one transaction, each in its own savepoint.
+
+One thread owns the connection. Each hop to it and back costs far more than a small
+write (a thread wake-up each way, then the GIL), and so does each commit; under load
+they were most of a task's cost. Operations queue here; the first one schedules a run
+on the thread, and that run takes everything queued by then (up to ``MAX_BATCH``), in
+order. An operation alone runs as it is, in its own transaction. Several run inside
+``BEGIN IMMEDIATE ... COMMIT``, each between ``SAVEPOINT`` and ``RELEASE``: one that
+raises is rolled back alone and gets its exception, the others go on. Results are
+handed back after the ``COMMIT``, so an answer still means the write is stored. If the
+commit fails, or SQLite rolls the whole transaction back (a full disk), every
+operation of the batch that had succeeded gets that error instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import Callable
+from concurrent.futures import Executor
+from typing import Any
+
+MAX_BATCH = 256
+
+Operation = tuple[Callable[..., Any], tuple[Any, ...], asyncio.Future[Any], asyncio.AbstractEventLoop]
+
+
+class GroupCommit:
+    def __init__(self, executor: Executor, connection: Callable[[], sqlite3.Connection]):
+        self._executor = executor
+        self._connection = connection
+        self._lock = threading.Lock()
+        self._queued: list[Operation] = []
+        self._scheduled = False
+
+    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        with self._lock:
+            self._queued.append((fn, args, future, loop))
+            schedule = not self._scheduled
+            self._scheduled = True
+        if schedule:
+            self._executor.submit(self._drain)
+        return await future
+
+    def _drain(self) -> None:
+        with self._lock:
+            batch, self._queued = self._queued[:MAX_BATCH], self._queued[MAX_BATCH:]
+            more = bool(self._queued)
+            self._scheduled = more
+        if more:
+            self._executor.submit(self._drain)
+        # A caller cancelled before its operation starts doesn't get it run (as with an
+        # executor job not yet started): a request cut short must not leave half its work.
+        batch = [operation for operation in batch if not operation[2].cancelled()]
+        if not batch:
+            return
+        outcomes = self._execute(batch)
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
+        for (_, _, future, loop), outcome in zip(batch, outcomes, strict=True):
+            by_loop.setdefault(loop, []).append((future, *outcome))
+        for loop, settled in by_loop.items():
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_settle, settled)
+
+    def _execute(self, batch: list[Operation]) -> list[tuple[bool, Any]]:
+        """``(ok, result or exception)`` for each operation."""
+        if len(batch) == 1:
+            fn, args, _, _ = batch[0]
+            return [_call(fn, args)]
+        outcomes: list[tuple[bool, Any]] = []
+        db: sqlite3.Connection | None = None
+        try:
+            db = self._connection()
+            db.execute("BEGIN IMMEDIATE")
+            for fn, args, _, _ in batch:
+                db.execute("SAVEPOINT operation")
+                ok, value = _call(fn, args)
+                if ok:
+                    db.execute("RELEASE operation")
+                elif db.in_transaction:
+                    db.execute("ROLLBACK TO operation")
+                    db.execute("RELEASE operation")
+                else:  # SQLite gave up the whole transaction: what succeeded in it is gone
+                    outcomes = _failed(outcomes, value)
+                    db.execute("BEGIN IMMEDIATE")
+                outcomes.append((ok, value))
+            db.execute("COMMIT")
+        except Exception as exc:
+            if db is not None and db.in_transaction:
+                try:
+                    db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+            return _failed(outcomes, exc) + [(False, exc)] * (len(batch) - len(outcomes))
+        return outcomes
+
+
+def _failed(outcomes: list[tuple[bool, Any]], exc: Exception) -> list[tuple[bool, Any]]:
+    return [(False, exc) if ok else (ok, value) for ok, value in outcomes]
+
+
+def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool, Any]:
+    try:
+        return True, fn(*args)
+    except Exception as exc:
+        return False, exc
+
+
+def _settle(settled: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    for future, ok, value in settled:
+        if future.done():  # its caller was cancelled while the operation ran
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
