@@ -25,6 +25,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from baselines.bare_asyncio_echo import read_frame
 from targets import info, target
 
 HERE = Path(__file__).resolve().parent
@@ -68,21 +69,10 @@ class Conn:
         await self.proc.stdin.drain()
 
     async def read_frame(self) -> dict[str, Any]:
-        length = None
-        while True:  # header lines up to the blank line; only Content-Length matters
-            line = await self.proc.stdout.readline()
-            if not line:
-                raise EOFError("server closed stdout")
-            line = line.strip()
-            if not line:
-                break
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        if length is None:
-            raise ValueError("frame without Content-Length")
-        body = await self.proc.stdout.readexactly(length)
-        self.last_body_size = length
+        body = await read_frame(self.proc.stdout)  # the echo baseline's framer: one framer for both ends
+        if body is None:
+            raise EOFError("server closed stdout")
+        self.last_body_size = len(body)
         return json.loads(body)
 
     async def response(self) -> dict[str, Any]:
