@@ -205,8 +205,12 @@ def internal_error_payload(exc: BaseException, dialect: str, where: str | None =
     from cleveragents.ids import new_id
 
     error_id = new_id()
-    logger.error("internal error %s in %s", error_id, where or "a request", exc_info=exc)
-    payload = error_payload(storage_error(exc) or exc, dialect)
+    storage = storage_error(exc)
+    if isinstance(storage, StorageFullError):  # the machine's state, not a bug: one line, no traceback
+        logger.warning("error %s in %s: %s", error_id, where or "a request", storage.message)
+    else:
+        logger.error("internal error %s in %s", error_id, where or "a request", exc_info=exc)
+    payload = error_payload(storage or exc, dialect)
     if dialect == dialects.A2A_V1:
         payload["data"][0]["metadata"]["error_id"] = error_id
     else:

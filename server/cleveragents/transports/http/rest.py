@@ -56,8 +56,11 @@ class A2aJSONResponse(JSONResponse):
 def status_body(error: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """A 1.0 JSON-RPC error as (HTTP status, google.rpc.Status body)."""
     details = error.get("data") if isinstance(error.get("data"), list) else []
-    reason = next((d.get("reason") for d in details if isinstance(d, dict) and "reason" in d), "INTERNAL")
+    info = next((d for d in details if isinstance(d, dict) and "reason" in d), {})
+    reason = info.get("reason", "INTERNAL")
     http_status, code = _STATUS_BY_REASON.get(reason, _PRECONDITION)
+    if (info.get("metadata") or {}).get("reason") == "storage_full":
+        http_status = 507  # Insufficient Storage: a full disk, not a rate limit to retry after
     body: dict[str, Any] = {"code": http_status, "status": code, "message": error.get("message", "")}
     if details:
         body["details"] = details
