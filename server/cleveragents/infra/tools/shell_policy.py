@@ -19,6 +19,7 @@ import shlex
 from collections.abc import Callable, Iterable, Sequence
 
 from cleveragents.domain.errors import AuthorizationError
+from cleveragents.infra.workspace._fs import within
 
 DEFAULT_ALLOW = (
     "git status", "git diff", "git log", "git show", "git ls-files", "git grep", "git blame", "git rev-parse",
@@ -163,8 +164,7 @@ def _outside(root: str, candidate: str) -> bool:
     escapes = os.path.isabs(candidate) or ".." in re.split(r"[\\/]", candidate)
     if not escapes and not os.path.lexists(target):
         return False  # not a path here (a pattern, a word) or a new file inside
-    resolved = os.path.realpath(target)
-    return resolved != root and not resolved.startswith(root.rstrip(os.sep) + os.sep)
+    return not within(os.path.realpath(target), root)
 
 
 def check_command(argv: Sequence[str], allow_entries: Iterable[str], workspace: str) -> None:

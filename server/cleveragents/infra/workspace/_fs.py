@@ -18,6 +18,11 @@ TEMP_MARKER = ".cleveragents-tmp-"
 _CHUNK = 1 << 20
 
 
+def within(real: str, real_root: str) -> bool:
+    """Whether the resolved path ``real`` is ``real_root`` or below it."""
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
 def temp_path(target: str) -> str:
     directory, name = os.path.split(target)
     return os.path.join(directory, f".{name}{TEMP_MARKER}{os.urandom(6).hex()}")

@@ -43,6 +43,7 @@ from cleveragents.infra.workspace._fs import (
     fsync_dir,
     read_regular,
     remove_temp_files,
+    within,
     write_atomic,
 )
 from cleveragents.infra.workspace.blobs import BlobStore
@@ -332,7 +333,7 @@ class Applier:
         real_parent = self._real_dirs.get(parent)
         if real_parent is None:
             real = os.path.realpath(os.path.join(self._real_root, parent))
-            if real != self._real_root and not real.startswith(self._real_root + os.sep):
+            if not within(real, self._real_root):
                 raise AuthorizationError(f"path {path!r} refused: symlink_escape",
                                          {"path": path, "reason": "symlink_escape"})
             real_parent = self._real_dirs[parent] = os.path.relpath(real, self._real_root).replace(os.sep, "/")
