@@ -231,10 +231,11 @@ def storage_error(exc: BaseException) -> StorageFullError | StorageIoError | Non
             name = errno.errorcode[code]
             return StorageFullError(f"{StorageFullError.default_message}: {os.strerror(code)}",
                                     {"reason": "storage_full", "errno": name})
-        if (getattr(current, "sqlite_errorcode", None) or 0) & 0xFF == _SQLITE_FULL:
+        sqlite_code = (getattr(current, "sqlite_errorcode", None) or 0) & 0xFF  # the primary code
+        if sqlite_code == _SQLITE_FULL:
             return StorageFullError(f"{StorageFullError.default_message}: the state database or disk is full",
                                     {"reason": "storage_full", "sqlite_error": "SQLITE_FULL"})
-        if (getattr(current, "sqlite_errorcode", None) or 0) & 0xFF == _SQLITE_IOERR:
+        if sqlite_code == _SQLITE_IOERR:
             return StorageIoError(f"{StorageIoError.default_message}: disk I/O error",
                                   {"reason": "storage_io_error", "sqlite_error": "SQLITE_IOERR"})
         current = current.__cause__ or current.__context__

@@ -32,12 +32,11 @@ _DONE = object()
 
 
 class StreamCall:
-    def __init__(self, facade: Any, request: dict[str, Any], context: CallContext,
-                 max_buffered: int | None = None):
+    def __init__(self, facade: Any, request: dict[str, Any], context: CallContext):
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._buffered = 0
-        self._max_buffered = max_buffered or max_output_buffer_default()
-        self.gave_up = False
+        self._max_buffered = max_output_buffer_default()
+        self._gave_up = False
         self._method = request.get("method")
         context.notify = self._on_item
         self._task = asyncio.ensure_future(facade.dispatch(request, context))
@@ -45,7 +44,7 @@ class StreamCall:
         self._ended = False
 
     def _on_item(self, method: str, params: dict[str, Any]) -> None:
-        if method not in (STATUS_NOTIFICATION, ARTIFACT_NOTIFICATION) or self.gave_up:
+        if method not in (STATUS_NOTIFICATION, ARTIFACT_NOTIFICATION) or self._gave_up:
             return
         item = dict(params)
         item.pop("requestId", None)
@@ -57,7 +56,7 @@ class StreamCall:
         self._queue.put_nowait(text)
 
     def _give_up(self) -> None:
-        self.gave_up = True
+        self._gave_up = True
         logger.warning("%s: the client stopped reading its stream (more than %d bytes waiting); "
                        "cancelling its task", self._method, self._max_buffered)
         while not self._queue.empty():
