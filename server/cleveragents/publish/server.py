@@ -2,12 +2,14 @@
 
 It holds what the agent card says (name, description, url, version, skills, auth)
 and hands the actor and itself (as the card's source) to a transport: stdio
-(``serve_stdio``) or HTTP (``serve``, or ``asgi_app`` to mount in any ASGI app).
+(``serve_stdio``) or HTTP (``serve``; ``asgi_app`` to mount in any ASGI app,
+``get_router`` to include in a FastAPI app).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from cleveragents.a2a.cards import AgentCardSpec, SkillSpec, card_v03, card_v1
@@ -86,6 +88,22 @@ class A2A:
         return build_app(settings=resolved, container_options={"actor": self._actor, "card": self},
                          prefix=self.prefix, auth=auth, public_url=self.url if self.url_given else None)
 
+    def get_router(self, **settings: Any) -> Any:
+        """A FastAPI ``APIRouter`` for ``app.include_router(a2a.get_router())``: the
+        routes of ``asgi_app(**settings)``, with its lifespan, so the services start and
+        stop with the FastAPI app. FastAPI is optional, hence imported here. Set a path
+        with ``A2A(prefix=...)``: without ``url``, the card never sees ``include_router``'s."""
+        try:
+            from fastapi import APIRouter
+        except ImportError as exc:
+            raise ImportError("A2A.get_router() needs FastAPI: pip install fastapi") from exc
+        from starlette.routing import Route
+
+        app = self.asgi_app(**settings)
+        routes = [Route(route.path, _handling_errors(route.endpoint, app.exception_handlers),
+                        methods=route.methods, name=route.name) for route in app.routes]
+        return APIRouter(routes=routes, lifespan=app.router.lifespan_context)
+
     def serve(self, port: int = 8000, host: str = "127.0.0.1", *, log_level: str = "WARNING", **settings: Any) -> int:
         """Serve over HTTP (uvicorn) until interrupted; returns the exit code. Listens on
         loopback unless ``host`` says otherwise."""
@@ -100,3 +118,19 @@ class A2A:
         except KeyboardInterrupt:
             return 130
         return 0
+
+
+def _handling_errors(endpoint: Callable[..., Any], handlers: Mapping[Any, Callable[..., Any]]) -> Callable[..., Any]:
+    """A router has no exception handlers of its own: apply the Starlette app's (services
+    that did not start answer 503) around each endpoint, as the app would."""
+    @functools.wraps(endpoint)
+    async def handled(request: Any) -> Any:
+        try:
+            return await endpoint(request)
+        except Exception as exc:
+            handler = next((handlers[kind] for kind in type(exc).__mro__ if kind in handlers), None)
+            if handler is None:
+                raise
+            return await handler(request, exc)
+
+    return handled
