@@ -4,6 +4,7 @@ can't drift from them."""
 
 from __future__ import annotations
 
+from cleveragents.app.task_events import EVENT_LOG_SIZE, RECENT_LOGS
 from cleveragents.app.task_runs import LISTENER_BUFFER
 from cleveragents.domain.guards import GuardPolicy
 from cleveragents.domain.plan import ALLOWED, Profile
@@ -53,12 +54,19 @@ def task_section() -> list[str]:
         "",
         "- Over stdio, each item is sent as a notification carrying the request's id: `task/artifactUpdate` "
         "for artifact updates and `task/statusUpdate` for the rest, with params `{\"requestId\": <id>, "
-        "...item}`, where the item has the dialect's stream shape (1.0: `{\"task\"}`, `{\"statusUpdate\"}`, "
-        "`{\"artifactUpdate\"}`; 0.3: `kind`-tagged, with `final` on status updates). Then the request "
-        "answers with the last item.",
+        "\"eventId\": <event id>, ...item}`, where the item has the dialect's stream shape (1.0: `{\"task\"}`, "
+        "`{\"statusUpdate\"}`, `{\"artifactUpdate\"}`; 0.3: `kind`-tagged, with `final` on status updates). "
+        "Then the request answers with the last item. Over HTTP the event id is each SSE event's `id:`.",
+        "- Resuming: every item has an event id, `<taskId>.<position>`. `SubscribeToTask` with "
+        "`lastEventId` (over HTTP, the `Last-Event-ID` header) starts with the items after that one, with "
+        f"the same ids, then follows the task. The server keeps the last {EVENT_LOG_SIZE} items of each "
+        f"task that was streamed, and of the {RECENT_LOGS} tasks that stopped most recently; an id it no "
+        "longer holds (or another server's) starts from the task as it is now, as a stream without an id "
+        "does. A finished task with `lastEventId` gives the items that were missed, or the finished "
+        "task, and the stream ends.",
         "- `$/cancelRequest` on a stream cancels its task, as a client that goes away does. "
         "`CancelTask` ends a running stream with a final canceled status update.",
-        "- `SubscribeToTask` on a terminal task is -32004.",
+        "- `SubscribeToTask` on a terminal task, without `lastEventId`, is -32004.",
         f"- A subscriber that falls {LISTENER_BUFFER} items behind is disconnected (its stream ends).",
         "- The agent's reply streams as chunks of an artifact named `response`; the whole reply is also the "
         "agent's message in the history.",

@@ -372,13 +372,13 @@ class HttpRunner:
         async with self.client.stream("POST", "/a2a", json=request, headers={"Accept": "text/event-stream"}) as response:
             if "text/event-stream" not in response.headers.get("content-type", ""):
                 return json.loads(await response.aread()), []
-            async for _, _, data in sse_messages(response):
+            async for _, event_id, data in sse_messages(response):
                 last = json.loads(data)
                 if "result" in last:
                     result = last["result"]
                     kind = "task/artifactUpdate" if ("artifactUpdate" in result or result.get("kind") == "artifact-update") \
                         else "task/statusUpdate"
-                    items.append((kind, {"requestId": request["id"], **result}))
+                    items.append((kind, {"requestId": request["id"], "eventId": event_id, **result}))
         assert last is not None
         return last, items
 

@@ -116,7 +116,11 @@ async def streams_send_each_item_then_answer_with_the_last(runner):
     assert items[0][1]["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
     assert items[1][1]["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING"
     assert items[2][1]["artifactUpdate"]["lastChunk"] is True
-    assert final == {k: v for k, v in items[-1][1].items() if k != "requestId"}
+    assert final == {k: v for k, v in items[-1][1].items() if k not in ("requestId", "eventId")}
+    # Each item is numbered, in order, so SubscribeToTask can resume after any of them.
+    positions = [p["eventId"].rpartition(".") for _, p in items]
+    assert {task_id for task_id, _, _ in positions} == {items[0][1]["task"]["id"]}
+    assert [int(n) for _, _, n in positions] == sorted({int(n) for _, _, n in positions})
     assert final["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     task_id = final["statusUpdate"]["taskId"]
     stored = result_of(await runner.call("GetTask", {"id": task_id}))
@@ -127,6 +131,34 @@ async def streams_send_each_item_then_answer_with_the_last(runner):
     last = result_of(response)
     assert [p.get("kind") for _, p in items] == ["task", "status-update", "artifact-update", "status-update"]
     assert last["kind"] == "status-update" and last["final"] is True and last["status"]["state"] == "completed"
+
+
+@case
+async def a_subscriber_resumes_after_the_last_event_it_saw(runner):
+    _, streamed = await runner.stream("SendStreamingMessage", v1_message("hello"))
+    task_id = streamed[0][1]["task"]["id"]
+
+    def payload(items: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in p.items() if k != "requestId"} for _, p in items]
+
+    # A client that saw the first two items of a stream that has since finished gets
+    # the rest, with the same ids, and nothing twice.
+    response, resumed = await runner.stream("SubscribeToTask", {"id": task_id, "lastEventId": streamed[1][1]["eventId"]})
+    assert payload(resumed) == payload(streamed[2:])
+    assert result_of(response)["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    # One that saw everything, or whose id this server can't place, gets the finished task.
+    for last in (streamed[-1][1]["eventId"], f"{task_id}.1", "not-an-event", "tasks/3.x"):
+        response, items = await runner.stream("SubscribeToTask", {"id": task_id, "lastEventId": last})
+        assert [p["task"]["status"]["state"] for _, p in items] == ["TASK_STATE_COMPLETED"]
+        assert result_of(response)["task"]["artifacts"] == result_of(await runner.call("GetTask", {"id": task_id}))["artifacts"]
+    # Without an id a finished task is still an error, and the id must be a string.
+    assert error_of(await runner.call("SubscribeToTask", {"id": task_id}))["code"] == -32004
+    bad = error_of(await runner.call("SubscribeToTask", {"id": task_id, "lastEventId": 7}))
+    assert bad["code"] == -32602 and "lastEventId" in str(bad["data"])
+    # A blocking send is numbered by nobody: there is nothing to resume, only its end.
+    sent = result_of(await runner.call("SendMessage", v1_message("hello")))["task"]
+    _, items = await runner.stream("tasks/resubscribe", {"id": sent["id"], "lastEventId": f"{sent['id']}.0"})
+    assert [p["kind"] for _, p in items] == ["task"] and items[0][1]["status"]["state"] == "completed"
 
 
 @case

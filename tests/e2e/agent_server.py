@@ -256,7 +256,7 @@ class Dialect:
         """(task, statusUpdate or artifactUpdate; the payload) of a stream item or
         result, checked against the spec's types."""
         params = item[1] if isinstance(item, tuple) else item
-        params = {k: v for k, v in params.items() if k != "requestId"}
+        params = {k: v for k, v in params.items() if k not in ("requestId", "eventId")}
         if self.v1:
             exact_v1("item", params)
             ((kind, payload),) = params.items()

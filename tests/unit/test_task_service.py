@@ -82,10 +82,10 @@ async def test_two_messages_cannot_resume_one_task_at_once(call):
 async def test_subscribing_to_a_waiting_task_follows_it_once_resumed(call):
     task = await waiting_task(call)
     items = await call.facade.services["task_service"].service.subscribe(task["id"])
-    first = await anext(items)
+    first = (await anext(items)).item
     assert first.state.value == "input-required"
     await call("SendMessage", **message("a.py", taskId=task["id"]))
-    rest = [item async for item in items]
+    rest = [event.item async for event in items]
     assert rest[-1].status.state.value == "completed" and rest[-1].final
 
 

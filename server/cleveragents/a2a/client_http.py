@@ -137,9 +137,12 @@ class A2aClient:
                                        metadata=metadata, streaming=True)
         return self._typed_stream("stream", params, timeout)
 
-    def subscribe(self, task_id: str, *, timeout: float | None = _UNSET) -> A2aStream[StreamItem]:
-        """SubscribeToTask: a running task's current state, then its updates."""
-        return self._typed_stream("subscribe", lambda _dialect: {"id": task_id}, timeout)
+    def subscribe(self, task_id: str, *, last_event_id: str | None = None,
+                  timeout: float | None = _UNSET) -> A2aStream[StreamItem]:
+        """SubscribeToTask: a running task's current state, then its updates. With the
+        ``last_event_id`` of an earlier stream (``A2aStream.last_event_id``), a server that
+        numbers its events (ours does) sends only what came after it."""
+        return self._typed_stream("subscribe", lambda _dialect: {"id": task_id}, timeout, last_event_id)
 
     async def get(self, task_id: str, *, history_length: int | None = None) -> Task:
         dialect = await self._dialect()
@@ -246,11 +249,11 @@ class A2aClient:
         return self.dialect
 
     def _typed_stream(self, operation: str, build: Callable[[Dialect], dict[str, Any]],
-                      timeout: float | None) -> A2aStream[StreamItem]:
+                      timeout: float | None, last_event_id: str | None = None) -> A2aStream[StreamItem]:
         async def items(parser: SseParser) -> AsyncIterator[StreamItem]:
             dialect = await self._dialect()
             method = dialect.methods[operation]
-            async for result in self._sse(method, build(dialect), parser, None, timeout):
+            async for result in self._sse(method, build(dialect), parser, last_event_id, timeout):
                 yield decode(method, dialect.codec.decode_stream_item, result)
         return A2aStream(items)
 

@@ -80,8 +80,8 @@ _standard("ListTasks", ("tasks/list",), "ListTasksParams", "list",
 _standard("CancelTask", ("tasks/cancel",), "TaskIdParams", "cancel",
           "Cancel a running task.", "Task", ("TaskNotFoundError", "TaskNotCancelableError"),
           {"id": _ULID})
-_standard("SubscribeToTask", ("tasks/resubscribe", "tasks/subscribe"), "TaskIdParams", "subscribe",
-          "Stream the updates of a task that is still running.",
+_standard("SubscribeToTask", ("tasks/resubscribe", "tasks/subscribe"), "SubscribeToTaskParams", "subscribe",
+          "Stream the updates of a task that is still running, or resume a stream after its last event seen.",
           "Stream of status and artifact updates",
           ("TaskNotFoundError", "BusinessRuleViolation"), {"id": _ULID}, streaming=True)
 _standard("CreateTaskPushNotificationConfig", ("tasks/pushNotificationConfig/set",),

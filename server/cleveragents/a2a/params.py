@@ -194,6 +194,13 @@ class TaskIdParams(StandardParams):
     id: str = Field(min_length=1, max_length=256)
 
 
+class SubscribeToTaskParams(TaskIdParams):
+    lastEventId: str | None = Field(
+        default=None, max_length=512,
+        description="Resume after this event (an item's `eventId`; the SSE id over HTTP, where the "
+                    "`Last-Event-ID` header sets it)")
+
+
 class GetTaskParams(TaskIdParams):
     historyLength: int | None = Field(default=None, ge=0)
 

@@ -6,8 +6,9 @@ ever sees the one internal model.
 
 Streams: a transport that can push (``context.notify``) gets each stream item as a
 ``task/statusUpdate`` or ``task/artifactUpdate`` notification carrying
-``requestId``; the response is the last item. ``open_stream`` gives the encoded items
-to transports that frame them themselves (SSE).
+``requestId`` and the item's ``eventId``; the response is the last item.
+``SubscribeToTask`` takes our ``lastEventId`` param (HTTP: the ``Last-Event-ID``
+header) to resume after the last event a client saw.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from cleveragents.a2a import dialects
 from cleveragents.a2a.codecs import Codec, SendRequest, get_codec, invalid
 from cleveragents.a2a.push import DIALECT_KEY
 from cleveragents.app.calls import CallContext
+from cleveragents.app.task_events import StreamEvent
 from cleveragents.app.tasks import TaskService
-from cleveragents.domain.task import PushConfig, StreamItem, TaskArtifactUpdate
+from cleveragents.domain.task import PushConfig, TaskArtifactUpdate
 
 STATUS_NOTIFICATION = "task/statusUpdate"
 ARTIFACT_NOTIFICATION = "task/artifactUpdate"
@@ -56,35 +58,18 @@ class TaskEndpoint:
 
     async def subscribe(self, context: CallContext | None = None, **params: Any) -> dict[str, Any]:
         codec = codec_for(context)
-        items = await self.service.subscribe(_task_id(params))
+        items = await self.service.subscribe(_task_id(params), params.get("lastEventId") or None)
         return await self._relay(items, codec, context)
 
-    async def open_stream(self, method_call: str, params: dict[str, Any],
-                          context: CallContext) -> AsyncIterator[dict[str, Any]]:
-        """Encoded stream items of ``stream`` or ``subscribe``, for SSE transports."""
-        codec = codec_for(context)
-        if method_call == "subscribe":
-            items = await self.service.subscribe(_task_id(params))
-        else:
-            request = _with_dialect(codec.decode_send_params(params), codec)
-            items = await self.service.stream(request.message, push_config=request.push_config,
-                                              metadata=request.metadata)
-        return self._encoded(items, codec)
-
-    async def _encoded(self, items: AsyncIterator[StreamItem], codec: Codec) -> AsyncIterator[dict[str, Any]]:
-        async with contextlib.aclosing(items):  # type: ignore[type-var]
-            async for item in items:
-                yield codec.encode_stream_item(item)
-
-    async def _relay(self, items: AsyncIterator[StreamItem], codec: Codec,
+    async def _relay(self, events: AsyncIterator[StreamEvent], codec: Codec,
                      context: CallContext | None) -> dict[str, Any]:
         last: dict[str, Any] | None = None
-        async with contextlib.aclosing(items):  # type: ignore[type-var]
-            async for item in items:
+        async with contextlib.aclosing(events):  # type: ignore[type-var]
+            async for event_id, item in events:
                 last = codec.encode_stream_item(item)
                 if context is not None and context.notify is not None:
                     method = ARTIFACT_NOTIFICATION if isinstance(item, TaskArtifactUpdate) else STATUS_NOTIFICATION
-                    context.notify(method, {"requestId": context.request_id, **last})
+                    context.notify(method, {"requestId": context.request_id, "eventId": event_id, **last})
         assert last is not None  # a stream always starts with the task
         return last
 

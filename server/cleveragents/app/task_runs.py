@@ -1,5 +1,8 @@
 """A task being worked on: its current snapshot, the actor's asyncio task, and the
-listeners of its stream (bounded queues, so a reader that stopped can't grow memory)."""
+listeners of its stream (bounded queues, so a reader that stopped can't grow memory).
+
+Listeners receive ``StreamEvent``s: each item with its event id, from the run's
+``TaskEventLog``, which exists once anyone listens (a blocking send numbers nothing)."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
+from cleveragents.app.task_events import StreamEvent, TaskEventLog, replay
 from cleveragents.domain.actor import Usage
 from cleveragents.domain.errors import BudgetExceededError
 from cleveragents.domain.task import PushConfig, Task
@@ -20,23 +24,35 @@ END = object()  # the last thing a listener receives
 class TaskRun:
     """Changed only by TaskService, under ``lock``."""
 
-    def __init__(self, task: Task):
+    def __init__(self, task: Task, log: TaskEventLog | None = None):
         self.task = task
+        self.log = log
         self.lock = asyncio.Lock()
         self.listeners: set[asyncio.Queue[Any]] = set()
         self.runner: asyncio.Task[None] | None = None
         self.settled = asyncio.Event()
         self.push_configs: list[PushConfig] = []
 
-    def listen(self) -> asyncio.Queue[Any]:
+    def listen(self, last_event_id: str | None = None) -> asyncio.Queue[Any]:
+        """A listener that gets the current task first (or, resuming after
+        ``last_event_id``, the items it missed), then every item broadcast."""
+        if self.log is None:
+            self.log = TaskEventLog(self.task.id)
         queue: asyncio.Queue[Any] = asyncio.Queue(LISTENER_BUFFER)
+        for event in replay(self.log, last_event_id, self.task):
+            queue.put_nowait(event)
         self.listeners.add(queue)
         return queue
 
     def broadcast(self, item: Any) -> None:
+        if self.log is None:
+            if not self.listeners:
+                return  # nobody listens, nobody will resume
+            self.log = TaskEventLog(self.task.id)
+        event: StreamEvent = self.log.append(item)
         for queue in list(self.listeners):
             try:
-                queue.put_nowait(item)
+                queue.put_nowait(event)
             except asyncio.QueueFull:
                 # A listener this far behind has stopped reading: end its stream.
                 self.listeners.discard(queue)

@@ -19,6 +19,7 @@ from typing import Any
 from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
 from cleveragents.app.ports import ActorSelector, ContextRouter, PushDispatcher
+from cleveragents.app.task_events import RecentLogs, StreamEvent, replay
 from cleveragents.app.task_runs import END, LISTENER_BUFFER, TaskRun, add_usage, closing, with_budget_error
 from cleveragents.domain.actor import (
     Actor,
@@ -86,6 +87,8 @@ class TaskService:
         self._live: dict[str, TaskRun] = {}
         # Subscribers of tasks waiting for input: they join the run that resumes it.
         self._watchers: dict[str, set[asyncio.Queue[Any]]] = {}
+        # The numbered items of tasks no run holds, for subscribers that resume.
+        self._recent = RecentLogs()
         # Stores that put back a task whose start was cancelled (awaited at shutdown).
         self._undoing: set[asyncio.Task[None]] = set()
         # After a restart, tasks that were running can't resume: fail them, once
@@ -119,65 +122,75 @@ class TaskService:
         return run.task.trimmed(history_length)
 
     async def stream(self, message: Message, *, push_config: PushConfig | None = None,
-                     metadata: dict[str, Any] | None = None) -> AsyncIterator[StreamItem]:
+                     metadata: dict[str, Any] | None = None) -> AsyncIterator[StreamEvent]:
         """The task, then its updates until it is terminal or needs input. Closing the
         iterator early (the client went away) cancels the task."""
         run, queue = await self._start(message, push_config, metadata, listen=True)
         return self._follow(run, queue, cancel_on_exit=True)
 
-    async def subscribe(self, task_id: str) -> AsyncIterator[StreamItem]:
+    async def subscribe(self, task_id: str, last_event_id: str | None = None) -> AsyncIterator[StreamEvent]:
         """The task, then its updates. A task waiting for input is streamed now and
-        followed once a message resumes it."""
+        followed once a message resumes it. With ``last_event_id`` (the last event a
+        client saw) the stream starts with what came after it, when that is still kept,
+        and a finished task gives the end of its stream instead of an error."""
         await self._ready()
         run = self._live.get(task_id)
-        if run is not None and not run.settled.is_set():
-            return self._follow(run, run.listen(), cancel_on_exit=False)
         task = run.task if run is not None else await self._require(task_id)
-        if task.terminal:
+        if (run := self._live.get(task_id)) is not None and not run.settled.is_set():
+            return self._follow(run, run.listen(last_event_id), cancel_on_exit=False)
+        if task.terminal and last_event_id is None:
             raise BusinessRuleViolation(
                 f"Task {task_id} is {task.state.value}; a finished task has no updates to subscribe to",
                 {"task_id": task_id, "state": task.state.value},
             )
-        watchers = self._watchers.setdefault(task_id, set())
-        if len(watchers) >= MAX_WATCHERS:
-            raise BusinessRuleViolation("Too many subscribers for this task", {"task_id": task_id, "limit": MAX_WATCHERS})
         queue: asyncio.Queue[Any] = asyncio.Queue(LISTENER_BUFFER)
-        watchers.add(queue)
-        return self._watch(task, queue)
+        for event in replay(self._recent.open(task_id), last_event_id, task):
+            queue.put_nowait(event)
+        if task.terminal:
+            queue.put_nowait(END)
+        else:
+            watchers = self._watchers.setdefault(task_id, set())
+            if len(watchers) >= MAX_WATCHERS:
+                raise BusinessRuleViolation("Too many subscribers for this task",
+                                            {"task_id": task_id, "limit": MAX_WATCHERS})
+            watchers.add(queue)
+        return self._watch(task_id, queue)
 
-    async def _watch(self, task: Task, queue: asyncio.Queue[Any]) -> AsyncIterator[StreamItem]:
+    async def _watch(self, task_id: str, queue: asyncio.Queue[Any]) -> AsyncIterator[StreamEvent]:
         try:
-            yield task
-            while (item := await queue.get()) is not END:
-                yield item
+            while (event := await queue.get()) is not END:
+                yield event
         finally:
-            if (watchers := self._watchers.get(task.id)) is not None:
+            if (watchers := self._watchers.get(task_id)) is not None:
                 watchers.discard(queue)
                 if not watchers:
-                    del self._watchers[task.id]
-            if (run := self._live.get(task.id)) is not None:
+                    del self._watchers[task_id]
+            if (run := self._live.get(task_id)) is not None:
                 run.listeners.discard(queue)
 
     def _tell_watchers(self, task: Task) -> None:
         """A waiting task ended without a run (cancelled): its subscribers hear it and stop."""
-        for queue in self._watchers.pop(task.id, set()):
-            queue.put_nowait(TaskStatusUpdate(task.id, task.context_id, task.status, final=True))
-            queue.put_nowait(END)
+        watchers = self._watchers.pop(task.id, set())
+        if watchers or self._recent.get(task.id) is not None:
+            event = self._recent.open(task.id).append(TaskStatusUpdate(task.id, task.context_id, task.status, final=True))
+            for queue in watchers:
+                queue.put_nowait(event)
+                queue.put_nowait(END)
 
-    async def _follow(self, run: TaskRun, queue: asyncio.Queue[Any] | None,
-                      cancel_on_exit: bool) -> AsyncIterator[StreamItem]:
+    def _settle(self, run: TaskRun) -> None:
+        run.settle()
+        if run.log is not None:
+            self._recent.keep(run.log)  # a subscriber that missed the end can still read it
+
+    async def _follow(self, run: TaskRun, queue: asyncio.Queue[Any],
+                      cancel_on_exit: bool) -> AsyncIterator[StreamEvent]:
         finished = False
         try:
-            yield run.task
-            while queue is not None:
-                item = await queue.get()
-                if item is END:
-                    break
-                yield item
+            while (event := await queue.get()) is not END:
+                yield event
             finished = True
         finally:
-            if queue is not None:
-                run.listeners.discard(queue)
+            run.listeners.discard(queue)
             if cancel_on_exit and not finished and not run.settled.is_set():
                 await asyncio.shield(self._cancel_quietly(run.task.id))
 
@@ -188,8 +201,9 @@ class TaskService:
             raise ValidationError.for_field(["message", "parts"], "a message needs at least one part", "too_short")
         if self.router is not None and (claimed := await self.router.claim(message)) is not None:
             run = TaskRun(claimed)
+            queue = run.listen() if listen else None
             run.settle()
-            return run, None
+            return run, queue
         task = await self._resumable(message)
         resumed = task is not None
         # The session's actor and budget; a spent budget refuses the message here.
@@ -208,7 +222,7 @@ class TaskService:
             message = replace(message, task_id=task.id, context_id=task.context_id)
             task = task.with_message(message).transition(TaskState.WORKING, now)
         # Registered before the first await, so a cancel or another message sees this run.
-        run = TaskRun(task)
+        run = TaskRun(task, self._recent.take(task.id) if resumed else None)
         queue = run.listen() if listen else None
         if resumed:
             run.listeners |= self._watchers.pop(task.id, set())
@@ -237,7 +251,7 @@ class TaskService:
         except BaseException as exc:
             if self._live.get(task.id) is run:
                 del self._live[task.id]
-            run.settle()
+            self._settle(run)
             if isinstance(exc, asyncio.CancelledError):
                 # The write may have landed before the cancel reached us: a new task is
                 # stored cancelled, a resumed one as it was, never left working unowned.
@@ -318,7 +332,7 @@ class TaskService:
         finally:
             if self._live.get(run.task.id) is run:
                 del self._live[run.task.id]
-            run.settle()
+            self._settle(run)
 
     async def _artifact(self, run: TaskRun, artifact_id: str, text: str, append: bool, last: bool) -> None:
         artifact = Artifact(artifact_id, (Part.of_text(text),), name="response")
@@ -427,7 +441,7 @@ class TaskService:
         self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status, final=True))
         if run.runner is not None:
             run.runner.cancel()
-        run.settle()
+        self._settle(run)
         if self._live.get(task_id) is run:
             del self._live[task_id]
         return task

@@ -28,7 +28,7 @@ from cleveragents.a2a.errors import (
 )
 from cleveragents.a2a.facade import CallContext
 from cleveragents.transports.http.sse import EventStreamResponse, ServerSentEvent
-from cleveragents.transports.http.streams import ERROR, StreamCall, stream_events
+from cleveragents.transports.http.streams import ERROR, StreamCall, resuming, stream_events
 from cleveragents.transports.lsp.notifications import EVENT_NOTIFICATION, task_notification
 
 if TYPE_CHECKING:
@@ -131,6 +131,8 @@ class JsonRpcEndpoint:
         context = self.app.call_context(request, message["method"], message.get("id"))
         try:
             if spec is not None and spec.streaming:
+                if spec.call == "subscribe":
+                    message = resuming(message, request.headers)
                 return await self._stream(facade, message, context)
             if spec is not None and spec.service == "event_queue" and spec.call == "subscribe" and wants_events(request):
                 return await self._subscribe_events(facade, request, message, context)

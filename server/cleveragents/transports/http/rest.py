@@ -23,7 +23,7 @@ from cleveragents.a2a.errors import (
 )
 from cleveragents.transports.http.jsonrpc import JSON_TYPES, BodyTooLarge, is_json, read_body
 from cleveragents.transports.http.sse import EventStreamResponse
-from cleveragents.transports.http.streams import ERROR, StreamCall, stream_events
+from cleveragents.transports.http.streams import ERROR, StreamCall, resuming, stream_events
 
 if TYPE_CHECKING:
     from cleveragents.transports.http.app import A2aHttpApp
@@ -128,7 +128,9 @@ class RestBinding:
         facade = await self.app.facade(request)
         context = self.app.call_context(request, method, "rest")
         try:
-            if method in ("SendStreamingMessage", "SubscribeToTask"):
+            if method == "SubscribeToTask":
+                return await self._stream(facade, resuming(message, request.headers), context)
+            if method == "SendStreamingMessage":
                 return await self._stream(facade, message, context)
             response = await facade.dispatch(message, context)
         except Exception as exc:

@@ -31,6 +31,16 @@ ITEM, ERROR, END = "item", "error", "end"
 _DONE = object()
 
 
+def resuming(message: dict[str, Any], headers: Any) -> dict[str, Any]:
+    """A task subscription with the ``Last-Event-ID`` of a reconnecting SSE client
+    resumes after that event (the header wins over a ``lastEventId`` param)."""
+    last = (headers.get("last-event-id") or "").strip()
+    params = message.get("params")
+    if not last or not isinstance(params, dict):
+        return message
+    return {**message, "params": {**params, "lastEventId": last}}
+
+
 class StreamCall:
     def __init__(self, facade: Any, request: dict[str, Any], context: CallContext):
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -48,12 +58,13 @@ class StreamCall:
             return
         item = dict(params)
         item.pop("requestId", None)
+        event_id = item.pop("eventId", None)
         text = json.dumps(item, separators=(",", ":"))
         self._buffered += len(text)
         if self._buffered > self._max_buffered:
             self._give_up()
             return
-        self._queue.put_nowait(text)
+        self._queue.put_nowait((event_id, text))
 
     def _give_up(self) -> None:
         self._gave_up = True
@@ -65,12 +76,12 @@ class StreamCall:
         self._task.cancel()
 
     async def next(self) -> tuple[str, Any]:
-        """``(ITEM, json_text)``, then ``(ERROR, error)`` or ``(END, None)`` once."""
+        """``(ITEM, (event_id, json_text))``, then ``(ERROR, error)`` or ``(END, None)`` once."""
         if self._ended:
             return END, None
         value = await self._queue.get()
         if value is not _DONE:
-            self._buffered -= len(value)
+            self._buffered -= len(value[1])
             return ITEM, value
         self._ended = True
         try:
@@ -93,13 +104,16 @@ async def stream_events(call: StreamCall, first: tuple[str, Any], frame: Callabl
                         error_event: str | None = None) -> AsyncIterator[ServerSentEvent]:
     """SSE events of a call whose first ``next()`` was ``first``. ``frame(kind, value)``
     makes the ``data`` of an item (from its JSON text) or of an error (a dict), JSON-RPC
-    or REST shaped; an error is sent as an ``error_event`` event when one is named."""
+    or REST shaped; an error is sent as an ``error_event`` event when one is named. An
+    item's SSE id is its event id, which ``Last-Event-ID`` resumes from."""
     try:
         kind, value = first
         while kind != END:
-            yield ServerSentEvent(frame(kind, value), event=error_event if kind == ERROR else None)
             if kind == ERROR:
+                yield ServerSentEvent(frame(kind, value), event=error_event)
                 return
+            event_id, text = value
+            yield ServerSentEvent(frame(kind, text), id=event_id or None)
             kind, value = await call.next()
     finally:
         await call.close()
