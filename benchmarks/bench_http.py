@@ -38,6 +38,7 @@ FULL = {"rounds": 5, "requests": 300, "streams": 50, "warmup": 30}
 QUICK = {"rounds": 2, "requests": 60, "streams": 10, "warmup": 10}
 CONCURRENCY = 16
 V1 = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+STREAM_HEADERS = {**V1, "Accept": "text/event-stream"}
 
 
 # -- the two servers (run in child processes) ----------------------------------------
@@ -120,57 +121,106 @@ def send_body(n: int, method: str = "SendMessage") -> dict[str, Any]:
                                    "parts": [{"text": f"hello {n}"}]}}}
 
 
-async def _send(client: Any, url: str, n: int) -> None:
-    response = await client.post(url, json=send_body(n), headers=V1)
-    result = response.json()["result"]
+def _completed(result: dict[str, Any]) -> None:
     assert result["task"]["status"]["state"] == "TASK_STATE_COMPLETED", result
 
 
-async def sequential(client: Any, url: str, count: int) -> float:
+class RawClient:
+    """The measuring client (http_client.py): keep-alive connections, one per request
+    in flight."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self._idle: list[Any] = []
+
+    async def _connection(self) -> Any:
+        from http_client import Connection
+
+        return self._idle.pop() if self._idle else await Connection.open(self.url)
+
+    async def send(self, n: int) -> None:
+        connection = await self._connection()
+        _completed((await connection.post_json("/a2a", send_body(n), V1))["result"])
+        self._idle.append(connection)
+
+    async def first_event_ms(self, n: int) -> float:
+        connection = await self._connection()
+        began, first = time.perf_counter(), None
+        async for chunk in connection.post_stream("/a2a", send_body(n, "SendStreamingMessage"), STREAM_HEADERS):
+            if first is None and b"data:" in chunk:  # then read to the end, as a client would
+                first = (time.perf_counter() - began) * 1000
+        self._idle.append(connection)
+        assert first is not None
+        return first
+
+    async def aclose(self) -> None:
+        for connection in self._idle:
+            await connection.close()
+
+
+class HttpxClient:
+    """httpx, for comparison (``--client httpx``): its own cost is in every figure."""
+
+    def __init__(self, url: str):
+        import httpx
+
+        self.endpoint = url + "/a2a"
+        limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
+        self._client = httpx.AsyncClient(timeout=30, limits=limits)
+
+    async def send(self, n: int) -> None:
+        _completed((await self._client.post(self.endpoint, json=send_body(n), headers=V1)).json()["result"])
+
+    async def first_event_ms(self, n: int) -> float:
+        began, first = time.perf_counter(), None
+        async with self._client.stream("POST", self.endpoint, json=send_body(n, "SendStreamingMessage"),
+                                       headers=STREAM_HEADERS) as response:
+            async for line in response.aiter_lines():
+                if first is None and line.startswith("data:"):
+                    first = (time.perf_counter() - began) * 1000
+        assert first is not None
+        return first
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+CLIENTS = {"raw": RawClient, "httpx": HttpxClient}
+
+
+async def sequential(client: Any, count: int) -> float:
     began = time.perf_counter()
     for n in range(count):
-        await _send(client, url, n)
+        await client.send(n)
     return count / (time.perf_counter() - began)
 
 
-async def concurrent(client: Any, url: str, count: int) -> float:
+async def concurrent(client: Any, count: int) -> float:
     numbers = iter(range(count))
 
     async def worker() -> None:
         for n in numbers:
-            await _send(client, url, n)
+            await client.send(n)
 
     began = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
     return count / (time.perf_counter() - began)
 
 
-async def first_event_ms(client: Any, url: str, count: int) -> float:
-    times = []
-    for n in range(count):
-        began = time.perf_counter()
-        async with client.stream("POST", url, json=send_body(n, "SendStreamingMessage"),
-                                 headers={**V1, "Accept": "text/event-stream"}) as response:
-            first = None
-            async for line in response.aiter_lines():  # read to the end, as a client would
-                if first is None and line.startswith("data:"):
-                    first = (time.perf_counter() - began) * 1000
-            assert first is not None
-            times.append(first)
-    return statistics.median(times)
+async def first_event_ms(client: Any, count: int) -> float:
+    return statistics.median([await client.first_event_ms(n) for n in range(count)])
 
 
-async def measure(url: str, sizes: dict[str, int]) -> dict[str, float]:
-    import httpx
-
-    limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
-    async with httpx.AsyncClient(timeout=30, limits=limits) as client:
-        endpoint = url + "/a2a"
-        await concurrent(client, endpoint, sizes["warmup"])
-        await first_event_ms(client, endpoint, 3)
-        seq = [await sequential(client, endpoint, sizes["requests"]) for _ in range(sizes["rounds"])]
-        par = [await concurrent(client, endpoint, sizes["requests"]) for _ in range(sizes["rounds"])]
-        first = [await first_event_ms(client, endpoint, sizes["streams"]) for _ in range(sizes["rounds"])]
+async def measure(url: str, sizes: dict[str, int], client_kind: str) -> dict[str, float]:
+    client = CLIENTS[client_kind](url)
+    try:
+        await concurrent(client, sizes["warmup"])
+        await first_event_ms(client, 3)
+        seq = [await sequential(client, sizes["requests"]) for _ in range(sizes["rounds"])]
+        par = [await concurrent(client, sizes["requests"]) for _ in range(sizes["rounds"])]
+        first = [await first_event_ms(client, sizes["streams"]) for _ in range(sizes["rounds"])]
+    finally:
+        await client.aclose()
     return {"sequential": statistics.median(seq), "concurrent": statistics.median(par),
             "first_event_ms": statistics.median(first)}
 
@@ -179,6 +229,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer requests and rounds")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the raw numbers here")
+    parser.add_argument("--client", choices=sorted(CLIENTS), default="raw",
+                        help="the measuring client: a minimal HTTP/1.1 one (default), or httpx")
     parser.add_argument("--serve", choices=["ours", "sdk"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve == "ours":
@@ -192,7 +244,7 @@ def main() -> int:
     for kind in ("ours", "sdk"):
         process, url = start(kind)
         try:
-            results[kind] = asyncio.run(measure(url, sizes))
+            results[kind] = asyncio.run(measure(url, sizes, args.client))
         finally:
             process.terminate()
             process.wait(10)
@@ -201,7 +253,7 @@ def main() -> int:
     ours, sdk = results["ours"], results["sdk"]
     print(f"Python {sys.version.split()[0]}, a2a-sdk {version('a2a-sdk')}, uvicorn {version('uvicorn')}, "
           f"starlette {version('starlette')}; {sizes['rounds']} rounds of {sizes['requests']} requests, "
-          f"{sizes['streams']} streams; medians")
+          f"{sizes['streams']} streams; medians; client: {args.client}")
     print(f"{'figure':<38}{'cleveragents':>14}{'a2a-sdk':>12}{'ratio':>9}  target")
     rows = [("sequential SendMessage", "req/s", "sequential", ">=", 2.0),
             (f"{CONCURRENCY}-concurrent SendMessage", "req/s", "concurrent", ">=", 2.0),

@@ -28,7 +28,7 @@ from cleveragents.a2a.errors import (
 )
 from cleveragents.a2a.facade import CallContext
 from cleveragents.transports.http.sse import EventStreamResponse, ServerSentEvent
-from cleveragents.transports.http.streams import ERROR, StreamCall, resuming, stream_events
+from cleveragents.transports.http.streams import ERROR, StreamCall, resuming, sse_response
 from cleveragents.transports.lsp.notifications import EVENT_NOTIFICATION, task_notification
 
 if TYPE_CHECKING:
@@ -186,7 +186,7 @@ class JsonRpcEndpoint:
                 return {"jsonrpc": "2.0", "id": msg_id, "error": value}
             return head + value + "}"  # the item is JSON text already
 
-        return EventStreamResponse(stream_events(call, first, frame))
+        return sse_response(call, first, frame)
 
     async def _subscribe_events(self, facade: Any, request: Request, message: dict[str, Any],
                                 context: CallContext) -> Response:

@@ -22,8 +22,7 @@ from cleveragents.a2a.errors import (
     internal_error_payload,
 )
 from cleveragents.transports.http.jsonrpc import JSON_TYPES, BodyTooLarge, is_json, read_body
-from cleveragents.transports.http.sse import EventStreamResponse
-from cleveragents.transports.http.streams import ERROR, StreamCall, resuming, stream_events
+from cleveragents.transports.http.streams import ERROR, StreamCall, resuming, sse_response
 
 if TYPE_CHECKING:
     from cleveragents.transports.http.app import A2aHttpApp
@@ -154,7 +153,7 @@ class RestBinding:
         def frame(kind: str, value: Any) -> Any:
             return status_body(value)[1] if kind == ERROR else value
 
-        return EventStreamResponse(stream_events(call, first, frame, error_event="error"))
+        return sse_response(call, first, frame, error_event="error")
 
 
 # -- params of each route ------------------------------------------------------------

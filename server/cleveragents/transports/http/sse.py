@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,8 +47,13 @@ class EventStreamResponse:
     """An ASGI response streaming ``events`` as ``text/event-stream``."""
 
     def __init__(self, events: AsyncIterator[ServerSentEvent], *, heartbeat: float = HEARTBEAT_SECONDS,
-                 headers: dict[str, str] | None = None):
+                 headers: dict[str, str] | None = None, first: ServerSentEvent | None = None,
+                 on_close: Callable[[], Awaitable[None]] | None = None):
         self.events = events
+        self.first = first  # ready already: sent right behind the head, with no task in between
+        # Run however the response ends, even if ``events`` was never started (whose
+        # own ``finally`` then never runs).
+        self.on_close = on_close
         self.heartbeat = heartbeat
         self.headers = {**SSE_HEADERS, **(headers or {})}
 
@@ -56,6 +61,19 @@ class EventStreamResponse:
         raw_headers = [(b"content-type", b"text/event-stream; charset=utf-8")]
         raw_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
         await send({"type": "http.response.start", "status": 200, "headers": raw_headers})
+        try:
+            if self.first is not None:
+                await send({"type": "http.response.body", "body": self.first.encode(), "more_body": True})
+            await self._stream(receive, send)
+        except OSError:
+            pass  # the client is gone
+        finally:
+            with contextlib.suppress(Exception):
+                await self.events.aclose()  # type: ignore[attr-defined]
+            if self.on_close is not None:
+                await self.on_close()
+
+    async def _stream(self, receive: Receive, send: Send) -> None:
         pump = asyncio.ensure_future(self._pump(send))
         watch = asyncio.ensure_future(self._watch_disconnect(receive))
         try:
@@ -66,8 +84,7 @@ class EventStreamResponse:
             await asyncio.gather(pump, watch, return_exceptions=True)
             with contextlib.suppress(Exception):
                 await self.events.aclose()  # type: ignore[attr-defined]
-        with contextlib.suppress(OSError):
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _pump(self, send: Send) -> None:
         iterator = self.events.__aiter__()

@@ -22,7 +22,7 @@ from cleveragents.a2a import dialects
 from cleveragents.a2a.errors import internal_error_payload
 from cleveragents.a2a.facade import CallContext
 from cleveragents.a2a.task_endpoint import ARTIFACT_NOTIFICATION, STATUS_NOTIFICATION
-from cleveragents.transports.http.sse import ServerSentEvent
+from cleveragents.transports.http.sse import EventStreamResponse, ServerSentEvent
 from cleveragents.transports.output_limit import max_output_buffer_default
 
 logger = logging.getLogger(__name__)
@@ -100,20 +100,28 @@ class StreamCall:
             await asyncio.gather(self._task, return_exceptions=True)
 
 
-async def stream_events(call: StreamCall, first: tuple[str, Any], frame: Callable[[str, Any], Any],
-                        error_event: str | None = None) -> AsyncIterator[ServerSentEvent]:
-    """SSE events of a call whose first ``next()`` was ``first``. ``frame(kind, value)``
-    makes the ``data`` of an item (from its JSON text) or of an error (a dict), JSON-RPC
-    or REST shaped; an error is sent as an ``error_event`` event when one is named. An
-    item's SSE id is its event id, which ``Last-Event-ID`` resumes from."""
-    try:
-        kind, value = first
-        while kind != END:
-            if kind == ERROR:
-                yield ServerSentEvent(frame(kind, value), event=error_event)
-                return
-            event_id, text = value
-            yield ServerSentEvent(frame(kind, text), id=event_id or None)
-            kind, value = await call.next()
-    finally:
-        await call.close()
+def item_event(value: tuple[str | None, str], frame: Callable[[str, Any], Any]) -> ServerSentEvent:
+    """The SSE event of an item: its id is the item's event id, which ``Last-Event-ID``
+    resumes from."""
+    event_id, text = value
+    return ServerSentEvent(frame(ITEM, text), id=event_id or None)
+
+
+def sse_response(call: StreamCall, first: tuple[str, Any], frame: Callable[[str, Any], Any],
+                 error_event: str | None = None) -> EventStreamResponse:
+    """The SSE response of a call whose first ``next()`` was the item ``first``.
+    ``frame(kind, value)`` makes the ``data`` of an item (from its JSON text) or of an
+    error (a dict), JSON-RPC or REST shaped; an error is sent as an ``error_event``
+    event when one is named. The first item goes out with the response's head."""
+    async def rest() -> AsyncIterator[ServerSentEvent]:
+        try:
+            while (next_item := await call.next())[0] != END:
+                kind, value = next_item
+                if kind == ERROR:
+                    yield ServerSentEvent(frame(kind, value), event=error_event)
+                    return
+                yield item_event(value, frame)
+        finally:
+            await call.close()
+
+    return EventStreamResponse(rest(), first=item_event(first[1], frame), on_close=call.close)
