@@ -54,9 +54,9 @@ NOTIFICATION_TEXT = {
     "_cleveragents/event": "the raw `A2aEvent` of a live `_cleveragents/event/subscribe` "
     "subscription: `event_id`, `event_type`, `plan_id`, `data`, `timestamp`, plus "
     "`subscription_id`.",
-    "task/statusUpdate": "a stream item of a task (with `requestId`, see Streams), or a plan "
+    "task/statusUpdate": "a stream item of a task (with `requestId` and `eventId`, see Streams), or a plan "
     "status change for a subscriber (plan events carry `planId`, `phase` and `state`).",
-    "task/artifactUpdate": "an artifact update of a task's stream (with `requestId`), or a new "
+    "task/artifactUpdate": "an artifact update of a task's stream (with `requestId` and `eventId`), or a new "
     "plan artifact for a subscriber.",
     "$/progress": "LSP work-done progress for plan execution, sent when the request "
     "carried a `workDoneToken`.",
