@@ -4,7 +4,6 @@ same routes and auth as ``asgi_app()``, and services that live as long as the ap
 
 from __future__ import annotations
 
-import contextlib
 import logging
 
 import httpx
@@ -13,9 +12,8 @@ from fastapi import FastAPI
 
 from cleveragents import A2A, Agent
 from cleveragents.infra.state_dir import StateDirOwner
-from tests.contract.runners import UvicornServer
 from tests.e2e.test_http_sdk import handler
-from tests.e2e.test_http_server import V1, rpc, v1_message
+from tests.e2e.test_http_server import V1, rpc, serving, v1_message
 
 
 def users_app(a2a: A2A, **settings) -> FastAPI:
@@ -28,17 +26,6 @@ def users_app(a2a: A2A, **settings) -> FastAPI:
         return {"name": name}
 
     return app
-
-
-@contextlib.asynccontextmanager
-async def serving(app):
-    server = UvicornServer(app)
-    await server.start()
-    try:
-        async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
-            yield server, client
-    finally:
-        await server.stop()
 
 
 async def test_the_seed_example_serves_cards_json_rpc_rest_and_the_users_route(tmp_path):
