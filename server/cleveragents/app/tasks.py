@@ -6,6 +6,8 @@ actor's asyncio task and the listeners of its stream. Every change goes through
 a task is terminal, later changes are discarded. Every path that changes a task (start,
 resume, cancel, push configs of a live task) is in this one class on purpose: they
 share that locking and the ``_live`` registry, which is what keeps the races out.
+Who listens to a task, and what a reconnecting subscriber missed, is kept by
+``TaskSubscribers`` (task_subscribers.py).
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from typing import Any
 from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
 from cleveragents.app.ports import ActorSelector, ContextRouter, PushDispatcher
-from cleveragents.app.task_events import RecentLogs, StreamEvent, replay
-from cleveragents.app.task_runs import END, LISTENER_BUFFER, TaskRun, add_usage, closing, with_budget_error
+from cleveragents.app.task_events import StreamEvent
+from cleveragents.app.task_runs import TaskRun, add_usage, closing, with_budget_error
+from cleveragents.app.task_subscribers import TaskSubscribers
 from cleveragents.domain.actor import (
     Actor,
     ArtifactChunk,
@@ -57,7 +60,6 @@ from cleveragents.ids import new_id, utc_now
 logger = logging.getLogger(__name__)
 
 RESTART_REASON = "The server stopped while this task was running."
-MAX_WATCHERS = 64  # subscribers of one task that waits for input
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +87,7 @@ class TaskService:
         self._push = push
         self.router = router
         self._live: dict[str, TaskRun] = {}
-        # Subscribers of tasks waiting for input: they join the run that resumes it.
-        self._watchers: dict[str, set[asyncio.Queue[Any]]] = {}
-        # The numbered items of tasks no run holds, for subscribers that resume.
-        self._recent = RecentLogs()
+        self._subscribers = TaskSubscribers(self._live)
         # Stores that put back a task whose start was cancelled (awaited at shutdown).
         self._undoing: set[asyncio.Task[None]] = set()
         # After a restart, tasks that were running can't resume: fail them, once
@@ -126,7 +125,8 @@ class TaskService:
         """The task, then its updates until it is terminal or needs input. Closing the
         iterator early (the client went away) cancels the task."""
         run, queue = await self._start(message, push_config, metadata, listen=True)
-        return self._follow(run, queue, cancel_on_exit=True)
+        assert queue is not None
+        return self._subscribers.follow(run, queue, abandoned=lambda: self._cancel_quietly(run.task.id))
 
     async def subscribe(self, task_id: str, last_event_id: str | None = None) -> AsyncIterator[StreamEvent]:
         """The task, then its updates. A task waiting for input is streamed now and
@@ -137,62 +137,13 @@ class TaskService:
         run = self._live.get(task_id)
         task = run.task if run is not None else await self._require(task_id)
         if (run := self._live.get(task_id)) is not None and not run.settled.is_set():
-            return self._follow(run, run.listen(last_event_id), cancel_on_exit=False)
+            return self._subscribers.follow(run, run.listen(last_event_id))
         if task.terminal and last_event_id is None:
             raise BusinessRuleViolation(
                 f"Task {task_id} is {task.state.value}; a finished task has no updates to subscribe to",
                 {"task_id": task_id, "state": task.state.value},
             )
-        queue: asyncio.Queue[Any] = asyncio.Queue(LISTENER_BUFFER)
-        for event in replay(self._recent.open(task_id), last_event_id, task):
-            queue.put_nowait(event)
-        if task.terminal:
-            queue.put_nowait(END)
-        else:
-            watchers = self._watchers.setdefault(task_id, set())
-            if len(watchers) >= MAX_WATCHERS:
-                raise BusinessRuleViolation("Too many subscribers for this task",
-                                            {"task_id": task_id, "limit": MAX_WATCHERS})
-            watchers.add(queue)
-        return self._watch(task_id, queue)
-
-    async def _watch(self, task_id: str, queue: asyncio.Queue[Any]) -> AsyncIterator[StreamEvent]:
-        try:
-            while (event := await queue.get()) is not END:
-                yield event
-        finally:
-            if (watchers := self._watchers.get(task_id)) is not None:
-                watchers.discard(queue)
-                if not watchers:
-                    del self._watchers[task_id]
-            if (run := self._live.get(task_id)) is not None:
-                run.listeners.discard(queue)
-
-    def _tell_watchers(self, task: Task) -> None:
-        """A waiting task ended without a run (cancelled): its subscribers hear it and stop."""
-        watchers = self._watchers.pop(task.id, set())
-        if watchers or self._recent.get(task.id) is not None:
-            event = self._recent.open(task.id).append(TaskStatusUpdate(task.id, task.context_id, task.status, final=True))
-            for queue in watchers:
-                queue.put_nowait(event)
-                queue.put_nowait(END)
-
-    def _settle(self, run: TaskRun) -> None:
-        run.settle()
-        if run.log is not None:
-            self._recent.keep(run.log)  # a subscriber that missed the end can still read it
-
-    async def _follow(self, run: TaskRun, queue: asyncio.Queue[Any],
-                      cancel_on_exit: bool) -> AsyncIterator[StreamEvent]:
-        finished = False
-        try:
-            while (event := await queue.get()) is not END:
-                yield event
-            finished = True
-        finally:
-            run.listeners.discard(queue)
-            if cancel_on_exit and not finished and not run.settled.is_set():
-                await asyncio.shield(self._cancel_quietly(run.task.id))
+        return self._subscribers.watch(task, last_event_id)
 
     async def _start(self, message: Message, push_config: PushConfig | None, metadata: dict[str, Any] | None,
                      listen: bool = False) -> tuple[TaskRun, asyncio.Queue[Any] | None]:
@@ -222,10 +173,10 @@ class TaskService:
             message = replace(message, task_id=task.id, context_id=task.context_id)
             task = task.with_message(message).transition(TaskState.WORKING, now)
         # Registered before the first await, so a cancel or another message sees this run.
-        run = TaskRun(task, self._recent.take(task.id) if resumed else None)
-        queue = run.listen() if listen else None
+        run = TaskRun(task)
         if resumed:
-            run.listeners |= self._watchers.pop(task.id, set())
+            self._subscribers.join(run)
+        queue = run.listen() if listen else None
         self._live[task.id] = run
         before: Task | None = None  # what the store held, for a resumed task
         try:
@@ -251,7 +202,7 @@ class TaskService:
         except BaseException as exc:
             if self._live.get(task.id) is run:
                 del self._live[task.id]
-            self._settle(run)
+            self._subscribers.retire(run)
             if isinstance(exc, asyncio.CancelledError):
                 # The write may have landed before the cancel reached us: a new task is
                 # stored cancelled, a resumed one as it was, never left working unowned.
@@ -332,7 +283,7 @@ class TaskService:
         finally:
             if self._live.get(run.task.id) is run:
                 del self._live[run.task.id]
-            self._settle(run)
+            self._subscribers.retire(run)
 
     async def _artifact(self, run: TaskRun, artifact_id: str, text: str, append: bool, last: bool) -> None:
         artifact = Artifact(artifact_id, (Part.of_text(text),), name="response")
@@ -432,7 +383,7 @@ class TaskService:
                 if self._live.get(task_id) is placeholder:
                     del self._live[task_id]
                 placeholder.settle()
-            self._tell_watchers(task)
+            self._subscribers.ended_without_run(task)
             return task
         async with run.lock:
             task = run.task.transition(TaskState.CANCELED, utc_now())
@@ -441,7 +392,7 @@ class TaskService:
         self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status, final=True))
         if run.runner is not None:
             run.runner.cancel()
-        self._settle(run)
+        self._subscribers.retire(run)
         if self._live.get(task_id) is run:
             del self._live[task_id]
         return task

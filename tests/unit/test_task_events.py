@@ -1,0 +1,52 @@
+"""The numbered items behind SubscribeToTask's resume: what a log can replay, and what
+it must refuse to guess."""
+
+from __future__ import annotations
+
+from cleveragents.app.task_events import EVENT_LOG_SIZE, RecentLogs, TaskEventLog, replay
+from cleveragents.domain.task import Task, TaskState, TaskStatus, TaskStatusUpdate
+
+TASK = Task("t1", "c1", TaskStatus(TaskState.WORKING, "2026-12-03T00:00:00.000Z"), (), ())
+
+
+def update(n: int) -> TaskStatusUpdate:
+    return TaskStatusUpdate("t1", "c1", TaskStatus(TaskState.WORKING, f"2026-12-03T00:00:{n % 60:02d}.000Z"))
+
+
+def test_a_log_replays_what_came_after_an_id_it_holds():
+    log = TaskEventLog("t1")
+    start = log.snapshot(TASK).event_id
+    sent = [log.append(update(n)) for n in range(5)]
+    assert log.after(start) == sent  # from the state before the first item: everything
+    assert log.after(sent[1].event_id) == sent[2:]
+    assert log.after(sent[-1].event_id) == []
+    assert [int(e.event_id.rpartition(".")[2]) for e in sent] == sorted({int(e.event_id.rpartition(".")[2]) for e in sent})
+
+
+def test_ids_it_cannot_place_are_a_gap_not_a_guess():
+    log = TaskEventLog("t1")
+    sent = [log.append(update(n)) for n in range(EVENT_LOG_SIZE + 10)]
+    assert log.after(sent[5].event_id) is None  # fallen out of the window
+    assert log.after(sent[10].event_id) == sent[11:]  # the oldest kept position still resumes
+    other = TaskEventLog("t2")
+    assert log.after(other.append(update(0)).event_id) is None  # another task's id
+    assert log.after("t1.not-a-number") is None and log.after("") is None and log.after(None) is None
+    later = TaskEventLog("t1")  # e.g. after a restart: older ids are older than its start
+    assert later.after(sent[-1].event_id) is None
+
+
+def test_a_gap_or_nothing_missed_starts_from_the_current_task():
+    log = TaskEventLog("t1")
+    seen = log.append(update(1))
+    assert [e.item for e in replay(log, seen.event_id, TASK)] == [TASK]
+    assert [e.item for e in replay(log, "t9.1", TASK)] == [TASK]
+    assert replay(log, None, TASK)[0].event_id == seen.event_id  # the task as of the last item
+
+
+def test_recent_logs_keep_the_newest_only():
+    recent = RecentLogs(limit=2)
+    for task_id in ("a", "b", "c"):
+        recent.keep(TaskEventLog(task_id))
+    assert recent.get("a") is None and recent.get("b") is not None and recent.get("c") is not None
+    assert recent.take("b") is not None and recent.get("b") is None
+    assert recent.open("d") is recent.open("d")
