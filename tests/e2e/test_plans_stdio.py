@@ -41,8 +41,8 @@ CRASH_FILES = 3000
 # and two moments during the writes.
 KILL_DELAYS = (0.0, 0.02, 0.1)
 
-# Waits for a gate file; writes its pid first so the test can clean up after a SIGKILL
-# of the server (the step runs in its own session, so it outlives the server).
+# Waits for a gate file; writes its pid first, so a test can see it run and end (and
+# clean up should a test fail).
 SLEEPER_CODE = (
     "import os, sys, time\n"
     "open(sys.argv[1] + '.tmp', 'w').write(str(os.getpid()))\n"
@@ -487,6 +487,8 @@ async def test_a_plan_executing_when_the_server_dies_comes_back_interrupted(tmp_
     assert (running["phase"], running["state"], running["running"]) == ("execute", "running", True)
     await sleeper.started()
     await client.server.kill()
+    # The step's command dies with the server: its guard sees the server's end of a pipe close.
+    assert await sleeper.gone(timeout=5), "the step's command outlived the SIGKILLed server"
 
     client = await spawn(workspace)
     status = await client.status(plan_id)

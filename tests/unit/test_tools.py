@@ -2,6 +2,8 @@
 
 import json
 import os
+import signal
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -25,7 +27,7 @@ from cleveragents.infra.tools.fs import (
     WriteTool,
 )
 from cleveragents.infra.tools.patch import PatchApplyTool
-from cleveragents.infra.tools.shell import DEFAULT_ALLOW, LOG_LIMIT, ShellRunTool
+from cleveragents.infra.tools.shell import DEFAULT_ALLOW, GUARD, LOG_LIMIT, ShellRunTool
 from cleveragents.infra.workspace.blobs import BlobStore
 from cleveragents.infra.workspace.diff import diff_overlay
 from cleveragents.infra.workspace.overlay import Overlay
@@ -369,6 +371,26 @@ def test_nothing_a_command_started_outlives_it(shell_context):
     code = "import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])"
     result = run(ShellRunTool(), shell_context, command=python(code))
     assert result.output["exit_code"] == 0 and result.output["duration_ms"] < 1500
+
+
+def test_a_command_killed_by_a_signal_reads_as_killed_by_it(shell_context):
+    """The guard between the server and the command dies of the command's signal."""
+    result = run(ShellRunTool(), shell_context, command=python("import os, signal; os.kill(os.getpid(), signal.SIGTERM)"))
+    assert result.output["exit_code"] == -signal.SIGTERM and "exited -15" in result.summary
+
+
+def test_the_guard_outside_its_own_group_kills_only_the_command():
+    """Started by anything but the server (not as its group's leader), a closed stdin
+    kills the command alone: the caller's group, this test's, is never signalled."""
+    guarded = subprocess.run([sys.executable, "-I", "-S", GUARD, sys.executable, "-c", "import time; time.sleep(30)"],
+                             stdin=subprocess.PIPE, timeout=20)  # run() closes stdin at once
+    assert guarded.returncode == -signal.SIGKILL
+
+
+def test_a_missing_program_is_not_installed(shell_context):
+    shell_context.settings = {"shell_allow": ["no-such-program-here"]}
+    with pytest.raises(ResourceNotFoundError, match="is not installed"):
+        run(ShellRunTool(), shell_context, command="no-such-program-here --version")
 
 
 def test_a_cancel_kills_the_command(shell_context):

@@ -4,7 +4,8 @@ The command runs on the files on disk (its cwd is the workspace root), not on th
 plan's overlay. Its environment is rebuilt from a few names (nothing secret-looking
 passes), stdin is closed, and it runs in its own process group, killed whole when
 the command ends, times out or is cancelled, so nothing it started outlives the
-step. Its output (stdout and stderr together, the last 1 MiB) is kept as an
+step. A small guard (``shell_guard.py``) leads that group and kills it if the server
+itself dies. Its output (stdout and stderr together, the last 1 MiB) is kept as an
 artifact. A non-zero exit is a result, not an error. What may run (allow-listed
 command prefixes, no launcher options, no paths outside the workspace) is decided in
 ``shell_policy``.
@@ -16,12 +17,15 @@ import itertools
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pydantic
@@ -40,6 +44,7 @@ _SECRET = re.compile(r"(_TOKENS?|_KEYS?)$|SECRET|PASSWORD|PASSWD|CREDENTIAL", re
 LOG_LIMIT = 1024 * 1024
 POLL_SECONDS = 0.05
 READER_GRACE_SECONDS = 2.0  # a child that escaped the group may hold the pipe open
+GUARD = str(Path(__file__).with_name("shell_guard.py"))
 
 
 class ShellArguments(StrictArguments):
@@ -117,13 +122,16 @@ class ShellRunTool(ModelTool[ShellArguments]):
         argv = arguments.argv
         check_command(argv, context.settings.get("shell_allow") or DEFAULT_ALLOW, context.workspace)
         env = child_environment(os.environ, context.settings.get("shell_env") or ())
-        try:
-            process = subprocess.Popen(
-                argv, cwd=context.workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, start_new_session=True,
-            )
-        except FileNotFoundError:
-            raise ResourceNotFoundError(f"{argv[0]} is not installed", {"command": argv[0]}) from None
+        # Looked up as the child will (the policy allows names, never paths): the guard
+        # would only report a missing program in the log.
+        if shutil.which(argv[0], path=env.get("PATH", os.defpath)) is None:
+            raise ResourceNotFoundError(f"{argv[0]} is not installed", {"command": argv[0]})
+        guarded = hasattr(os, "killpg")  # the guard kills a process group: POSIX only
+        process = subprocess.Popen(
+            [sys.executable, "-I", "-S", GUARD, *argv] if guarded else argv, cwd=context.workspace, env=env,
+            stdin=subprocess.PIPE if guarded else subprocess.DEVNULL,  # the guard's line to this server
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        )
         reader = _TailReader(process.stdout)
         reader.start()
         started = time.monotonic()
@@ -131,6 +139,8 @@ class ShellRunTool(ModelTool[ShellArguments]):
             timed_out = self._wait(process, started + arguments.timeout, context)
         finally:
             _kill_group(process)  # what it left running too: a plan step leaves no processes behind
+            if process.stdin is not None:
+                process.stdin.close()
             reader.join(READER_GRACE_SECONDS)
             if not reader.is_alive():  # closing under a blocked reader would wait for it
                 reader.stream.close()
