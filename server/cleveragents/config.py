@@ -68,10 +68,13 @@ class Settings:
             env["api_key_header"] = value
         env.update(_actor_env())
         env.update({k: v for k, v in overrides.items() if v is not None})
-        for key in ("workspace", "state_dir"):
-            if isinstance(env.get(key), str):
-                env[key] = Path(env[key])  # type: ignore[arg-type]
         return cls(**env, explicit=frozenset(env))  # type: ignore[arg-type]
+
+    def __post_init__(self) -> None:
+        # Paths may be given as strings: Settings(workspace="~/src/app").
+        for key in ("workspace", "state_dir"):
+            if isinstance(value := getattr(self, key), str):
+                object.__setattr__(self, key, Path(value))
 
     def with_file_defaults(self, defaults: Mapping[str, object]) -> Settings:
         """These settings with a config file's ``[defaults]`` where a setting was not

@@ -305,3 +305,10 @@ def test_the_shell_policy_is_read_merged_and_checked(tmp_path):
                             ('[shell]\nallowed = ["git"]\n', "shell.allowed", 2)):
         error = error_for(workspace, text, environ)
         assert (error.data["key"], error.data["line"]) == (key, line), (text, error.message)
+
+
+def test_settings_take_paths_as_strings(tmp_path):
+    settings = Settings(workspace=str(tmp_path), state_dir=str(tmp_path / "state"))
+    assert settings.resolved_workspace == tmp_path.resolve()
+    assert settings.resolved_state_dir == (tmp_path / "state").resolve()
+    assert Settings.from_env(workspace=str(tmp_path)).workspace == tmp_path
