@@ -159,7 +159,10 @@ class AgentServer:
                 headers[name.lower()] = value.strip()
             if not line:
                 break
-            message = json.loads(stdout.read(int(headers["content-length"])))
+            length = int(headers["content-length"])
+            if len(body := stdout.read(length)) < length:
+                break  # the server died in the middle of a message (a SIGKILL test)
+            message = json.loads(body)
             with self._changed:
                 self._route(message)
                 self._changed.notify_all()
