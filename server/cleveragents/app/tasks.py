@@ -134,8 +134,8 @@ class TaskService:
         client saw) the stream starts with what came after it, when that is still kept,
         and a finished task gives the end of its stream instead of an error."""
         await self._ready()
-        run = self._live.get(task_id)
-        task = run.task if run is not None else await self._require(task_id)
+        task = await self._require(task_id)
+        # Looked up again: reading the store may have let a message resume the task.
         if (run := self._live.get(task_id)) is not None and not run.settled.is_set():
             return self._subscribers.follow(run, run.listen(last_event_id))
         if task.terminal and last_event_id is None:

@@ -82,8 +82,6 @@ class EventStreamResponse:
             for task in (pump, watch):
                 task.cancel()
             await asyncio.gather(pump, watch, return_exceptions=True)
-            with contextlib.suppress(Exception):
-                await self.events.aclose()  # type: ignore[attr-defined]
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _pump(self, send: Send) -> None:
