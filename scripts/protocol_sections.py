@@ -57,13 +57,13 @@ def task_section() -> list[str]:
         "\"eventId\": <event id>, ...item}`, where the item has the dialect's stream shape (1.0: `{\"task\"}`, "
         "`{\"statusUpdate\"}`, `{\"artifactUpdate\"}`; 0.3: `kind`-tagged, with `final` on status updates). "
         "Then the request answers with the last item. Over HTTP the event id is each SSE event's `id:`.",
-        "- Resuming: every item has an event id, `<taskId>.<position>`. `SubscribeToTask` with "
+        "- Resuming: every item has an event id, a ULID, later for every later item. `SubscribeToTask` with "
         "`lastEventId` (over HTTP, the `Last-Event-ID` header) starts with the items after that one, with "
         f"the same ids, then follows the task. The server keeps the last {EVENT_LOG_SIZE} items of each "
-        f"task that was streamed, and of the {RECENT_LOGS} tasks that stopped most recently; an id it no "
-        "longer holds (or another server's) starts from the task as it is now, as a stream without an id "
-        "does. A finished task with `lastEventId` gives the items that were missed, or the finished "
-        "task, and the stream ends.",
+        f"task that was streamed, and of the {RECENT_LOGS} tasks that stopped most recently. An id older "
+        "than what it keeps (from before a restart, say), or one that is not a ULID, starts from the task "
+        "as it is now, as a stream without an id does. A finished task with `lastEventId` gives the items "
+        "that were missed, or the finished task, and the stream ends.",
         "- `$/cancelRequest` on a stream cancels its task, as a client that goes away does. "
         "`CancelTask` ends a running stream with a final canceled status update.",
         "- `SubscribeToTask` on a terminal task, without `lastEventId`, is -32004.",

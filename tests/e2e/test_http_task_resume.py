@@ -13,6 +13,7 @@ import pytest
 from cleveragents import A2A, Agent
 from cleveragents.a2a.client import A2aClient, ServerConnectionConfig
 from cleveragents.domain.task import TaskArtifactUpdate, TaskState, TaskStatusUpdate
+from cleveragents.ids import is_ulid
 from tests.contract.runners import sse_messages
 from tests.e2e.test_http_server import V1, rpc, serving
 
@@ -106,9 +107,8 @@ async def test_a_dropped_subscription_resumes_with_nothing_lost_or_repeated(pace
     assert after[2][1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
     ids = [event_id for event_id, _ in before + after]
-    assert all(event_id.startswith(task_id + ".") for event_id in ids)
-    positions = [int(event_id.rpartition(".")[2]) for event_id in ids]
-    assert positions == sorted(set(positions))  # in order, none twice
+    assert all(is_ulid(event_id) for event_id in ids)
+    assert ids == sorted(set(ids))  # in order, none twice
     assert await _artifact_text(client, task_id) == "abcd"
 
 
@@ -141,7 +141,7 @@ async def test_our_client_resumes_a_subscription(paced):
                 if isinstance(item, TaskArtifactUpdate):
                     break  # "a"; then the connection drops
             resume_from = stream.last_event_id
-        assert resume_from is not None and resume_from.startswith(task.id + ".")
+        assert resume_from is not None and is_ulid(resume_from)
         await agent.chunks.put(None)
         async with client.subscribe(task.id, last_event_id=resume_from) as stream:
             rest = [item async for item in stream]

@@ -20,26 +20,26 @@ def test_a_log_replays_what_came_after_an_id_it_holds():
     assert log.after(start) == sent  # from the state before the first item: everything
     assert log.after(sent[1].event_id) == sent[2:]
     assert log.after(sent[-1].event_id) == []
-    assert [int(e.event_id.rpartition(".")[2]) for e in sent] == sorted({int(e.event_id.rpartition(".")[2]) for e in sent})
+    assert [e.event_id for e in sent] == sorted({e.event_id for e in sent})
+    assert log.after(sent[1].event_id.lower()) == sent[2:]  # ULIDs are case-insensitive
 
 
 def test_ids_it_cannot_place_are_a_gap_not_a_guess():
     log = TaskEventLog("t1")
     sent = [log.append(update(n)) for n in range(EVENT_LOG_SIZE + 10)]
     assert log.after(sent[5].event_id) is None  # fallen out of the window
-    assert log.after(sent[10].event_id) == sent[11:]  # the oldest kept position still resumes
-    other = TaskEventLog("t2")
-    assert log.after(other.append(update(0)).event_id) is None  # another task's id
-    assert log.after("t1.not-a-number") is None and log.after("") is None and log.after(None) is None
+    assert log.after(sent[9].event_id) == sent[10:]  # the state before the oldest item kept
+    assert log.after("not-a-ulid") is None and log.after("") is None and log.after(None) is None
     later = TaskEventLog("t1")  # e.g. after a restart: older ids are older than its start
     assert later.after(sent[-1].event_id) is None
+    assert log.after(later.last) is None  # and one newer than anything this log holds
 
 
 def test_a_gap_or_nothing_missed_starts_from_the_current_task():
     log = TaskEventLog("t1")
     seen = log.append(update(1))
     assert [e.item for e in replay(log, seen.event_id, TASK)] == [TASK]
-    assert [e.item for e in replay(log, "t9.1", TASK)] == [TASK]
+    assert [e.item for e in replay(log, "01ARZ3NDEKTSV4RRFFQ69G5FAV", TASK)] == [TASK]  # older than the log
     assert replay(log, None, TASK)[0].event_id == seen.event_id  # the task as of the last item
 
 

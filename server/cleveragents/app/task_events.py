@@ -1,29 +1,26 @@
-"""Numbered stream items, so a subscriber that lost its connection resumes where it was.
+"""Stream items with ids, so a subscriber that lost its connection resumes where it was.
 
-Every item a task's stream carries gets a position, and its event id is
-``{task_id}.{position}`` (the SSE ``id:``, the ``eventId`` of a stdio notification).
-A task that anyone has streamed keeps its last ``EVENT_LOG_SIZE`` items in a
+Every item a task's stream carries gets an event id, a ULID (the SSE ``id:``, the
+``eventId`` of a stdio notification), as the events of an event subscription do. A
+task that anyone has streamed keeps its last ``EVENT_LOG_SIZE`` items in a
 ``TaskEventLog``; ``SubscribeToTask`` with the last id a client saw replays what came
 after it, or starts from the current task when the log no longer reaches back that far.
 
-Positions come from one counter that starts at the clock (microseconds), so an id
-from before a restart is older than anything a new log holds: it reads as a gap, never
-as a position in the new log.
+The ids are this process's monotonic ULIDs, so an id is also a moment: one from before
+a restart is older than anything a new log holds and reads as a gap, never as a place
+in the new log.
 """
 
 from __future__ import annotations
 
-import itertools
-import time
 from collections import OrderedDict, deque
 from typing import Any, NamedTuple
 
 from cleveragents.domain.task import StreamItem
+from cleveragents.ids import is_ulid, new_id
 
 EVENT_LOG_SIZE = 128  # items kept per task
 RECENT_LOGS = 128  # logs kept of tasks that stopped running (finished or waiting for input)
-
-_positions = itertools.count(time.time_ns() // 1_000)
 
 
 class StreamEvent(NamedTuple):
@@ -34,37 +31,28 @@ class StreamEvent(NamedTuple):
 class TaskEventLog:
     def __init__(self, task_id: str):
         self.task_id = task_id
-        self._start = next(_positions)  # the position of the state before the first item kept
+        self._start = new_id()  # the id of the state before the first item kept
         self.last = self._start
-        self._items: deque[tuple[int, StreamItem]] = deque(maxlen=EVENT_LOG_SIZE)
-
-    def event_id(self, position: int) -> str:
-        return f"{self.task_id}.{position}"
+        self._items: deque[StreamEvent] = deque(maxlen=EVENT_LOG_SIZE)
 
     def append(self, item: StreamItem) -> StreamEvent:
         if len(self._items) == self._items.maxlen:
-            self._start = self._items[0][0]  # the oldest item falls out: resuming needs a later id
-        self.last = next(_positions)
-        self._items.append((self.last, item))
-        return StreamEvent(self.event_id(self.last), item)
+            self._start = self._items[0].event_id  # the oldest item falls out: resuming needs a later id
+        event = StreamEvent(new_id(), item)
+        self.last = event.event_id
+        self._items.append(event)
+        return event
 
     def snapshot(self, item: StreamItem) -> StreamEvent:
-        """``item`` (the whole task) as the state at the latest position."""
-        return StreamEvent(self.event_id(self.last), item)
+        """``item`` (the whole task) as the state at the latest id."""
+        return StreamEvent(self.last, item)
 
     def after(self, event_id: str | None) -> list[StreamEvent] | None:
-        """The items after ``event_id``; ``None`` if this log can't tell (no id, another
-        task's id, or one older than what is kept)."""
-        position = self._position(event_id)
-        if position is None or not self._start <= position <= self.last:
+        """The items after ``event_id``; ``None`` if this log can't tell (no id, not a
+        ULID, or one older than what is kept)."""
+        if not event_id or not is_ulid(event_id) or not self._start <= event_id.upper() <= self.last:
             return None
-        return [StreamEvent(self.event_id(p), item) for p, item in self._items if p > position]
-
-    def _position(self, event_id: str | None) -> int | None:
-        task_id, _, position = (event_id or "").rpartition(".")
-        if task_id != self.task_id or not position.isdigit():
-            return None
-        return int(position)
+        return [event for event in self._items if event.event_id > event_id.upper()]
 
 
 class RecentLogs:
