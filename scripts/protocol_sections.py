@@ -4,7 +4,7 @@ can't drift from them."""
 
 from __future__ import annotations
 
-from cleveragents.app.task_events import EVENT_LOG_SIZE, RECENT_LOGS
+from cleveragents.app.task_events import EVENT_LOG_BYTES, EVENT_LOG_SIZE, RECENT_LOGS
 from cleveragents.app.task_runs import LISTENER_BUFFER
 from cleveragents.domain.guards import GuardPolicy
 from cleveragents.domain.plan import ALLOWED, Profile
@@ -60,7 +60,8 @@ def task_section() -> list[str]:
         "- Resuming: every item has an event id, a ULID, later for every later item. `SubscribeToTask` with "
         "`lastEventId` (over HTTP, the `Last-Event-ID` header) starts with the items after that one, with "
         f"the same ids, then follows the task. The server keeps the last {EVENT_LOG_SIZE} items of each "
-        f"task that was streamed, and of the {RECENT_LOGS} tasks that stopped most recently. An id older "
+        f"task that was streamed (and no more than about {EVENT_LOG_BYTES // 1024} KiB of their content), "
+        f"and of the {RECENT_LOGS} tasks that stopped most recently. An id older "
         "than what it keeps (from before a restart, say), or one that is not a ULID, starts from the task "
         "as it is now, as a stream without an id does. A finished task with `lastEventId` gives the items "
         "that were missed, or the finished task, and the stream ends.",

@@ -50,3 +50,19 @@ def test_recent_logs_keep_the_newest_only():
     assert recent.get("a") is None and recent.get("b") is not None and recent.get("c") is not None
     assert recent.take("b") is not None and recent.get("b") is None
     assert recent.open("d") is recent.open("d")
+
+
+def test_big_artifact_chunks_are_kept_up_to_a_byte_budget():
+    from cleveragents.app.task_events import EVENT_LOG_BYTES
+    from cleveragents.domain.task import Artifact, Part, TaskArtifactUpdate
+
+    log = TaskEventLog("t1")
+    chunk = "x" * (EVENT_LOG_BYTES // 4)
+    sent = [log.append(TaskArtifactUpdate("t1", "c1", Artifact("a", (Part.of_text(chunk),)), append=True))
+            for _ in range(10)]
+    kept = log.after(sent[-4].event_id)
+    assert kept == sent[-3:]  # the newest few still resume
+    assert log.after(sent[0].event_id) is None  # the early ones have fallen out: a gap
+    # One item over the budget on its own is still kept, so the latest item can always resume.
+    huge = log.append(TaskArtifactUpdate("t1", "c1", Artifact("a", (Part.of_text("y" * EVENT_LOG_BYTES * 2),))))
+    assert log.after(sent[-1].event_id) == [huge]

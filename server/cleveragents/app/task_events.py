@@ -16,11 +16,13 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from typing import Any, NamedTuple
 
-from cleveragents.domain.task import StreamItem
+from cleveragents.domain.task import StreamItem, TaskArtifactUpdate
 from cleveragents.ids import is_ulid, new_id
 
-EVENT_LOG_SIZE = 128  # items kept per task
+EVENT_LOG_SIZE = 128  # items kept per task, at most
+EVENT_LOG_BYTES = 256 * 1024  # and about this much of their content (big artifact chunks)
 RECENT_LOGS = 128  # logs kept of tasks that stopped running (finished or waiting for input)
+ITEM_OVERHEAD = 256  # what an item weighs besides its parts' content, roughly
 
 
 class StreamEvent(NamedTuple):
@@ -33,14 +35,19 @@ class TaskEventLog:
         self.task_id = task_id
         self._start = new_id()  # the id of the state before the first item kept
         self.last = self._start
-        self._items: deque[StreamEvent] = deque(maxlen=EVENT_LOG_SIZE)
+        self._items: deque[tuple[StreamEvent, int]] = deque()  # with each item's weight
+        self._weight = 0
 
     def append(self, item: StreamItem) -> StreamEvent:
-        if len(self._items) == self._items.maxlen:
-            self._start = self._items[0].event_id  # the oldest item falls out: resuming needs a later id
         event = StreamEvent(new_id(), item)
+        weight = _weight(item)
+        self._items.append((event, weight))
+        self._weight += weight
         self.last = event.event_id
-        self._items.append(event)
+        while len(self._items) > EVENT_LOG_SIZE or (self._weight > EVENT_LOG_BYTES and len(self._items) > 1):
+            dropped, dropped_weight = self._items.popleft()
+            self._weight -= dropped_weight
+            self._start = dropped.event_id  # resuming now needs a later id
         return event
 
     def snapshot(self, item: StreamItem) -> StreamEvent:
@@ -52,7 +59,15 @@ class TaskEventLog:
         ULID, or one older than what is kept)."""
         if not event_id or not is_ulid(event_id) or not self._start <= event_id.upper() <= self.last:
             return None
-        return [event for event in self._items if event.event_id > event_id.upper()]
+        return [event for event, _ in self._items if event.event_id > event_id.upper()]
+
+
+def _weight(item: StreamItem) -> int:
+    """About how much memory an item's content holds (an artifact chunk can be large)."""
+    if not isinstance(item, TaskArtifactUpdate):
+        return ITEM_OVERHEAD
+    return ITEM_OVERHEAD + sum(len(part.text or "") + len(part.raw or b"") + (ITEM_OVERHEAD if part.has_data else 0)
+                               for part in item.artifact.parts)
 
 
 class RecentLogs:
