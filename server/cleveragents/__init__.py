@@ -1,7 +1,9 @@
 """CleverAgents: an A2A backend that editors start like a language server.
 
 The publishing API (``Agent``, ``AgentTeam``, ``Task``, ``A2A``, ``tool``) loads on
-first use, so ``import cleveragents`` stays cheap.
+first use, so ``import cleveragents`` stays cheap. ``A2AClient`` (seed 002's name for
+the outbound client, ``cleveragents.a2a.client.A2aClient``) loads only when named, so
+a server that never calls out never imports it; httpx loads at its first request.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from cleveragents._version import __version__
 
 if TYPE_CHECKING:
+    from cleveragents.a2a.client import A2aClient as A2AClient
     from cleveragents.publish import (
         A2A,
         Agent,
@@ -24,16 +27,19 @@ if TYPE_CHECKING:
 
 _PUBLISHED = frozenset({"A2A", "Agent", "AgentTeam", "InputRequired", "Task", "TeamTask", "tool"})
 
-__all__ = ["A2A", "Agent", "AgentTeam", "InputRequired", "Task", "TeamTask", "__version__", "tool"]
+__all__ = ["A2A", "A2AClient", "Agent", "AgentTeam", "InputRequired", "Task", "TeamTask", "__version__", "tool"]
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _PUBLISHED:
+    if name == "A2AClient":
+        value = importlib.import_module("cleveragents.a2a.client").A2aClient
+    elif name in _PUBLISHED:
+        value = getattr(importlib.import_module("cleveragents.publish"), name)
+    else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module("cleveragents.publish"), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_PUBLISHED})
+    return sorted({*globals(), *_PUBLISHED, "A2AClient"})
