@@ -18,6 +18,19 @@ def frame(message: dict[str, Any] | bytes) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
+def unframe(output: bytes) -> list[dict[str, Any]]:
+    """The messages of a server's whole stdout; every byte must be part of a frame."""
+    messages = []
+    while output:
+        head, separator, rest = output.partition(b"\r\n\r\n")
+        assert separator, f"not a frame: {output[:80]!r}"
+        headers = dict(line.split(b": ", 1) for line in head.split(b"\r\n"))
+        length = int(headers[b"Content-Length"])
+        messages.append(json.loads(rest[:length]))
+        output = rest[length:]
+    return messages
+
+
 class RawServer:
     def __init__(self, proc: asyncio.subprocess.Process):
         self.proc = proc

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cleveragents.a2a import methods
-from tests.e2e.rawclient import RawServer, frame
+from tests.e2e.rawclient import RawServer, frame, unframe
 
 
 @pytest.fixture
@@ -49,6 +49,16 @@ async def test_embedded_envelopes_in_params_round_trip(server):
     created = await server.request(1, "session.create", {"metadata": metadata})
     session = await server.request(2, "session.get", {"session_id": created["result"]["session_id"]})
     assert session["result"]["metadata"] == metadata
+
+
+async def test_non_ascii_answers_are_utf_8_and_their_length_counts_bytes(server):
+    """Answers are UTF-8 JSON (not ASCII-escaped): Content-Length must count bytes, or
+    the next frame would be read from the wrong place."""
+    metadata = {"note": "héllo ✓ 日本語 🚀"}
+    created = await server.request(1, "session.create", {"metadata": metadata})
+    session = await server.request(2, "session.get", {"session_id": created["result"]["session_id"]})
+    assert session["result"]["metadata"] == metadata
+    await assert_alive(server)
 
 
 async def test_bad_frames_are_answered_and_the_server_stays_up(workspace):
@@ -228,7 +238,7 @@ def test_stdin_from_a_regular_file_is_served(tmp_path, workspace):
         done = subprocess.run([sys.executable, "-m", "cleveragents.transports.lsp", "--memory"],
                               stdin=stdin, capture_output=True, timeout=30, cwd=workspace)
     assert done.returncode == 0
-    assert b'"status": "created"' in done.stdout
+    assert [m["result"]["status"] for m in unframe(done.stdout)] == ["created"]
 
 
 async def test_exit_right_behind_requests_exits_without_a_traceback(server):
@@ -286,7 +296,7 @@ def test_agents_serve_runs_the_same_server(workspace):
     agents = [sys.executable, "-m", "cleveragents.cli.main"]
     body = frame({"jsonrpc": "2.0", "id": 1, "method": "_cleveragents/health/check"})
     served = subprocess.run([*agents, "serve", "--memory"], input=body, capture_output=True, timeout=30, cwd=workspace)
-    assert served.returncode == 0 and b'"status": "ok"' in served.stdout
+    assert served.returncode == 0 and [m["result"]["status"] for m in unframe(served.stdout)] == ["ok"]
     bare = subprocess.run(agents, capture_output=True, timeout=30)
     assert bare.returncode == 2 and b"serve" in bare.stderr
 

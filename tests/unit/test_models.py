@@ -1,3 +1,4 @@
+import json
 import warnings
 
 import pytest
@@ -81,3 +82,13 @@ def test_acp_module_reexports_the_renamed_names():
     assert acp.AcpEventQueue is a2a.A2aEventQueue and acp.AcpError is a2a.A2aError
     with pytest.raises(AttributeError):
         _ = acp.AcpNothing
+
+
+def test_a_response_is_json_text_even_with_text_utf_8_cannot_carry():
+    from cleveragents.a2a.models import A2aResponse
+
+    plain = A2aResponse(id=1, result={"text": "héllo", "n": 2})
+    assert json.loads(plain.to_json()) == plain.to_wire() and "héllo" in plain.to_json()
+    lone = A2aResponse(id=2, result={"text": "bad \udc80 byte"})  # a file read with surrogateescape
+    assert json.loads(lone.to_json()) == lone.to_wire()
+    assert A2aResponse(id=3, result={"x": float("nan")}).to_json().endswith('"result":{"x":null}}')

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
+from pydantic_core import PydanticSerializationError
 
 from cleveragents.ids import format_utc, new_id, utc_now
 
@@ -125,6 +127,14 @@ class A2aResponse(BaseModel):
 
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+    def to_json(self) -> str:
+        """The wire form as JSON text, in one pass of pydantic's serializer. Text it
+        can't encode (a lone surrogate from a file read) goes through ``json``, escaped."""
+        try:
+            return self.model_dump_json()
+        except (PydanticSerializationError, UnicodeEncodeError):
+            return json.dumps(self.to_wire())
 
 
 class A2aEvent(BaseModel):

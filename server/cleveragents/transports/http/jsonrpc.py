@@ -142,7 +142,7 @@ class JsonRpcEndpoint:
                     return Response(status_code=499)
             else:
                 response = await facade.dispatch(message, context)
-            return JSONResponse(response.to_wire())
+            return Response(response.to_json(), media_type="application/json")
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -38,12 +38,13 @@ SHUTDOWN_GRACE_SECONDS = 10.0
 
 
 class WireResponse:
-    """A complete JSON-RPC response, written as it is."""
+    """A complete JSON-RPC response, written as it is: a wire dict, or its JSON text."""
 
-    __slots__ = ("payload",)
+    __slots__ = ("payload", "text")
 
-    def __init__(self, payload: dict[str, Any]):
+    def __init__(self, payload: dict[str, Any] | None = None, *, text: str | None = None):
         self.payload = payload
+        self.text = text
 
 
 def plain_dict_converter() -> Converter:
@@ -175,7 +176,11 @@ class A2aProtocol(LanguageServerProtocol):
                 self._request_futures.pop(msg_id, None)
             elif not future.cancelled() and future.exception() is None and isinstance(future.result(), WireResponse):
                 self._request_futures.pop(msg_id, None)
-                self._send_data(future.result().payload)
+                wire = future.result()
+                if wire.text is not None:
+                    self._send_text(wire.text)
+                else:
+                    self._send_data(wire.payload)
             else:
                 super()._send_handler_result(future, msg_id=msg_id)
         finally:
@@ -184,6 +189,15 @@ class A2aProtocol(LanguageServerProtocol):
                     action()
                 except Exception:
                     logger.exception("after-response action failed for %s", msg_id)
+
+    def _send_text(self, body: str) -> None:
+        """Frame JSON text that is ready (UTF-8: the length counts bytes)."""
+        if self.writer is None:
+            logger.error("Unable to send data, no available transport!")
+            return
+        data = body.encode("utf-8")
+        self.writer.write(b"Content-Length: %d\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n%s"
+                          % (len(data), data))
 
     def send_error(self, msg_id: Any, error: dict[str, Any]) -> None:
         """Write an error response (``error`` is the JSON-RPC error object)."""
