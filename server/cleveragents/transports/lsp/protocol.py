@@ -97,9 +97,11 @@ class A2aProtocol(LanguageServerProtocol):
 
     def notify(self, method: str, params: Any | None = None) -> None:
         """Send a notification whose params are a plain dict, even for methods that
-        lsprotocol types (``$/progress``): pygls would build its attrs class around it."""
+        lsprotocol types (``$/progress``): pygls would build its attrs class around it.
+        The message stays a dict too (cattrs would unstructure an attrs one, about 5 µs
+        of each stream item)."""
         if isinstance(params, dict):
-            self._send_data(JsonRPCNotification(method=method, params=params, jsonrpc="2.0"))
+            self._send_data({"jsonrpc": "2.0", "method": method, "params": params})
         else:
             super().notify(method, params)
 
