@@ -97,14 +97,16 @@ class Applier:
         self.policy = policy or GuardPolicy()
         self._real_root = os.path.realpath(self.root)
         self._lock = threading.Lock()
+        # Within one operation (under the lock) a path's place on disk is worked out once.
         self._real_dirs: dict[str, str] = {}
+        self._targets: dict[str, str] = {}
 
     # -- operations --------------------------------------------------------------
 
     def conflicts(self, entries: Iterable[OverlayEntry]) -> list[str]:
         """Paths whose content on disk is no longer the one the plan started from."""
         with self._lock:
-            self._real_dirs.clear()
+            self._forget_paths()
             return [entry.path for entry in entries if self._digest(self._read(entry.path)[0]) != entry.base]
 
     def apply(self, plan_id: str, entries: Iterable[OverlayEntry], *, force: bool = False) -> Checkpoint:
@@ -121,7 +123,7 @@ class Applier:
 
     def _prepare(self, plan_id: str, entries: Iterable[OverlayEntry], force: bool) -> Checkpoint:
         _check_plan_id(plan_id)
-        self._real_dirs.clear()
+        self._forget_paths()
         self._refuse_unfinished(plan_id)
         entries = sorted(entries, key=lambda entry: entry.path)
         self._require_blobs(plan_id, [entry.blob for entry in entries if entry.blob])
@@ -149,7 +151,7 @@ class Applier:
         created. Refused when a file changed since the apply, unless ``force``."""
         _check_plan_id(checkpoint.plan_id)
         with self._lock:
-            self._real_dirs.clear()
+            self._forget_paths()
             self._refuse_unfinished(checkpoint.plan_id)
             conflicts = [entry.path for entry in checkpoint.entries
                          if self._digest(self._read(entry.path)[0]) != entry.post_blob]
@@ -165,7 +167,7 @@ class Applier:
         so a restart knows not to move those files."""
         _check_plan_id(checkpoint.plan_id)
         with self._lock:
-            self._real_dirs.clear()
+            self._forget_paths()
             self._refuse_unfinished(checkpoint.plan_id)
             self._check_paths(checkpoint)
             record = {"op": op, "status": "editor", "checkpoint": checkpoint.to_dict()}
@@ -185,7 +187,7 @@ class Applier:
     def recover(self) -> list[RecoveryReport]:
         """Finish or undo what a crash interrupted; report every journal still kept."""
         with self._lock:
-            self._real_dirs.clear()
+            self._forget_paths()
             self.blobs.remove_temp_files()
             remove_temp_files(self.journal_dir)
             return [report for path in sorted(self.journal_dir.glob("*.json")) if (report := self._recover(path))]
@@ -323,10 +325,21 @@ class Applier:
         for path in [*checkpoint.paths, *checkpoint.created_dirs]:
             self._target(path)
 
+    def _forget_paths(self) -> None:
+        """A new operation: the disk may have changed since the last one."""
+        self._real_dirs.clear()
+        self._targets.clear()
+
     def _target(self, path: str) -> str:
         """The file's place on disk. Refused: a path the guards refuse, one whose
         directories lead out of the workspace through a symlink, or into a place
         the guards refuse (``docs -> .git``)."""
+        target = self._targets.get(path)
+        if target is None:
+            target = self._targets[path] = self._resolve(path)
+        return target
+
+    def _resolve(self, path: str) -> str:
         if self.policy.check(path, write=True) != path:
             raise ValidationError("not a normalized workspace path", {"path": path, "reason": "not_normalized"})
         parent, name = os.path.split(path)
