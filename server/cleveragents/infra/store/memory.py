@@ -178,7 +178,9 @@ class MemoryStore(MemoryPlanQueries):
     # -- task indexes --------------------------------------------------------------
     def _place(self, seq: int, key: _Key) -> None:
         context_id, state, instant = key
-        self._by_context.setdefault(context_id, _SortedList()).add(seq)
+        if (in_context := self._by_context.get(context_id)) is None:  # not setdefault: no list made per call
+            in_context = self._by_context[context_id] = _SortedList()
+        in_context.add(seq)
         self._by_state[state].add(seq)
         if instant is not None:
             self._by_instant.add((instant, seq))
