@@ -66,6 +66,11 @@ def too_large(limit: int = MAX_BODY_BYTES) -> Response:
 EVENT_STREAM = "text/event-stream"
 
 
+def answer(response: Any) -> Response:
+    """A facade response as HTTP 200, serialized once (``A2aResponse.to_json``)."""
+    return Response(response.to_json(), media_type="application/json")
+
+
 def is_json(request: Request) -> bool:
     """A missing Content-Type is taken as JSON; anything else must say JSON."""
     content_type = request.headers.get("content-type")
@@ -142,7 +147,7 @@ class JsonRpcEndpoint:
                     return Response(status_code=499)
             else:
                 response = await facade.dispatch(message, context)
-            return Response(response.to_json(), media_type="application/json")
+            return answer(response)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -191,7 +196,7 @@ class JsonRpcEndpoint:
     async def _subscribe_events(self, facade: Any, request: Request, message: dict[str, Any],
                                 context: CallContext) -> Response:
         if not isinstance(message.get("params", {}), dict):
-            return JSONResponse((await facade.dispatch(message, context)).to_wire())  # the facade explains
+            return answer(await facade.dispatch(message, context))  # the facade explains
         params = dict(message.get("params") or {})
         if (last := request.headers.get("last-event-id")) and last.strip():
             params["since"] = last.strip()  # the browser's resume point wins
@@ -199,7 +204,7 @@ class JsonRpcEndpoint:
         context.attach_stream = lambda subscription_id, cursor: attached.append((subscription_id, cursor))
         response = await facade.dispatch({**message, "params": params}, context)
         if response.error is not None or not attached:
-            return JSONResponse(response.to_wire())
+            return answer(response)
         subscription_id, cursor = attached[0]
         return EventStreamResponse(event_stream(subscription_id, cursor, response.to_wire()))
 

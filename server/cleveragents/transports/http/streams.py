@@ -114,14 +114,11 @@ def sse_response(call: StreamCall, first: tuple[str, Any], frame: Callable[[str,
     error (a dict), JSON-RPC or REST shaped; an error is sent as an ``error_event``
     event when one is named. The first item goes out with the response's head."""
     async def rest() -> AsyncIterator[ServerSentEvent]:
-        try:
-            while (next_item := await call.next())[0] != END:
-                kind, value = next_item
-                if kind == ERROR:
-                    yield ServerSentEvent(frame(kind, value), event=error_event)
-                    return
-                yield item_event(value, frame)
-        finally:
-            await call.close()
+        while (next_item := await call.next())[0] != END:
+            kind, value = next_item
+            if kind == ERROR:
+                yield ServerSentEvent(frame(kind, value), event=error_event)
+                return
+            yield item_event(value, frame)
 
     return EventStreamResponse(rest(), first=item_event(first[1], frame), on_close=call.close)

@@ -199,10 +199,13 @@ async def read_frames(
 
 
 def encode_frame(payload: dict[str, Any]) -> bytes:
-    """A frame as pygls writes them (ASCII JSON, so characters equal bytes)."""
-    body = json.dumps(payload)
-    return (f"Content-Length: {len(body)}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
-            f"{body}").encode("ascii")
+    """A frame as pygls writes them (ASCII JSON)."""
+    return frame_body(json.dumps(payload).encode("ascii"))
+
+
+def frame_body(body: bytes) -> bytes:
+    """A frame around a UTF-8 JSON body, with the headers pygls writes."""
+    return b"Content-Length: %d\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n%s" % (len(body), body)
 
 
 def _content_length(text: str | None) -> int | None:

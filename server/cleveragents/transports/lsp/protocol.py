@@ -22,6 +22,7 @@ from pygls.protocol import (
 )
 
 from cleveragents.a2a import envelope
+from cleveragents.transports.lsp.framing import frame_body
 from cleveragents.transports.lsp.handshake import initialize_response
 
 if TYPE_CHECKING:
@@ -197,9 +198,7 @@ class A2aProtocol(LanguageServerProtocol):
         if self.writer is None:
             logger.error("Unable to send data, no available transport!")
             return
-        data = body.encode("utf-8")
-        self.writer.write(b"Content-Length: %d\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n%s"
-                          % (len(data), data))
+        self.writer.write(frame_body(body.encode("utf-8")))
 
     def send_error(self, msg_id: Any, error: dict[str, Any]) -> None:
         """Write an error response (``error`` is the JSON-RPC error object)."""
