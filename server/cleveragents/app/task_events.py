@@ -57,9 +57,12 @@ class TaskEventLog:
     def after(self, event_id: str | None) -> list[StreamEvent] | None:
         """The items after ``event_id``; ``None`` if this log can't tell (no id, not a
         ULID, or one older than what is kept)."""
-        if not event_id or not is_ulid(event_id) or not self._start <= event_id.upper() <= self.last:
+        if not event_id or not is_ulid(event_id):
             return None
-        return [event for event, _ in self._items if event.event_id > event_id.upper()]
+        position = event_id.upper()  # ULIDs are case-insensitive; ours are upper case
+        if not self._start <= position <= self.last:
+            return None
+        return [event for event, _ in self._items if event.event_id > position]
 
 
 def _weight(item: StreamItem) -> int:
@@ -102,5 +105,4 @@ class RecentLogs:
 def replay(log: TaskEventLog, last_event_id: str | None, current: Any) -> list[StreamEvent]:
     """What a subscriber gets first: the items it missed, else the current task (also
     when it missed nothing, so that every stream starts at once)."""
-    missed = log.after(last_event_id) if last_event_id else None
-    return missed or [log.snapshot(current)]
+    return log.after(last_event_id) or [log.snapshot(current)]

@@ -24,9 +24,9 @@ END = object()  # the last thing a listener receives
 class TaskRun:
     """Changed only by TaskService, under ``lock``."""
 
-    def __init__(self, task: Task, log: TaskEventLog | None = None):
+    def __init__(self, task: Task):
         self.task = task
-        self.log = log
+        self.log: TaskEventLog | None = None
         self.lock = asyncio.Lock()
         self.listeners: set[asyncio.Queue[Any]] = set()
         self.runner: asyncio.Task[None] | None = None

@@ -28,14 +28,10 @@ class TaskSubscribers:
         self._watchers: dict[str, set[asyncio.Queue[Any]]] = {}
         self._recent = RecentLogs()
 
-    def follow(self, run: TaskRun, queue: asyncio.Queue[Any],
-               abandoned: Callable[[], Awaitable[None]] | None = None) -> AsyncIterator[StreamEvent]:
+    async def follow(self, run: TaskRun, queue: asyncio.Queue[Any],
+                     abandoned: Callable[[], Awaitable[None]] | None = None) -> AsyncIterator[StreamEvent]:
         """A run's listener ``queue`` as a stream, until the run settles. ``abandoned``
         runs if the reader leaves first (a client that went away)."""
-        return self._follow(run, queue, abandoned)
-
-    async def _follow(self, run: TaskRun, queue: asyncio.Queue[Any],
-                      abandoned: Callable[[], Awaitable[None]] | None) -> AsyncIterator[StreamEvent]:
         finished = False
         try:
             while (event := await queue.get()) is not END:
