@@ -35,8 +35,7 @@ class Paced:
 async def paced(tmp_path):
     agent = Paced()
     async with serving(A2A(agent=Agent(name="Paced", handler=agent.handler)).asgi_app(
-            workspace=tmp_path, memory=True)) as (server, client):
-        client.url = server.url
+            workspace=tmp_path, memory=True)) as (_, client):
         yield agent, client
 
 
@@ -131,7 +130,7 @@ async def test_a_resume_after_the_end_gets_the_end(paced):
 
 async def test_our_client_resumes_a_subscription(paced):
     agent, http = paced
-    async with A2aClient(ServerConnectionConfig(url=http.url, token="unused")) as client:
+    async with A2aClient(ServerConnectionConfig(url=str(http.base_url).rstrip("/"), token="unused")) as client:
         task = await client.send("go", blocking=False)
         async with client.subscribe(task.id) as stream:
             assert (await anext(stream)).id == task.id  # the request goes out when the stream is read
