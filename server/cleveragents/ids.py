@@ -6,7 +6,7 @@ import os
 import random
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from ulid import ULID
 
@@ -55,9 +55,19 @@ def is_ulid(text: str) -> bool:
     return True
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_stamp = (-1, "")  # (millisecond, its text): under load many calls share a millisecond
+
+
 def utc_now() -> str:
     """ISO-8601 UTC with millisecond precision and a ``Z`` suffix."""
-    return format_utc(datetime.now(timezone.utc))
+    global _stamp
+    millis = time.time_ns() // 1_000_000
+    cached, text = _stamp
+    if millis != cached:
+        text = format_utc(_EPOCH + timedelta(milliseconds=millis))
+        _stamp = (millis, text)
+    return text
 
 
 def format_utc(moment: datetime) -> str:

@@ -184,7 +184,7 @@ class MemoryStore(MemoryPlanQueries):
         self._by_state[state].add(seq)
         if instant is not None:
             self._by_instant.add((instant, seq))
-        self._context_counts[context_id, state] = self._context_counts.get((context_id, state), 0) + 1
+        self._count(context_id, state, +1)
 
     def _unplace(self, seq: int, key: _Key) -> None:
         context_id, state, instant = key
@@ -195,8 +195,32 @@ class MemoryStore(MemoryPlanQueries):
         self._by_state[state].remove(seq)
         if instant is not None:
             self._by_instant.remove((instant, seq))
-        if (left := self._context_counts.pop((context_id, state)) - 1) > 0:
-            self._context_counts[context_id, state] = left
+        self._count(context_id, state, -1)
+
+    def _count(self, context_id: str, state: TaskState, change: int) -> None:
+        key = (context_id, state)
+        if (left := self._context_counts.pop(key, 0) + change) > 0:  # no zero entries kept
+            self._context_counts[key] = left
+
+    def _refile(self, seq: int, old: _Key, new: _Key) -> None:
+        """Move a saved task in just the indexes its change touches (usually its state
+        and timestamp; a task keeps its context)."""
+        if old[0] != new[0]:
+            self._unplace(seq, old)
+            self._place(seq, new)
+            return
+        context_id, old_state, old_instant = old
+        _, state, instant = new
+        if state is not old_state:
+            self._by_state[old_state].remove(seq)
+            self._by_state[state].add(seq)
+            self._count(context_id, old_state, -1)
+            self._count(context_id, state, +1)
+        if instant != old_instant:
+            if old_instant is not None:
+                self._by_instant.remove((old_instant, seq))
+            if instant is not None:
+                self._by_instant.add((instant, seq))
 
     def _drop(self, row: _Row) -> None:
         self._unplace(row.seq, row.key)
@@ -258,9 +282,8 @@ class MemoryStore(MemoryPlanQueries):
         row = self._rows[self._seq_of[task.id]]
         was_terminal, old_key = row.task.terminal, row.key
         row.task, row.instant = task, status_instant(task.status.timestamp)
-        if row.key != old_key:
-            self._unplace(row.seq, old_key)
-            self._place(row.seq, row.key)
+        if (key := row.key) != old_key:
+            self._refile(row.seq, old_key, key)
         if was_terminal and not task.terminal:
             del self._terminal[row.seq]
         elif task.terminal and not was_terminal:

@@ -14,6 +14,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Callable, Collection
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cleveragents.domain.errors import ValidationError
@@ -36,6 +37,7 @@ def checked_terminal_cap(cap: int) -> int:
     return cap
 
 
+@lru_cache(maxsize=256)  # timestamps repeat: a task is written more than once, and tasks share milliseconds
 def status_instant(timestamp: str | None) -> str | None:
     """The timestamp as fixed-width UTC text, whose text order is time order; None
     when it is missing or not ISO 8601 (such a task matches no ``status_after``)."""

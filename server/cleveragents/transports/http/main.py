@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cleveragents.config import Settings
+from cleveragents.transports import gc_policy
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -64,6 +65,7 @@ async def serve_app(app: Any, host: str, port: int, *, log_level: str = "warning
         # uvicorn shuts down gracefully on SIGTERM, then raises it again once done:
         # this handler makes that second one a plain return (exit 0, as on stdio).
         signal.signal(signal.SIGTERM, lambda *_: None)
+    gc_policy.tune_for_serving()
     serving = asyncio.ensure_future(server.serve())
     while not server.started and not serving.done():
         await asyncio.sleep(0.01)

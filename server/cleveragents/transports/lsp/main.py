@@ -20,7 +20,7 @@ from typing import Any
 
 from cleveragents._version import __version__
 from cleveragents.config import Settings
-from cleveragents.transports import output_limit
+from cleveragents.transports import gc_policy, output_limit
 from cleveragents.transports.lsp import framing, handshake
 
 SERVER_MODULE = "cleveragents.transports.lsp.server"
@@ -71,6 +71,7 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
         settings, workspace_fixed=args.workspace is not None, max_message_size=args.max_message_size,
         container_options=container_options or {}, agent_card=agent_card,
     )
+    gc_policy.tune_for_serving()
     if early is not None:
         return await server.serve(reader, writer, first, answered=early[0])
     return await server.serve(reader, writer, first)
