@@ -68,6 +68,23 @@ def _adapt(services: dict[str, Any]) -> dict[str, Any]:
     return adapted
 
 
+_ENVELOPE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
+
+
+def _plain_request(raw: Any) -> tuple[Any, str, dict[str, Any]] | None:
+    """The id, method and params of a request dict that ``A2aRequest`` would accept
+    as it is, without building the model (a few microseconds of every call). Anything
+    else (legacy names, a missing id, odd types) is left to the model."""
+    if type(raw) is not dict or raw.get("jsonrpc") != "2.0" or not raw.keys() <= _ENVELOPE_KEYS:
+        return None
+    msg_id, method, params = raw.get("id"), raw.get("method"), raw.get("params", {})
+    if type(method) is not str or not method.strip() or type(params) is not dict:
+        return None
+    if type(msg_id) is not int and (type(msg_id) is not str or not msg_id):
+        return None
+    return msg_id, method, params
+
+
 def _field_errors(exc: pydantic.ValidationError) -> list[dict[str, Any]]:
     return [
         {"loc": list(err["loc"]), "msg": err["msg"], "type": err["type"]}
@@ -168,19 +185,23 @@ class A2aLocalFacade:
 
     # -- the dispatcher ------------------------------------------------------------
     async def _dispatch(self, raw: A2aRequest | Mapping[str, Any], context: CallContext | None) -> A2aResponse:
-        request = raw if isinstance(raw, A2aRequest) else self._coerce(raw)
-        if isinstance(request, A2aResponse):
-            return request
-        spec = methods.get(request.method)
+        if (plain := _plain_request(raw)) is not None:
+            msg_id, method, params = plain
+        else:
+            request = raw if isinstance(raw, A2aRequest) else self._coerce(raw)
+            if isinstance(request, A2aResponse):
+                return request
+            msg_id, method, params = request.id, request.method, request.params
+        spec = methods.get(method)
         if spec is None:
-            return self._error(request.id, A2aOperationNotFoundError(request.method), dialects.EXTENSION)
+            return self._error(msg_id, A2aOperationNotFoundError(method), dialects.EXTENSION)
         try:
-            result = await self._call(spec, request, context)
+            result = await self._call(spec, msg_id, params, context)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return self._error(request.id, exc, spec.dialect, method=spec.name)
-        return A2aResponse(id=request.id, result=result)
+            return self._error(msg_id, exc, spec.dialect, method=spec.name)
+        return A2aResponse(id=msg_id, result=result)
 
     def _coerce(self, raw: Mapping[str, Any]) -> A2aRequest | A2aResponse:
         msg_id = envelope.echo_id(raw)
@@ -195,8 +216,9 @@ class A2aLocalFacade:
             return self._error(msg_id, InvalidRequestError("Invalid request", {"errors": _field_errors(exc)}),
                                dialects.EXTENSION)
 
-    async def _call(self, spec: methods.MethodSpec, request: A2aRequest, context: CallContext | None) -> Any:
-        raw = dict(request.params)
+    async def _call(self, spec: methods.MethodSpec, msg_id: Any, params: dict[str, Any],
+                    context: CallContext | None) -> Any:
+        raw = dict(params)
         requested_version = raw.pop(VERSION_PARAM, None) or (context.a2a_version if context else None)
         progress_token = raw.pop(PROGRESS_PARAM, None)
         version = self.negotiator.negotiate(requested_version) if requested_version else None
@@ -220,7 +242,7 @@ class A2aLocalFacade:
         kwargs = validated.model_dump()
         if spec.with_context:
             if context is None:
-                context = CallContext(method=spec.name, dialect=spec.dialect, request_id=request.id)
+                context = CallContext(method=spec.name, dialect=spec.dialect, request_id=msg_id)
             context.method, context.dialect = spec.name, spec.dialect
             context.a2a_version = version or context.a2a_version
             context.progress_token = progress_token if progress_token is not None else context.progress_token

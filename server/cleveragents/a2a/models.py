@@ -7,6 +7,7 @@ import warnings
 from datetime import datetime
 from typing import Any, Literal
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 from pydantic_core import PydanticSerializationError
 
@@ -129,12 +130,21 @@ class A2aResponse(BaseModel):
         return self.model_dump(mode="json")
 
     def to_json(self) -> str:
-        """The wire form as JSON text, in one pass of pydantic's serializer. Text it
-        can't encode (a lone surrogate from a file read) goes through ``json``, escaped."""
+        """The wire form as JSON text (see ``json_bytes``)."""
+        return self.json_bytes().decode("utf-8")
+
+    def json_bytes(self) -> bytes:
+        """The wire form as UTF-8 JSON, in one pass of pydantic's serializer: what
+        transports write. Text it can't encode (a lone surrogate from a file read)
+        goes through ``json``, escaped."""
         try:
-            return self.model_dump_json()
+            if self.error is not None:
+                return self.model_dump_json().encode("utf-8")
+            # A plain dict skips the model serializer's wrap step (most of the cost).
+            wire = {"jsonrpc": self.jsonrpc, "id": self.id, "result": self.result}
+            return pydantic_core.to_json(wire, inf_nan_mode="null")
         except (PydanticSerializationError, UnicodeEncodeError):
-            return json.dumps(self.to_wire())
+            return json.dumps(self.to_wire()).encode("ascii")
 
 
 class A2aEvent(BaseModel):

@@ -67,8 +67,8 @@ EVENT_STREAM = "text/event-stream"
 
 
 def answer(response: Any) -> Response:
-    """A facade response as HTTP 200, serialized once (``A2aResponse.to_json``)."""
-    return Response(response.to_json(), media_type="application/json")
+    """A facade response as HTTP 200, serialized once (``A2aResponse.json_bytes``)."""
+    return Response(response.json_bytes(), media_type="application/json")
 
 
 def is_json(request: Request) -> bool:

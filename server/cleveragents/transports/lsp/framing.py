@@ -86,6 +86,9 @@ class PipeWriter:
         self._stream = stream
         self.max_buffered = max_buffered
         self.on_overflow: Callable[[str], None] = lambda reason: None
+        # Frames written during one pass of the event loop go out in one write: many
+        # requests in flight answer in the same pass, and a write is a system call.
+        self._pending: list[bytes] = []
 
     @classmethod
     async def open(cls, stream: BinaryIO, max_buffered: int | None = None) -> PipeWriter:
@@ -96,17 +99,32 @@ class PipeWriter:
         return cls(transport, stream, limit)  # type: ignore[arg-type]
 
     def write(self, data: bytes) -> None:
-        if self._transport is not None:
-            if not self._transport.is_closing():
-                waiting = self._transport.get_write_buffer_size()
-                self._transport.write(data)
-                # Output already waiting: the client is behind. (One frame bigger than
-                # the limit, written to a client that keeps up, is not a stall.)
-                if waiting and self._transport.get_write_buffer_size() > self.max_buffered:
-                    self._overflow()
+        if self._transport is None:
+            self._stream.write(data)
+            self._stream.flush()
             return
-        self._stream.write(data)
-        self._stream.flush()
+        if self._transport.is_closing():
+            return  # given up on, or shutting down: nothing more is kept
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._pending.append(data)
+
+    def flush(self) -> None:
+        """Write what this pass of the event loop produced."""
+        if not self._pending or self._transport is None:
+            return
+        frames = len(self._pending)
+        data = b"".join(self._pending)
+        self._pending.clear()
+        if self._transport.is_closing():
+            return
+        waiting = self._transport.get_write_buffer_size()
+        self._transport.write(data)
+        # Past the limit with output already waiting, or behind frames of its own: the
+        # client is behind. (One frame bigger than the limit, to a client that keeps
+        # up, is not a stall.)
+        if (waiting or frames > 1) and self._transport.get_write_buffer_size() > self.max_buffered:
+            self._overflow()
 
     def _overflow(self) -> None:
         assert self._transport is not None
@@ -117,7 +135,9 @@ class PipeWriter:
 
     @property
     def buffered(self) -> int:
-        return self._transport.get_write_buffer_size() if self._transport else 0
+        if self._transport is None:
+            return 0
+        return self._transport.get_write_buffer_size() + sum(map(len, self._pending))
 
     async def drain(self, timeout: float = 5.0) -> None:
         """Wait (bounded) until everything written has reached the pipe."""
@@ -128,6 +148,7 @@ class PipeWriter:
 
     def close(self) -> None:
         if self._transport is not None:
+            self.flush()
             self._transport.close()
 
 

@@ -39,13 +39,13 @@ SHUTDOWN_GRACE_SECONDS = 10.0
 
 
 class WireResponse:
-    """A complete JSON-RPC response, written as it is: a wire dict, or its JSON text."""
+    """A complete JSON-RPC response, written as it is: a wire dict, or its UTF-8 JSON."""
 
-    __slots__ = ("payload", "text")
+    __slots__ = ("payload", "body")
 
-    def __init__(self, payload: dict[str, Any] | None = None, *, text: str | None = None):
+    def __init__(self, payload: dict[str, Any] | None = None, *, body: bytes | None = None):
         self.payload = payload
-        self.text = text
+        self.body = body
 
 
 def plain_dict_converter() -> Converter:
@@ -180,8 +180,8 @@ class A2aProtocol(LanguageServerProtocol):
             elif not future.cancelled() and future.exception() is None and isinstance(future.result(), WireResponse):
                 self._request_futures.pop(msg_id, None)
                 wire = future.result()
-                if wire.text is not None:
-                    self._send_text(wire.text)
+                if wire.body is not None:
+                    self._send_body(wire.body)
                 else:
                     self._send_data(wire.payload)
             else:
@@ -193,12 +193,12 @@ class A2aProtocol(LanguageServerProtocol):
                 except Exception:
                     logger.exception("after-response action failed for %s", msg_id)
 
-    def _send_text(self, body: str) -> None:
-        """Frame JSON text that is ready (UTF-8: the length counts bytes)."""
+    def _send_body(self, body: bytes) -> None:
+        """Frame a UTF-8 JSON body that is ready."""
         if self.writer is None:
             logger.error("Unable to send data, no available transport!")
             return
-        self.writer.write(frame_body(body.encode("utf-8")))
+        self.writer.write(frame_body(body))
 
     def send_error(self, msg_id: Any, error: dict[str, Any]) -> None:
         """Write an error response (``error`` is the JSON-RPC error object)."""

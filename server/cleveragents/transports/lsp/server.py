@@ -146,7 +146,7 @@ class A2aLanguageServer(LanguageServer):
             request = {"jsonrpc": "2.0", "id": msg_id, "method": method,
                        "params": {} if params is None else params}
             response = await facade.dispatch(request, context)
-            return WireResponse(text=response.to_json())
+            return WireResponse(body=response.json_bytes())
         except asyncio.CancelledError:
             raise
         except Exception as exc:
