@@ -244,6 +244,17 @@ def cancel_by_cancel_request(slow: AgentServer, method: str) -> Canceled:
     return Canceled(slow, V1, task["id"])
 
 
+def cancel_a_blocking_send(slow: AgentServer, dialect: Dialect) -> Canceled:
+    """CancelTask while a blocking send waits for its task: the send answers with it."""
+    context = f"ctx-{time.monotonic_ns()}"
+    msg_id = slow.send(dialect.send, dialect.message("go", contextId=context))
+    task = only_task_in(slow, context)
+    assert slow.result(dialect.cancel, {"id": task["id"]})["status"]["state"] == dialect.state("canceled")
+    answered = dialect.task_of(slow.response(msg_id)["result"])
+    assert answered["id"] == task["id"] and answered["status"]["state"] == dialect.state("canceled")
+    return Canceled(slow, dialect, task["id"])
+
+
 def cancel_while_input_is_required(asking: AgentServer, dialect: Dialect) -> Canceled:
     waiting = dialect.task_of(asking.result(dialect.send, dialect.message("hi")))
     assert waiting["status"]["state"] == dialect.state("input-required")
@@ -257,7 +268,7 @@ def test_a_cancel_at_any_stage_is_final(servers):
     exactly as its cancel left it: no late chunk or result lands."""
     slow, asking = servers["slow"], servers["asking"]
     canceled = [stage(slow, dialect) for dialect in (V1, V03)
-                for stage in (cancel_after_an_immediate_send, cancel_mid_stream)]
+                for stage in (cancel_after_an_immediate_send, cancel_mid_stream, cancel_a_blocking_send)]
     canceled += [cancel_by_cancel_request(slow, method) for method in ("SendStreamingMessage", "SendMessage")]
     canceled += [cancel_while_input_is_required(asking, dialect) for dialect in (V1, V03)]
     snapshots = [c.snapshot() for c in canceled]

@@ -120,3 +120,35 @@ async def test_sends_cancelled_while_their_task_is_stored_leave_no_task_unowned(
         if not listed["nextPageToken"]:
             break
         listed = (await call("ListTasks", pageSize=100, pageToken=listed["nextPageToken"]))["result"]
+
+
+async def test_a_blocking_send_answers_with_its_task_when_another_call_cancels_it(call):
+    """The send works on its task in its own asyncio task, which the cancel reaches:
+    the cancel is taken back there, so the caller gets the canceled task and can go on."""
+    task = await waiting_task(call)
+
+    async def send() -> dict[str, Any]:
+        answered = await call("SendMessage", **message("a.py", taskId=task["id"]))
+        current = asyncio.current_task()
+        assert current is not None and current.cancelling() == 0
+        await asyncio.sleep(0)  # not cancelled again
+        return answered
+
+    sending = asyncio.ensure_future(send())
+    await asyncio.sleep(0.01)  # the actor is working (it takes 0.05 s)
+    assert (await call("CancelTask", id=task["id"]))["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+    answered = await sending
+    assert answered["result"]["task"]["status"]["state"] == "TASK_STATE_CANCELED"
+    assert (await call("GetTask", id=task["id"]))["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+async def test_a_blocking_send_whose_caller_is_cancelled_cancels_its_task(call):
+    task = await waiting_task(call)
+    sending = asyncio.ensure_future(call("SendMessage", **message("a.py", taskId=task["id"])))
+    await asyncio.sleep(0.01)  # the actor is working
+    sending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await sending
+    await asyncio.sleep(0.1)  # longer than the actor takes: no late result lands
+    got = (await call("GetTask", id=task["id"]))["result"]
+    assert got["status"]["state"] == "TASK_STATE_CANCELED" and "artifacts" not in got

@@ -7,8 +7,6 @@ Listeners receive ``StreamEvent``s: each item with its event id, from the run's
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
@@ -29,9 +27,16 @@ class TaskRun:
         self.log: TaskEventLog | None = None
         self.lock = asyncio.Lock()
         self.listeners: set[asyncio.Queue[Any]] = set()
-        self.runner: asyncio.Task[None] | None = None
+        self.runner: asyncio.Task[None] | None = None  # the asyncio task working on it
+        self.cancel_sent = False  # cancel() has cancelled the runner
         self.settled = asyncio.Event()
         self.push_configs: list[PushConfig] = []
+
+    @property
+    def heard(self) -> bool:
+        """Whether an item broadcast now reaches anything: a listener, the log kept for
+        subscribers that resume, or a webhook. If not, it need not be built at all."""
+        return self.log is not None or bool(self.listeners) or bool(self.push_configs)
 
     def listen(self, last_event_id: str | None = None) -> asyncio.Queue[Any]:
         """A listener that gets the current task first (or, resuming after
@@ -85,13 +90,3 @@ def with_budget_error(task: Task, exc: BudgetExceededError) -> Task:
     metadata = dict(task.metadata or {})
     metadata["error"] = {"type": "BudgetExceededError", "message": exc.message, "data": exc.data}
     return replace(task, metadata=metadata)
-
-
-@contextlib.asynccontextmanager
-async def closing(events: AsyncIterator[Any]) -> AsyncIterator[AsyncIterator[Any]]:
-    """The actor's events, closed on the way out (its HTTP streams with them)."""
-    try:
-        yield events
-    finally:
-        if (aclose := getattr(events, "aclose", None)) is not None:
-            await aclose()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,7 +22,7 @@ from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
 from cleveragents.app.ports import ActorSelector, ContextRouter, PushDispatcher
 from cleveragents.app.task_events import StreamEvent
-from cleveragents.app.task_runs import TaskRun, add_usage, closing, with_budget_error
+from cleveragents.app.task_runs import TaskRun, add_usage, with_budget_error
 from cleveragents.app.task_subscribers import TaskSubscribers
 from cleveragents.domain.actor import (
     Actor,
@@ -110,21 +110,21 @@ class TaskService:
                    push_config: PushConfig | None = None, metadata: dict[str, Any] | None = None) -> Task:
         """Start (or resume) a task. Blocking waits until it is terminal or needs input;
         a caller that goes away cancels the task."""
-        run, _ = await self._start(message, push_config, metadata)
-        if not blocking:
-            return run.task.trimmed(history_length)
-        try:
+        run, _, drive = await self._start(message, push_config, metadata, here=blocking)
+        if drive is not None:
+            # Worked on in the caller's own asyncio task: no second task to start and
+            # wait for. What a cancel means there is sorted out in _drive.
+            run.runner = asyncio.current_task()
+            await drive
+        elif blocking:  # answered by the router, or cancelled while it was stored
             await run.settled.wait()
-        except asyncio.CancelledError:
-            await asyncio.shield(self._cancel_quietly(run.task.id))
-            raise
         return run.task.trimmed(history_length)
 
     async def stream(self, message: Message, *, push_config: PushConfig | None = None,
                      metadata: dict[str, Any] | None = None) -> AsyncIterator[StreamEvent]:
         """The task, then its updates until it is terminal or needs input. Closing the
         iterator early (the client went away) cancels the task."""
-        run, queue = await self._start(message, push_config, metadata, listen=True)
+        run, queue, _ = await self._start(message, push_config, metadata, listen=True)
         assert queue is not None
         return self._subscribers.follow(run, queue, abandoned=lambda: self._cancel_quietly(run.task.id))
 
@@ -146,7 +146,10 @@ class TaskService:
         return self._subscribers.watch(task, last_event_id)
 
     async def _start(self, message: Message, push_config: PushConfig | None, metadata: dict[str, Any] | None,
-                     listen: bool = False) -> tuple[TaskRun, asyncio.Queue[Any] | None]:
+                     listen: bool = False, here: bool = False,
+                     ) -> tuple[TaskRun, asyncio.Queue[Any] | None, Coroutine[Any, Any, None] | None]:
+        """Store the new (or resumed) task and start its work: in a task of its own, or
+        with ``here``, as the coroutine returned for the caller to await itself."""
         await self._ready()
         if not message.parts:
             raise ValidationError.for_field(["message", "parts"], "a message needs at least one part", "too_short")
@@ -154,7 +157,7 @@ class TaskService:
             run = TaskRun(claimed)
             queue = run.listen() if listen else None
             run.settle()
-            return run, queue
+            return run, queue, None
         task = await self._resumable(message)
         resumed = task is not None
         # The session's actor and budget; a spent budget refuses the message here.
@@ -209,13 +212,15 @@ class TaskService:
                 self._undo_start(before or task.transition(TaskState.CANCELED, utc_now()))
             raise
         if run.task.terminal:  # cancelled while it was being stored
-            return run, queue
+            return run, queue, None
         if resumed:
             self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status), listeners=False)
         turn = Turn(task.id, task.context_id, message, task.history[:-1], tuple(self._tools()),
                     choice.context if choice is not None else {}, self._invoker)
+        if here:
+            return run, queue, self._drive(run, turn, choice, here=True)
         run.runner = asyncio.ensure_future(self._drive(run, turn, choice))
-        return run, queue
+        return run, queue, None
 
     async def _resumable(self, message: Message) -> Task | None:
         """The input-required task this message answers, if it answers one."""
@@ -235,7 +240,33 @@ class TaskService:
         return None
 
     # -- running -------------------------------------------------------------------
-    async def _drive(self, run: TaskRun, turn: Turn, choice: Any = None) -> None:
+    async def _drive(self, run: TaskRun, turn: Turn, choice: Any = None, here: bool = False) -> None:
+        """Work the task to its end. ``here``: in the asyncio task of a blocking send,
+        where a CancelledError has two causes. cancel() (CancelTask, shutdown) has
+        already recorded the task as canceled, and is taken back, so the send answers
+        with the canceled task. Otherwise the caller itself was cancelled (its client
+        went away): the task is canceled with it and the error goes on."""
+        try:
+            await self._respond(run, turn, choice)
+        except asyncio.CancelledError:
+            if here and not (run.cancel_sent and self._take_back_cancel()):
+                run.runner = None  # cancel() must not cancel the caller once more
+                await asyncio.shield(self._cancel_quietly(run.task.id))
+                raise
+            # Otherwise cancel() already recorded the canceled state.
+        finally:
+            if self._live.get(run.task.id) is run:
+                del self._live[run.task.id]
+            self._subscribers.retire(run)
+
+    @staticmethod
+    def _take_back_cancel() -> bool:
+        """Undo cancel()'s request on the current task; False if another one is left."""
+        current = asyncio.current_task()
+        return current is not None and current.uncancel() == 0
+
+    async def _respond(self, run: TaskRun, turn: Turn, choice: Any) -> None:
+        """Run the actor on the turn, recording what it produces."""
         chunks: list[str] = []
         response_id = f"{run.task.id}-response-{len(run.task.history)}"
         held: str | None = None
@@ -245,7 +276,8 @@ class TaskService:
             if run.task.state is TaskState.SUBMITTED:
                 await self._update(run, lambda t: t.transition(TaskState.WORKING, utc_now()), persist=False)
             # Closed on the way out, so an actor stopped early (budget, cancel) closes its streams.
-            async with closing(actor.respond(turn)) as events:
+            events = actor.respond(turn)
+            try:
                 async for event in events:
                     if isinstance(event, TextChunk):
                         if held is not None:
@@ -265,12 +297,13 @@ class TaskService:
                         used = used + event
                         if choice is not None:
                             choice.check(used)
+            finally:
+                if (aclose := getattr(events, "aclose", None)) is not None:
+                    await aclose()
             if held is not None:
                 await self._artifact(run, response_id, held, append=bool(chunks), last=True)
                 chunks.append(held)
             await self._finish(run, TaskState.COMPLETED, "".join(chunks) if chunks else None)
-        except asyncio.CancelledError:
-            pass  # cancel() already recorded the canceled state
         except BudgetExceededError as over:
             # What the actor produced so far stays: the text streamed, the artifacts.
             if held is not None:
@@ -280,10 +313,6 @@ class TaskService:
         except Exception as exc:
             logger.warning("task %s failed", run.task.id, exc_info=exc)
             await self._finish(run, TaskState.FAILED, failure_reason(exc))
-        finally:
-            if self._live.get(run.task.id) is run:
-                del self._live[run.task.id]
-            self._subscribers.retire(run)
 
     async def _artifact(self, run: TaskRun, artifact_id: str, text: str, append: bool, last: bool) -> None:
         artifact = Artifact(artifact_id, (Part.of_text(text),), name="response")
@@ -293,7 +322,7 @@ class TaskService:
         def change(task: Task) -> Task:
             return task.with_artifact(artifact, append)
 
-        if await self._update(run, change, broadcast=False, persist=False):
+        if await self._update(run, change, broadcast=False, persist=False) and run.heard:
             self._emit(run, TaskArtifactUpdate(run.task.id, run.task.context_id, artifact, append, last))
 
     async def _finish(self, run: TaskRun, state: TaskState, text: str | None) -> None:
@@ -305,7 +334,7 @@ class TaskService:
             status_message = reply if state is not TaskState.COMPLETED else None
             return task.with_message(reply).transition(state, now, status_message)
 
-        if await self._update(run, change, broadcast=False):
+        if await self._update(run, change, broadcast=False) and run.heard:
             self._emit(run, TaskStatusUpdate(run.task.id, run.task.context_id, run.task.status, final=True))
 
     async def _update(self, run: TaskRun, change: Callable[[Task], Task], broadcast: bool = True,
@@ -320,7 +349,7 @@ class TaskService:
             if persist:
                 await self._store.save_task(task)
             run.task = task
-        if broadcast:
+        if broadcast and run.heard:
             self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status, final=False))
         return True
 
@@ -391,6 +420,7 @@ class TaskService:
             run.task = task
         self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status, final=True))
         if run.runner is not None:
+            run.cancel_sent = True
             run.runner.cancel()
         self._subscribers.retire(run)
         if self._live.get(task_id) is run:

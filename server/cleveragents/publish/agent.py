@@ -69,20 +69,19 @@ class Agent:
         """One skill per tool, for the agent card."""
         return [SkillSpec(t.name, t.name, t.description or t.name, tags=("tool",)) for t in self.tools]
 
-    async def respond(self, turn: Turn) -> AsyncIterator[ActorEvent]:
+    def respond(self, turn: Turn) -> AsyncIterator[ActorEvent]:
+        # The events of whichever way answers, handed on as they are (no generator of
+        # our own around them).
         if self.handler is not None:
-            events = self._from_handler(turn)
-        elif self.actor is not None:
-            events = self.actor.respond(self._delegated(turn))
-        elif self.actor_name is not None:
+            return self._from_handler(turn)
+        if self.actor is not None:
+            return self.actor.respond(self._delegated(turn))
+        if self.actor_name is not None:
             raise BusinessRuleViolation(
                 f"Agent {self.name!r} uses the actor {self.actor_name!r}, which no configured provider resolved",
                 {"agent": self.name, "actor": self.actor_name},
             )
-        else:
-            events = self._deterministic(turn)
-        async for event in events:
-            yield event
+        return self._deterministic(turn)
 
     # -- one turn run locally (seed 002's ``agent.start``) ---------------------------
     def start(self, text: str) -> str:

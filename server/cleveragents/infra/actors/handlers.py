@@ -65,7 +65,9 @@ async def handler_events(handler: Handler, turn: Turn, with_turn: bool) -> Async
         result = await run_user_code(handler, *args)  # a sync handler never blocks the loop
     if inspect.isawaitable(result):
         result = await result
-    if isinstance(result, AsyncIterator):
+    if type(result) is str:  # the usual reply, without the checks below
+        yield TextChunk(result)
+    elif isinstance(result, AsyncIterator):
         async for item in result:
             for event in as_events(item):
                 yield event
