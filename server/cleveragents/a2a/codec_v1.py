@@ -165,6 +165,8 @@ class V1Codec:
     # -- parts: one liberal decoder for every shape either dialect or a seed sends --
     def decode_part(self, value: Any, loc: Loc = ()) -> Part:
         d = as_object(value, loc)
+        if type(text := d.get("text")) is str and (len(d) == 1 or (len(d) == 2 and d.get("kind") == "text")):
+            return Part(text)  # the usual part, {"text"} or 0.3's {"kind": "text", "text"}
         kind = d.get("kind")
         if kind not in (None, "text", "file", "data"):
             raise invalid((*loc, "kind"), f"Unknown part kind {kind!r}: expected text, file or data", "enum")

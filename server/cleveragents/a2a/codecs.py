@@ -221,9 +221,18 @@ def bytes_out(data: bytes) -> str:
 
 def put(out: Json, key: str, value: Any) -> None:
     """Set an optional field; None and empty collections are not sent."""
-    if value is None or (isinstance(value, dict | list | tuple) and not value):
+    if value is None:
         return
-    out[key] = list(value) if isinstance(value, tuple) else value
+    kind = type(value)  # exact types first: this runs for every optional field encoded
+    if kind is str:
+        out[key] = value
+    elif kind is tuple or isinstance(value, tuple):
+        if value:
+            out[key] = list(value)
+    elif not value and isinstance(value, dict | list):
+        return
+    else:
+        out[key] = value
 
 
 def _wire_token(value: str) -> str:
@@ -234,8 +243,16 @@ _STATES = {state.value: state for state in TaskState} | {"cancelled": TaskState.
 _ROLES = {role.value: role for role in Role}
 
 
+# Each dialect's own spellings, looked up before any other is worked out.
+_STATE_SPELLINGS = {spelling: state for state in TaskState
+                    for spelling in (state.value, f"TASK_STATE_{state.name}")}
+_ROLE_SPELLINGS = {spelling: role for role in Role for spelling in (role.value, f"ROLE_{role.name}")}
+
+
 def parse_state(value: Any, loc: Loc) -> TaskState:
     """Any spelling: ``TASK_STATE_INPUT_REQUIRED``, ``input-required``, ``cancelled``."""
+    if isinstance(value, str) and (state := _STATE_SPELLINGS.get(value)) is not None:
+        return state
     token = _wire_token(value).removeprefix("task-state-") if isinstance(value, str) else None
     if token not in _STATES:
         raise invalid(loc, f"Unknown task state {value!r}", "enum")
@@ -244,6 +261,8 @@ def parse_state(value: Any, loc: Loc) -> TaskState:
 
 def parse_role(value: Any, loc: Loc) -> Role:
     """``ROLE_USER`` or ``user``, in either dialect."""
+    if isinstance(value, str) and (role := _ROLE_SPELLINGS.get(value)) is not None:
+        return role
     token = _wire_token(value).removeprefix("role-") if isinstance(value, str) else None
     if token not in _ROLES:
         raise invalid(loc, f"Unknown role {value!r}: expected user or agent", "enum")

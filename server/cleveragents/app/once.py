@@ -20,6 +20,9 @@ class RunOnce:
         self._run: asyncio.Future[None] | None = None
 
     async def __call__(self) -> None:
+        if (run := self._run) is not None and run.done():
+            run.result()  # what awaiting it would give, without a shield per call
+            return
         if self._run is None:
             self._run = asyncio.ensure_future(self._guarded())
         await asyncio.shield(self._run)

@@ -85,6 +85,8 @@ class PlanGates:
         return plan_as_task(await self._plans.get(task_id), "The plan is cancelled.")
 
     async def claim(self, message: Message) -> Task | None:
+        if not (message.task_id or message.context_id):
+            return None  # a new conversation: no plan to answer
         plan = await self._plan(message.task_id or message.context_id)
         if plan is None:
             return None

@@ -158,7 +158,7 @@ class TaskService:
             queue = run.listen() if listen else None
             run.settle()
             return run, queue, None
-        task = await self._resumable(message)
+        task = await self._resumable(message) if message.task_id or message.context_id else None
         resumed = task is not None
         # The session's actor and budget; a spent budget refuses the message here.
         choice = await self._selector.choose(task.context_id if task else message.context_id) \
@@ -167,13 +167,13 @@ class TaskService:
         if task is None:
             task_id = new_id()
             context_id = message.context_id or new_id()
-            message = replace(message, task_id=task_id, context_id=context_id)
+            message = message.in_task(task_id, context_id)
             task = Task(task_id, context_id, TaskStatus(TaskState.SUBMITTED, now), (message,), (), metadata)
         else:
             if task.id in self._live:  # another message is resuming it right now
                 raise BusinessRuleViolation(f"Task {task.id} is already working on a message",
                                             {"task_id": task.id, "state": TaskState.WORKING.value})
-            message = replace(message, task_id=task.id, context_id=task.context_id)
+            message = message.in_task(task.id, task.context_id)
             task = task.with_message(message).transition(TaskState.WORKING, now)
         # Registered before the first await, so a cancel or another message sees this run.
         run = TaskRun(task)
@@ -342,13 +342,19 @@ class TaskService:
         """Change the task; ``persist=False`` keeps the change in memory until the next
         stored one (the working state and streamed chunks: after a crash a running task
         is failed anyway, so storing them would only cost a write each)."""
-        async with run.lock:
+        if not persist and not run.lock.locked():
+            # Nothing is awaited and nobody holds the lock: taking it would change nothing.
             if run.task.terminal:
-                return False  # a late result after a cancel: discarded
-            task = change(run.task)
-            if persist:
-                await self._store.save_task(task)
-            run.task = task
+                return False
+            task = run.task = change(run.task)
+        else:
+            async with run.lock:
+                if run.task.terminal:
+                    return False  # a late result after a cancel: discarded
+                task = change(run.task)
+                if persist:
+                    await self._store.save_task(task)
+                run.task = task
         if broadcast and run.heard:
             self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status, final=False))
         return True

@@ -129,6 +129,11 @@ class Message:
     def text(self) -> str:
         return "\n".join(p.text for p in self.parts if p.text is not None)
 
+    def in_task(self, task_id: str, context_id: str) -> Message:
+        """This message as part of a task (dataclasses.replace, without its cost)."""
+        return Message(self.message_id, self.role, self.parts, context_id, task_id, self.metadata,
+                       self.extensions, self.reference_task_ids)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "message_id": self.message_id, "role": self.role.value,
@@ -243,6 +248,8 @@ class Task:
         history = self.history
         if history_length is not None:
             history = history[len(history) - history_length:] if history_length else ()
+        if history is self.history and (include_artifacts or not self.artifacts):
+            return self  # immutable: the whole task is its own view
         return self._with(history=history, artifacts=self.artifacts if include_artifacts else ())
 
     def to_dict(self) -> dict[str, Any]:

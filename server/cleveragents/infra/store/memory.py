@@ -50,10 +50,16 @@ class _SortedList:
             self._chunks.append([item])
             self._maxes.append(item)
             return
-        i = min(bisect_left(self._maxes, item), len(self._chunks) - 1)
-        chunk = self._chunks[i]
-        insort(chunk, item)
-        self._maxes[i] = chunk[-1]
+        if item > self._maxes[-1]:  # the usual case: ids and timestamps only grow
+            i = len(self._chunks) - 1
+            chunk = self._chunks[i]
+            chunk.append(item)
+            self._maxes[i] = item
+        else:
+            i = min(bisect_left(self._maxes, item), len(self._chunks) - 1)
+            chunk = self._chunks[i]
+            insort(chunk, item)
+            self._maxes[i] = chunk[-1]
         if len(chunk) > 2 * _CHUNK:
             self._chunks[i:i + 1] = [chunk[:_CHUNK], chunk[_CHUNK:]]
             self._maxes.insert(i, chunk[_CHUNK - 1])

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
+import functools
 import logging
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -157,6 +159,15 @@ class A2aProtocol(LanguageServerProtocol):
         if method_name == types.SHUTDOWN:
             self._draining = True
         super()._handle_request(msg_id, method_name, params)
+
+    def start_request(self, msg_id: Any, work: Coroutine[Any, Any, Any]) -> None:
+        """Run a request as pygls runs a coroutine handler (``$/cancelRequest`` and
+        shutdown find it, ``_send_handler_result`` answers it), without the lookup."""
+        context = contextvars.copy_context()
+        context.run(self._ctx_msg_id.set, msg_id)  # what ``msg_id`` reads during the request
+        task = asyncio.get_running_loop().create_task(work, context=context)
+        self._request_futures[msg_id] = task
+        task.add_done_callback(functools.partial(self._send_handler_result, msg_id=msg_id))
 
     def _get_handler(self, feature_name: str) -> Any:
         try:

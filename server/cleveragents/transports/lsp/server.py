@@ -7,7 +7,6 @@ The services (pydantic models, the SQLite store) load in a worker thread after
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import os
 import threading
@@ -122,16 +121,15 @@ class A2aLanguageServer(LanguageServer):
             return handler
 
         async def handle(params: Any) -> WireResponse:
-            return await self._serve(method, params)
+            return await self._serve(method, params, self.protocol.msg_id)
 
         if method in methods.METHODS:
             self._handlers[method] = handle
         return handle
 
-    async def _serve(self, method: str, params: Any) -> WireResponse:
+    async def _serve(self, method: str, params: Any, msg_id: Any) -> WireResponse:
         from cleveragents.a2a.facade import CallContext
 
-        msg_id = self.protocol.msg_id
         token = params.get("workDoneToken") if isinstance(params, dict) else None
         if token is not None and (current := asyncio.current_task()) is not None:
             self._progress_requests[token] = current
@@ -233,9 +231,9 @@ class A2aLanguageServer(LanguageServer):
         if kind == "request" and self.protocol.get_message_type(message["method"]) is None:
             # A2A methods keep their params as a plain dict, so the request skips pygls's
             # structuring and its per-message isinstance checks against typing Protocols
-            # (tens of microseconds each). The copied context keeps the message id local.
-            contextvars.copy_context().run(
-                self.protocol._handle_request, message["id"], message["method"], message.get("params"))
+            # (tens of microseconds each), and its handler lookup.
+            msg_id = message["id"]
+            self.protocol.start_request(msg_id, self._serve(message["method"], message.get("params"), msg_id))
             return
         try:
             structured = self.protocol.structure_message(message)
