@@ -15,7 +15,7 @@ _RANDOM_BITS = 80
 # written here two digits (10 bits) per lookup.
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _DIGIT_PAIRS = tuple(a + b for a in _CROCKFORD for b in _CROCKFORD)
-_PAIR_SHIFTS = tuple(range(120, -1, -10))
+_RANDOM_SHIFTS = tuple(range(70, -1, -10))
 _RANDOM_MASK = (1 << _RANDOM_BITS) - 1
 _lock = threading.Lock()
 _last = 0
@@ -40,9 +40,21 @@ def new_id() -> str:
     return ulid_text(value)
 
 
+_time_digits = (-1, "")  # (millisecond, its ten digits): ids made in one share them
+
+
 def ulid_text(value: int) -> str:
-    """``str(ULID.from_int(value))`` in a third of the time: a request makes several ids."""
-    return "".join([_DIGIT_PAIRS[(value >> shift) & 1023] for shift in _PAIR_SHIFTS])
+    """``str(ULID.from_int(value))``, in a fraction of the time: a request makes several
+    ids. The ten digits of the time change once a millisecond; the sixteen of the
+    random part are looked up two at a time."""
+    global _time_digits
+    millis = value >> _RANDOM_BITS
+    cached, digits = _time_digits
+    if millis != cached:
+        digits = "".join([_DIGIT_PAIRS[(millis >> shift) & 1023] for shift in (40, 30, 20, 10, 0)])
+        _time_digits = (millis, digits)
+    random_part = value & _RANDOM_MASK
+    return digits + "".join([_DIGIT_PAIRS[(random_part >> shift) & 1023] for shift in _RANDOM_SHIFTS])
 
 
 def is_ulid(text: str) -> bool:

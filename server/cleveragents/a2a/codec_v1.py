@@ -74,6 +74,8 @@ class V1Codec:
         return f"ROLE_{role.name}"
 
     def encode_part(self, part: Part) -> Json:
+        if part.text is not None and part.media_type is None and part.filename is None and not part.metadata:
+            return {"text": part.text}  # the usual part
         out: Json = {}
         if part.text is not None:
             out["text"] = part.text
@@ -317,6 +319,8 @@ class V1Codec:
         ``pushNotificationConfig``."""
         p = as_object(params, ())
         message = self.decode_message(required(p, "message", ()), ("message",))
+        if p.get("configuration") is None:  # all defaults
+            return SendRequest(message=message, metadata=metadata_in(p, "metadata", ()))
         loc: Loc = ("configuration",)
         conf = {} if p.get("configuration") is None else as_object(p["configuration"], loc)
         blocking, immediate = opt_bool(conf, "blocking", loc), opt_bool(conf, "returnImmediately", loc)

@@ -22,13 +22,13 @@ import base64
 import binascii
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from cleveragents.a2a.errors import A2aVersionMismatchError
 from cleveragents.a2a.version import A2aVersionNegotiator
 from cleveragents.domain.errors import ValidationError
+from cleveragents.domain.records import record
 from cleveragents.domain.task import (
     INTERRUPTED_STATES,
     Artifact,
@@ -51,7 +51,7 @@ Json = dict[str, Any]
 RESERVED_PREFIX = "cleveragents/"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SendRequest:
     """The params of SendMessage / message/send (and their streaming twins)."""
 

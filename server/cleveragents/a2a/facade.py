@@ -218,9 +218,12 @@ class A2aLocalFacade:
 
     async def _call(self, spec: methods.MethodSpec, msg_id: Any, params: dict[str, Any],
                     context: CallContext | None) -> Any:
-        raw = dict(params)
-        requested_version = raw.pop(VERSION_PARAM, None) or (context.a2a_version if context else None)
-        progress_token = raw.pop(PROGRESS_PARAM, None)
+        raw, requested_version, progress_token = params, None, None
+        if VERSION_PARAM in params or PROGRESS_PARAM in params:  # the transport's keys, not the method's
+            raw = dict(params)
+            requested_version = raw.pop(VERSION_PARAM, None)
+            progress_token = raw.pop(PROGRESS_PARAM, None)
+        requested_version = requested_version or (context.a2a_version if context else None)
         version = self.negotiator.negotiate(requested_version) if requested_version else None
         if spec.deprecated and spec.name not in self._warned:
             self._warned.add(spec.name)

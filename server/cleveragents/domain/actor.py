@@ -14,28 +14,29 @@ way out, so closing the event iterator early is always safe.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
 
 from cleveragents.domain.errors import BusinessRuleViolation
+from cleveragents.domain.records import record
 from cleveragents.domain.task import Artifact, Message
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TextChunk:
     """Part of the reply; the chunks of a turn together make the agent's message."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ArtifactChunk:
     artifact: Artifact
     append: bool = False
     last_chunk: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class InputRequired:
     """The actor needs the user (an approval, a missing detail) before it goes on.
     The task waits in input-required (auth-required when ``auth``); the next message
@@ -45,7 +46,7 @@ class InputRequired:
     auth: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolCall:
     """A tool the actor called, after it ran: ``result`` is what the tool gave back (or
     ``{"error": ...}``); ``rationale`` is what the actor said about why."""
@@ -57,7 +58,7 @@ class ToolCall:
     failed: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Usage:
     """What one model call cost, as the provider reported it. Consumers add them up."""
 
@@ -85,7 +86,7 @@ class Usage:
 ActorEvent = TextChunk | ArtifactChunk | InputRequired | ToolCall | Usage
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolInfo:
     name: str
     description: str
@@ -97,7 +98,7 @@ class ToolInfo:
 ToolInvoker = Callable[[str, Mapping[str, Any]], Awaitable[dict[str, Any]]]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Turn:
     task_id: str
     context_id: str
@@ -116,7 +117,7 @@ class Actor(Protocol):
     def respond(self, turn: Turn) -> AsyncIterator[ActorEvent]: ...
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Budget:
     """Limits on what a session or a plan may spend; ``None`` is no limit."""
 

@@ -8,11 +8,12 @@ plain JSON with bytes in base64, independent of either dialect.
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from enum import Enum
 from typing import Any
 
 from cleveragents.domain.errors import BusinessRuleViolation, TaskNotCancelableError
+from cleveragents.domain.records import record
 
 
 class TaskState(str, Enum):
@@ -63,7 +64,7 @@ def _unb64(text: str | None) -> bytes | None:
     return None if text is None else base64.b64decode(text)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Part:
     """Exactly one of ``text``, ``raw`` (file bytes), ``url`` (file reference) or
     ``data`` (any JSON value) carries the content."""
@@ -115,7 +116,7 @@ class Part:
                    filename=d.get("filename"), metadata=d.get("metadata"))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Message:
     message_id: str
     role: Role
@@ -149,7 +150,7 @@ class Message:
                    tuple(d.get("extensions") or ()), tuple(d.get("reference_task_ids") or ()))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Artifact:
     artifact_id: str
     parts: tuple[Part, ...]
@@ -169,7 +170,7 @@ class Artifact:
                    d.get("description"), d.get("metadata"), tuple(d.get("extensions") or ()))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TaskStatus:
     state: TaskState
     timestamp: str | None = None
@@ -186,7 +187,7 @@ class TaskStatus:
                    Message.from_dict(message) if message else None)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Task:
     """Immutable: every change returns a new Task, so a snapshot handed to a stream
     never changes under it."""
@@ -264,7 +265,7 @@ class Task:
                    tuple(Artifact.from_dict(a) for a in d.get("artifacts") or ()), d.get("metadata"))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TaskStatusUpdate:
     task_id: str
     context_id: str
@@ -273,7 +274,7 @@ class TaskStatusUpdate:
     metadata: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TaskArtifactUpdate:
     task_id: str
     context_id: str
@@ -287,7 +288,7 @@ class TaskArtifactUpdate:
 StreamItem = Task | Message | TaskStatusUpdate | TaskArtifactUpdate
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PushConfig:
     """A webhook that receives a task's stream items."""
 
