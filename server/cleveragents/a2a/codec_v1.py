@@ -217,9 +217,10 @@ class V1Codec:
         out["parts"] = [self.encode_part(p) for p in message.parts]
         put(out, "contextId", message.context_id)
         put(out, "taskId", message.task_id)
-        put(out, "metadata", message.metadata)
-        put(out, "extensions", message.extensions)
-        put(out, "referenceTaskIds", message.reference_task_ids)
+        if message.metadata or message.extensions or message.reference_task_ids:  # seldom any
+            put(out, "metadata", message.metadata)
+            put(out, "extensions", message.extensions)
+            put(out, "referenceTaskIds", message.reference_task_ids)
         return out
 
     def decode_message(self, value: Any, loc: Loc = ()) -> Message:

@@ -107,7 +107,7 @@ class PendingResponse:
 
     def __await__(self) -> Generator[Any, None, A2aResponse]:
         if self._response is None:
-            self._response = yield from self._facade._dispatch(self._request, self._context).__await__()
+            self._response = yield from self._facade.respond(self._request, self._context).__await__()
         return self._response
 
     def resolve(self) -> A2aResponse:
@@ -161,7 +161,7 @@ class A2aLocalFacade:
             if self._sync_loop is None or self._sync_loop.is_closed():
                 self._sync_loop = asyncio.new_event_loop()
                 weakref.finalize(self, self._sync_loop.close)
-            return self._sync_loop.run_until_complete(self._dispatch(request, None))
+            return self._sync_loop.run_until_complete(self.respond(request, None))
 
     async def handle_raw(self, body: bytes | str, context: CallContext | None = None) -> dict[str, Any] | None:
         """One raw JSON-RPC message in, its wire response out (``None`` for a
@@ -176,7 +176,7 @@ class A2aLocalFacade:
             return envelope.error_response(envelope.echo_id(message), error_payload(exc, dialects.EXTENSION))
         if kind == "response":
             return None
-        response = await self._dispatch(message, context)
+        response = await self.respond(message, context)
         return response.to_wire() if kind == "request" else None
 
     def close(self) -> None:
@@ -184,7 +184,8 @@ class A2aLocalFacade:
             self._sync_loop.close()
 
     # -- the dispatcher ------------------------------------------------------------
-    async def _dispatch(self, raw: A2aRequest | Mapping[str, Any], context: CallContext | None) -> A2aResponse:
+    async def respond(self, raw: A2aRequest | Mapping[str, Any], context: CallContext | None = None) -> A2aResponse:
+        """``dispatch`` as a plain coroutine, for async callers (the transports)."""
         if (plain := _plain_request(raw)) is not None:
             msg_id, method, params = plain
         else:

@@ -332,7 +332,7 @@ class TaskService:
                 return task.transition(state, now)
             reply = _agent_message(task, text)
             status_message = reply if state is not TaskState.COMPLETED else None
-            return task.with_message(reply).transition(state, now, status_message)
+            return task.answered(reply, state, now, status_message)
 
         if await self._update(run, change, broadcast=False) and run.heard:
             self._emit(run, TaskStatusUpdate(run.task.id, run.task.context_id, run.task.status, final=True))

@@ -209,6 +209,10 @@ class Task:
 
     def transition(self, state: TaskState, timestamp: str, message: Message | None = None) -> Task:
         """The task in ``state``; refuses what the lifecycle forbids."""
+        self._check_transition(state)
+        return self._with(status=TaskStatus(state, timestamp, message))
+
+    def _check_transition(self, state: TaskState) -> None:
         if state not in TRANSITIONS[self.state]:
             if state is TaskState.CANCELED:
                 raise TaskNotCancelableError(
@@ -220,7 +224,6 @@ class Task:
                 {"task_id": self.id, "state": self.state.value,
                  "allowed": sorted(s.value for s in TRANSITIONS[self.state])},
             )
-        return self._with(status=TaskStatus(state, timestamp, message))
 
     def _with(self, *, status: TaskStatus | None = None, history: tuple[Message, ...] | None = None,
               artifacts: tuple[Artifact, ...] | None = None) -> Task:
@@ -231,6 +234,12 @@ class Task:
 
     def with_message(self, message: Message) -> Task:
         return self._with(history=(*self.history, message))
+
+    def answered(self, reply: Message, state: TaskState, timestamp: str,
+                 status_message: Message | None = None) -> Task:
+        """``with_message(reply).transition(...)`` in one step: a turn's last change."""
+        self._check_transition(state)
+        return self._with(status=TaskStatus(state, timestamp, status_message), history=(*self.history, reply))
 
     def with_artifact(self, artifact: Artifact, append: bool = False) -> Task:
         """Add an artifact; with ``append``, extend the parts of the one with the same id."""

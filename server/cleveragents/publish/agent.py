@@ -24,7 +24,7 @@ from cleveragents.domain.actor import (
 from cleveragents.domain.errors import BusinessRuleViolation
 from cleveragents.domain.task import Message, Part, Role
 from cleveragents.ids import new_id
-from cleveragents.infra.actors.handlers import handler_events, takes_turn
+from cleveragents.infra.actors.handlers import handler_events, runs_on_loop, takes_turn
 from cleveragents.infra.actors.local import tool_call_from_text
 from cleveragents.publish.tools import FunctionTool, as_tool, render, to_jsonable
 
@@ -52,6 +52,7 @@ class Agent:
         _check_unique(name, self.tools)
         self.handler = handler
         self._handler_takes_turn = handler is not None and takes_turn(handler)
+        self._handler_on_loop = handler is not None and runs_on_loop(handler)
         self.actor_name: str | None = actor if isinstance(actor, str) else None
         self.actor: Any = None if isinstance(actor, str) else actor
         if self.actor is not None and not callable(getattr(self.actor, "respond", None)):
@@ -107,7 +108,7 @@ class Agent:
     # -- the three ways to answer ------------------------------------------------------
     def _from_handler(self, turn: Turn) -> AsyncIterator[ActorEvent]:
         assert self.handler is not None
-        return handler_events(self.handler, turn, self._handler_takes_turn)
+        return handler_events(self.handler, turn, self._handler_takes_turn, self._handler_on_loop)
 
     def _delegated(self, turn: Turn) -> Turn:
         """The turn with this agent's tools and persona, for the actor it delegates to."""

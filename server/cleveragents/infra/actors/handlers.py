@@ -56,10 +56,18 @@ def takes_turn(handler: Handler) -> bool:
     return sum(1 for p in params if p.kind in positional) >= 2
 
 
-async def handler_events(handler: Handler, turn: Turn, with_turn: bool) -> AsyncIterator[ActorEvent]:
-    """Run ``handler`` on ``turn`` and give what it produces as actor events."""
+def runs_on_loop(handler: Handler) -> bool:
+    """Whether the handler is async (a coroutine or async generator function): it runs
+    on the event loop; anything else runs in a worker thread."""
+    return inspect.iscoroutinefunction(handler) or inspect.isasyncgenfunction(handler)
+
+
+async def handler_events(handler: Handler, turn: Turn, with_turn: bool,
+                         on_loop: bool | None = None) -> AsyncIterator[ActorEvent]:
+    """Run ``handler`` on ``turn`` and give what it produces as actor events.
+    ``on_loop``: ``runs_on_loop(handler)``, when the caller has worked it out once."""
     args = (turn.message.text(), turn) if with_turn else (turn.message.text(),)
-    if inspect.iscoroutinefunction(handler) or inspect.isasyncgenfunction(handler):
+    if runs_on_loop(handler) if on_loop is None else on_loop:
         result = handler(*args)
     else:
         result = await run_user_code(handler, *args)  # a sync handler never blocks the loop

@@ -143,7 +143,7 @@ class A2aLanguageServer(LanguageServer):
             )
             request = {"jsonrpc": "2.0", "id": msg_id, "method": method,
                        "params": {} if params is None else params}
-            response = await facade.dispatch(request, context)
+            response = await facade.respond(request, context)
             return WireResponse(body=response.json_bytes())
         except asyncio.CancelledError:
             raise
