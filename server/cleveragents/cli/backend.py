@@ -76,7 +76,7 @@ class LocalBackend:
 
     async def _dispatch(self, method: str, params: dict[str, Any], context: Any) -> dict[str, Any]:
         request = {"jsonrpc": "2.0", "id": context.request_id, "method": method, "params": params}
-        response = (await self._facade.dispatch(request, context)).to_wire()
+        response = (await self._facade.respond(request, context)).to_wire()
         if "error" in response:
             error = response["error"]
             raise CallError(error.get("code", -32603), error.get("message", "error"), error.get("data"))

@@ -142,11 +142,11 @@ class JsonRpcEndpoint:
             if spec is not None and spec.service == "event_queue" and spec.call == "subscribe" and wants_events(request):
                 return await self._subscribe_events(facade, request, message, context)
             if spec is not None and spec.call == "send" and spec.service == "task_service":
-                response = await self.app.until_disconnect(request, facade.dispatch(message, context))
+                response = await self.app.until_disconnect(request, facade.respond(message, context))
                 if response is None:
                     return Response(status_code=499)
             else:
-                response = await facade.dispatch(message, context)
+                response = await facade.respond(message, context)
             return answer(response)
         except asyncio.CancelledError:
             raise
@@ -171,7 +171,7 @@ class JsonRpcEndpoint:
         return await self._subscribe_events(facade, request, message, context)
 
     def _run_in_background(self, facade: Any, message: dict[str, Any], context: CallContext) -> None:
-        task = asyncio.ensure_future(facade.dispatch(message, context))
+        task = asyncio.ensure_future(facade.respond(message, context))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
@@ -196,13 +196,13 @@ class JsonRpcEndpoint:
     async def _subscribe_events(self, facade: Any, request: Request, message: dict[str, Any],
                                 context: CallContext) -> Response:
         if not isinstance(message.get("params", {}), dict):
-            return answer(await facade.dispatch(message, context))  # the facade explains
+            return answer(await facade.respond(message, context))  # the facade explains
         params = dict(message.get("params") or {})
         if (last := request.headers.get("last-event-id")) and last.strip():
             params["since"] = last.strip()  # the browser's resume point wins
         attached: list[tuple[str, Any]] = []
         context.attach_stream = lambda subscription_id, cursor: attached.append((subscription_id, cursor))
-        response = await facade.dispatch({**message, "params": params}, context)
+        response = await facade.respond({**message, "params": params}, context)
         if response.error is not None or not attached:
             return answer(response)
         subscription_id, cursor = attached[0]

@@ -131,7 +131,7 @@ class RestBinding:
                 return await self._stream(facade, resuming(message, request.headers), context)
             if method == "SendStreamingMessage":
                 return await self._stream(facade, message, context)
-            response = await facade.dispatch(message, context)
+            response = await facade.respond(message, context)
         except Exception as exc:
             payload = internal_error_payload(exc, dialects.A2A_V1, f"{method} (http+json)")
             status, content = status_body(payload)

@@ -49,7 +49,7 @@ class StreamCall:
         self._gave_up = False
         self._method = request.get("method")
         context.notify = self._on_item
-        self._task = asyncio.ensure_future(facade.dispatch(request, context))
+        self._task = asyncio.ensure_future(facade.respond(request, context))
         self._task.add_done_callback(lambda _: self._queue.put_nowait(_DONE))
         self._ended = False
 
