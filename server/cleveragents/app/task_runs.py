@@ -1,4 +1,4 @@
-"""A task being worked on: its current snapshot, the actor's asyncio task, and the
+"""A task being worked on: its current snapshot, the asyncio task working on it, and the
 listeners of its stream (bounded queues, so a reader that stopped can't grow memory).
 
 Listeners receive ``StreamEvent``s: each item with its event id, from the run's

@@ -1,9 +1,10 @@
 """TaskService: agent tasks from the first message to a terminal state.
 
 One ``TaskRun`` per task that is being worked on holds the current snapshot, the
-actor's asyncio task and the listeners of its stream. Every change goes through
-``_update`` under the run's lock, so a cancel and a late result can't both land: once
-a task is terminal, later changes are discarded. Every path that changes a task (start,
+asyncio task working on it (a blocking send's own) and the listeners of its stream.
+Every change goes through ``_update``, under the run's lock whenever it is stored or
+anyone else holds the lock, so a cancel and a late result can't both land: once a
+task is terminal, later changes are discarded. Every path that changes a task (start,
 resume, cancel, push configs of a live task) is in this one class on purpose: they
 share that locking and the ``_live`` registry, which is what keeps the races out.
 Who listens to a task, and what a reconnecting subscriber missed, is kept by
@@ -116,8 +117,8 @@ class TaskService:
             # wait for. What a cancel means there is sorted out in _drive.
             run.runner = asyncio.current_task()
             await drive
-        elif blocking:  # answered by the router, or cancelled while it was stored
-            await run.settled.wait()
+        # Without a drive the run is already settled: answered by the router, or
+        # cancelled while it was stored.
         return run.task.trimmed(history_length)
 
     async def stream(self, message: Message, *, push_config: PushConfig | None = None,
