@@ -15,7 +15,8 @@ _RANDOM_BITS = 80
 # written here two digits (10 bits) per lookup.
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _DIGIT_PAIRS = tuple(a + b for a in _CROCKFORD for b in _CROCKFORD)
-_RANDOM_SHIFTS = tuple(range(70, -1, -10))
+_TIME_SHIFTS = tuple(range(40, -1, -10))  # the 48-bit millisecond: 10 digits
+_RANDOM_SHIFTS = tuple(range(70, -1, -10))  # the 80 random bits: 16 digits
 _RANDOM_MASK = (1 << _RANDOM_BITS) - 1
 _lock = threading.Lock()
 _last = 0
@@ -51,7 +52,7 @@ def ulid_text(value: int) -> str:
     millis = value >> _RANDOM_BITS
     cached, digits = _time_digits
     if millis != cached:
-        digits = "".join([_DIGIT_PAIRS[(millis >> shift) & 1023] for shift in (40, 30, 20, 10, 0)])
+        digits = "".join([_DIGIT_PAIRS[(millis >> shift) & 1023] for shift in _TIME_SHIFTS])
         _time_digits = (millis, digits)
     random_part = value & _RANDOM_MASK
     return digits + "".join([_DIGIT_PAIRS[(random_part >> shift) & 1023] for shift in _RANDOM_SHIFTS])

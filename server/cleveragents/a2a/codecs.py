@@ -223,10 +223,9 @@ def put(out: Json, key: str, value: Any) -> None:
     """Set an optional field; None and empty collections are not sent."""
     if value is None:
         return
-    kind = type(value)  # exact types first: this runs for every optional field encoded
-    if kind is str:
+    if type(value) is str:  # the usual value, first: this runs for every optional field encoded
         out[key] = value
-    elif kind is tuple or isinstance(value, tuple):
+    elif isinstance(value, tuple):
         if value:
             out[key] = list(value)
     elif not value and isinstance(value, dict | list):
