@@ -137,16 +137,21 @@ def plan_section() -> list[str]:
         "",
         "Checked on every file the file tools (`fs.*`, `patch.apply`) touch. `shell.run` runs only "
         "allow-listed command prefixes, without a shell and with secret-looking environment variables "
-        "removed, in the workspace directory. It refuses arguments that resolve outside the workspace "
-        "and options that make the program run code from its arguments (docs/configuration.md, Actions; "
-        "-32003, `data.reason`: `not_allowed`, `path`, `runs_code`, `outside_workspace`). What an "
-        "allowed program reads by itself (a test suite, a Makefile recipe) is up to it.",
+        "removed. It refuses arguments that resolve outside the workspace and options that make the "
+        "program run code from its arguments (docs/configuration.md, Actions; -32003, `data.reason`: "
+        "`not_allowed`, `path`, `runs_code`, `outside_workspace`). The command then runs in a sandbox "
+        "(docs/security.md): on the plan's view of the workspace, without the protected paths, the "
+        "network or the user's files; the files it changes become the plan's changes. A change to a "
+        "protected path fails the step (-32003, `protected_path`); where no sandbox can be made, "
+        "`shell.run` is refused (-32003, `sandbox_unavailable`, `data.missing` names what is missing).",
         "",
         "- Paths stay inside the workspace: no `..` out of it, no absolute path outside it, no symlink "
         "that leads out (-32003, `data.reason`: `outside_workspace`, `absolute_path`, `symlink_escape`).",
-        f"- Protected paths are refused for reading and writing: {_names(policy.protected)} at the root, "
-        f"{_names(policy.protected_anywhere)} anywhere, and secrets matching {_names(policy.secret_patterns)} "
-        "(-32003, reason `protected` or `secret`).",
+        f"- Internal directories are refused for reading and writing: {_names(policy.protected)} at the "
+        f"root and {_names(policy.protected_anywhere)} anywhere (-32003, reason `protected`).",
+        f"- Protected paths are refused to every tool, commands included: {_names(policy.protected_paths)} "
+        "(gitignore patterns), the state directory, and the patterns of `[protected] paths` in the "
+        "configuration (-32003, reason `protected_path`).",
         f"- Limits: {policy.max_files_changed} files changed and {policy.max_bytes_written // (1024 * 1024)} "
         f"MiB written per plan, {policy.max_steps} steps (-32006, `data.limit` names it).",
         "",

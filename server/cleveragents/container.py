@@ -53,15 +53,20 @@ def configuration_problem(settings: Settings) -> str | None:
     return None
 
 
-def _guard_policy(policy: Any, workspace: Path, state_dir: Path) -> Any:
-    """Plans never touch the state directory, wherever it is inside the workspace."""
+def _guard_policy(policy: Any, workspace: Path, state_dir: Path, protected_paths: tuple[str, ...] = ()) -> Any:
+    """The configuration's protected paths added to the list; and plans never touch
+    the state directory, wherever it is inside the workspace (it comes last in the
+    list, so no ``!`` pattern takes it off)."""
+    patterns = (*policy.protected_paths, *protected_paths)
     try:
         inside = state_dir.resolve().relative_to(workspace.resolve()).as_posix()
     except ValueError:
-        return policy  # outside the workspace: the path guards keep plans away from it
-    if inside in policy.protected or inside == ".":
-        return policy
-    return policy.with_overrides(protected=(*policy.protected, inside))
+        # Outside the workspace: the path guards keep plans away from it, and a command never sees it.
+        return policy.with_overrides(protected_paths=patterns)
+    if inside == ".":
+        return policy.with_overrides(protected_paths=patterns)
+    protected = policy.protected if inside in policy.protected else (*policy.protected, inside)
+    return policy.with_overrides(protected=protected, protected_paths=(*patterns, f"/{inside}/"))
 
 
 class Container:
@@ -129,7 +134,8 @@ class Container:
         from cleveragents.infra.tools.builtin import builtin_tools
         from cleveragents.infra.workspace.plan_workspace import PlanWorkspace
 
-        self.guard_policy = _guard_policy(GuardPolicy(), self.workspace, self.blob_dir)
+        self.guard_policy = _guard_policy(GuardPolicy(), self.workspace, self.blob_dir,
+                                          self.config.protected_paths)
         self.plan_workspace = PlanWorkspace(self.workspace, self.blob_dir, self.guard_policy)
         self.tool_registry = ToolRegistry(builtin_tools())
         self.action_registry = ActionRegistry(
@@ -272,6 +278,10 @@ class Container:
         an ``agents`` command), nothing was interrupted and its work is its own."""
         await self.plan_service.recover()
         await self.task_service.recover()
+        if self.config.shell.get("sandbox") == "off":
+            logger.warning("the configuration turns the command sandbox off ([shell] sandbox = \"off\" in %s): "
+                           "shell.run runs commands unconfined, on the workspace on disk",
+                           ", ".join(str(path) for path in self.config.files))
 
     async def aclose(self) -> None:
         if self._closed:

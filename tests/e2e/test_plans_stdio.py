@@ -41,17 +41,14 @@ CRASH_FILES = 3000
 # and two moments during the writes.
 KILL_DELAYS = (0.0, 0.02, 0.1)
 
-# Waits for a gate file; writes its pid first, so a test can see it run and end (and
-# clean up should a test fail).
+# Runs until SIGUSR1 (or 30 s). It runs in the command sandbox, where neither its pid
+# nor a file it writes is the test's to see: the test finds it by the marker in its
+# command line (the sandbox shows it, by its real pid, in the machine's /proc).
 SLEEPER_CODE = (
-    "import os, sys, time\n"
-    "open(sys.argv[1] + '.tmp', 'w').write(str(os.getpid()))\n"
-    "os.replace(sys.argv[1] + '.tmp', sys.argv[1])\n"
-    "deadline = time.monotonic() + 30\n"
-    "while not os.path.exists(sys.argv[2]) and time.monotonic() < deadline:\n"
-    "    time.sleep(0.02)\n"
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGUSR1, lambda *_: sys.exit(0))\n"
+    "time.sleep(30)\n"
 )
-
 
 class Client:
     """A raw stdio server plus request ids and the calls a plan test makes."""
@@ -131,36 +128,46 @@ def python_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
 class Sleeper:
     """A ``python`` command for ``shell.run`` that runs until released."""
 
-    def __init__(self, directory: Path):
-        self.pid_file = directory / "sleeper.pid"
-        self.gate = directory / "sleeper.gate"
+    def __init__(self) -> None:
+        self.marker = f"sleeper-{os.getpid()}-{time.monotonic_ns()}"
+        self.pid: int | None = None
 
     @property
     def argv(self) -> list[str]:
-        return ["python", "-c", SLEEPER_CODE, str(self.pid_file), str(self.gate)]
+        return ["python", "-c", SLEEPER_CODE, self.marker]
 
     @property
     def command(self) -> str:
         return shlex.join(self.argv)
 
+    def _find(self) -> int | None:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and self._is_it(int(entry)):
+                return int(entry)
+        return None
+
+    def _is_it(self, pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as file:
+                return self.marker.encode() in file.read().split(b"\0")
+        except OSError:
+            return False
+
     async def started(self, timeout: float = 10.0) -> int:
         deadline = time.monotonic() + timeout
-        while not self.pid_file.exists():
+        while (pid := self._find()) is None:
             assert time.monotonic() < deadline, "the step's command never started"
             await asyncio.sleep(0.01)
-        return int(self.pid_file.read_text())
+        self.pid = pid
+        return pid
 
     def release(self) -> None:
-        self.gate.touch()
+        if self.alive():
+            assert self.pid is not None
+            os.kill(self.pid, signal.SIGUSR1)
 
     def alive(self) -> bool:
-        if not self.pid_file.exists():
-            return False
-        try:
-            os.kill(int(self.pid_file.read_text()), 0)
-        except ProcessLookupError:
-            return False
-        return True
+        return self.pid is not None and self._is_it(self.pid)
 
     async def gone(self, timeout: float = 3.0) -> bool:
         deadline = time.monotonic() + timeout
@@ -169,15 +176,14 @@ class Sleeper:
         return not self.alive()
 
     def stop(self) -> None:
-        self.release()
-        if self.alive():
-            os.kill(int(self.pid_file.read_text()), signal.SIGKILL)
+        pid = self.pid or self._find()
+        if pid is not None and self._is_it(pid):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture
 def sleeper(tmp_path: Path, python_on_path: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sleeper]:
-    (tmp_path / "sleeper").mkdir()
-    sleeping = Sleeper(tmp_path / "sleeper")
+    sleeping = Sleeper()
     # `python -c` and paths outside the workspace are refused unless allowed: the
     # user's configuration allows exactly this command.
     user_config = tmp_path / "xdg" / "cleveragents" / "config.toml"

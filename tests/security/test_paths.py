@@ -26,7 +26,7 @@ from cleveragents.domain.tools import ToolContext
 SECRET = "TOP-SECRET-OUTSIDE-THE-WORKSPACE"
 # Tools that touch no workspace path: attacked elsewhere (tests/security/test_shell.py).
 NOT_PATH_TOOLS = {"shell.run"}
-REASONS = {"outside_workspace", "absolute_path", "symlink_escape", "protected", "secret", "invalid_path"}
+REASONS = {"outside_workspace", "absolute_path", "symlink_escape", "protected", "protected_path", "invalid_path"}
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:

@@ -23,12 +23,19 @@ from cleveragents.domain.errors import StructuredError
 from cleveragents.domain.tools import ToolContext
 from cleveragents.infra.tools.builtin import builtin_tools
 from cleveragents.infra.tools.shell import DEFAULT_ALLOW
+from cleveragents.infra.workspace.blobs import BlobStore
+from cleveragents.infra.workspace.overlay import Overlay
 
 SHELL = next(tool for tool in builtin_tools() if tool.name == "shell.run")
 
 
+VIEWS: dict[Path, Overlay] = {}
+
+
 def _run(ws: Path, command, **settings):
-    context = ToolContext(view=None, workspace=str(ws), settings=settings)  # shell.run works on the disk
+    """Run ``command`` as a plan step would: in the sandbox, on an overlay of ``ws``."""
+    view = VIEWS.setdefault(ws, Overlay(ws, BlobStore(ws.parent / "blobs")))
+    context = ToolContext(view=view, workspace=str(ws), settings=settings)
     try:
         return SHELL.run({"command": command, "timeout": 10}, context)
     except StructuredError as exc:
@@ -41,8 +48,10 @@ def ws(tmp_path):
     root.mkdir()
     (root / "keep.txt").write_text("keep\n")
     yield root
-    assert not (root / "pwned").exists(), "an attack ran a second command"
-    assert (root / "keep.txt").exists(), "an attack removed a file"
+    view = VIEWS.pop(root, None)
+    changed = view.changed_paths() if view is not None else []
+    assert not (root / "pwned").exists() and "pwned" not in changed, "an attack ran a second command"
+    assert (root / "keep.txt").exists() and "keep.txt" not in changed, "an attack removed a file"
 
 
 SHELL_SYNTAX = [

@@ -49,15 +49,40 @@ def test_cleveragents_is_protected_only_at_the_top():
     assert GuardPolicy().check("docs/.cleveragents/notes.md", write=True) == "docs/.cleveragents/notes.md"
 
 
-@pytest.mark.parametrize("path", [".env", "app/.env.local", "certs/server.pem", "a/b.key", "id_rsa", "id_rsa.pub",
-                                  "id_ed25519", "bundle.p12", "CONFIG/.ENV"])
-def test_secret_paths_are_refused(path):
+@pytest.mark.parametrize("path", [".env", "app/.env.local", ".env.example", "certs/server.pem", "a/b.key", "id_rsa",
+                                  "id_rsa.pub", "id_ed25519", "keys/id_ecdsa", "bundle.p12", "CONFIG/.ENV", "tools/.envrc"])
+def test_protected_paths_are_refused(path):
     with pytest.raises(AuthorizationError) as caught:
         GuardPolicy().check(path, write=False)
-    assert caught.value.data == {"path": path, "reason": "secret", "access": "read"}
+    assert caught.value.data == {"path": path, "reason": "protected_path", "access": "read"}
 
 
-@pytest.mark.parametrize("path", ["environment.py", "keys/readme.md", "src/.envrc.md", "monkey.py"])
+@pytest.mark.parametrize("path", [".git/config", "vendor/lib/.git/config", ".git/hooks/pre-commit", ".git/hooks",
+                                  "sub/.git/hooks/post-checkout"])
+def test_repository_config_and_hooks_are_on_the_protected_paths_list(path):
+    """Commands see ``.git`` but never these: a config or a hook runs code for git."""
+    directory = path.endswith("hooks")
+    assert GuardPolicy().matches_protected_path(path, directory=directory)
+    assert not GuardPolicy().matches_protected_path(".git/HEAD")
+
+
+def test_a_directory_matched_by_a_pattern_is_protected_whole():
+    policy = GuardPolicy().with_overrides(protected_paths=["secrets/"])
+    assert policy.matches_protected_path("secrets", directory=True)
+    assert not policy.matches_protected_path("secrets")  # a file of that name is not the directory
+    assert policy.check("src/secrets.py", write=True) == "src/secrets.py"
+    with pytest.raises(AuthorizationError):
+        policy.check("app/secrets/token.txt", write=False)
+
+
+def test_a_negated_pattern_takes_a_path_off_the_list():
+    policy = GuardPolicy().with_overrides(protected_paths=(*GuardPolicy().protected_paths, "!.env.example"))
+    assert policy.check(".env.example", write=True) == ".env.example"
+    with pytest.raises(AuthorizationError):
+        policy.check(".env", write=True)
+
+
+@pytest.mark.parametrize("path", ["environment.py", "keys/readme.md", "src/env.md", "monkey.py", "src/ids.py"])
 def test_ordinary_paths_pass(path):
     assert GuardPolicy().check(path, write=True) == path
 
@@ -70,8 +95,8 @@ def test_check_returns_the_normalized_path_and_still_refuses_through_dots():
 
 
 def test_policy_from_settings_overrides_defaults_and_checks_them():
-    policy = GuardPolicy.from_settings({"max_files_changed": 3, "protected": ["build"], "secret_patterns": []})
-    assert (policy.max_files_changed, policy.protected, policy.secret_patterns) == (3, ("build",), ())
+    policy = GuardPolicy.from_settings({"max_files_changed": 3, "protected": ["build"], "protected_paths": []})
+    assert (policy.max_files_changed, policy.protected, policy.protected_paths) == (3, ("build",), ())
     assert policy.max_steps == GuardPolicy().max_steps
     assert policy.check(".env", write=True) == ".env"
     with pytest.raises(AuthorizationError):

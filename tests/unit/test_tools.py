@@ -306,17 +306,25 @@ def python(code: str) -> list[str]:
     return ["python", "-c", code]
 
 
-def test_shell_runs_in_the_workspace_on_the_disk_and_keeps_a_log(shell_context, workspace):
+def test_shell_runs_on_the_plans_view_of_the_workspace_and_keeps_a_log(shell_context, workspace):
     run(WriteTool(), shell_context, path="README.md", content="overlay only\n")
     tool = ShellRunTool()
     result = run(tool, shell_context, command="cat README.md")
     assert result.output["exit_code"] == 0 and result.output["timed_out"] is False
     (artifact,) = result.artifacts
     assert artifact.name == result.output["log"] == "shell-1.log"
-    assert artifact.data == b"hello\n"  # the disk's file, not the overlay's
+    assert artifact.data == b"overlay only\n"  # the plan's pending edit, not the disk's file
+    assert (workspace / "README.md").read_text() == "hello\n"
     cwd = run(tool, shell_context, command=python("import os, sys; print(os.getcwd()); print(repr(sys.stdin.read()))"))
     assert cwd.artifacts[0].name == "shell-2.log"
     assert cwd.artifacts[0].data.decode().split("\n")[:2] == [os.path.realpath(workspace), "''"]
+
+
+def test_unconfined_by_configuration_the_shell_runs_on_the_disk(shell_context, workspace):
+    run(WriteTool(), shell_context, path="README.md", content="overlay only\n")
+    shell_context.settings = {**shell_context.settings, "shell_sandbox": "off"}
+    result = run(ShellRunTool(), shell_context, command="cat README.md")
+    assert result.artifacts[0].data == b"hello\n" and result.output["sandbox"] == "off"
 
 
 def test_shell_reports_a_failing_command_without_raising(shell_context):

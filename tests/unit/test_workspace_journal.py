@@ -258,7 +258,7 @@ def forge_journal(applier, blobs, entries, plan_id="p-forged", created_dirs=()):
 
 @pytest.mark.parametrize(("path", "reason"), [
     (".git/hooks/pre-commit", "protected"),
-    ("deploy/.env", "secret"),
+    ("deploy/.env", "protected_path"),
     ("../outside.sh", "outside_workspace"),
     ("a/../b.txt", "not_normalized"),
 ])

@@ -121,8 +121,8 @@ def test_absolute_paths_inside_the_root_become_relative(root, overlay):
     ("/etc/passwd", "outside_workspace"),
     (".git/config", "protected"),
     (".cleveragents/state.db", "protected"),
-    (".env", "secret"),
-    ("keys/deploy.pem", "secret"),
+    (".env", "protected_path"),
+    ("keys/deploy.pem", "protected_path"),
 ])
 def test_refused_paths_record_nothing(root, overlay, path, reason):
     for attempt, args in ((overlay.write_bytes, (path, b"x")), (overlay.read_bytes, (path,)),

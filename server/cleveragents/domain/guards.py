@@ -2,14 +2,21 @@
 
 Pure rules over workspace-relative POSIX paths: no I/O. Symlinks and absolute paths
 that lie inside the root are the overlay's business, since only it knows the root.
+
+Two lists keep tools away from paths. ``protected`` names the directories that are
+the repository's and the backend's own (``.git``, the state directory): file tools
+neither read nor write below them, and what a command changes there is not part of
+its plan. ``protected_paths`` are gitignore-style patterns for secrets and for files
+that would run code (``.env*``, ``*.pem``, ``id_*``, a repository's config and hooks):
+no tool reads or writes them, and a command doesn't see them. A configuration adds
+patterns to the list; one that starts with ``!`` takes a path off it.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from cleveragents.domain.errors import AuthorizationError, ValidationError
@@ -48,22 +55,28 @@ def normalize(path: str) -> str:
     return "/".join(parts)
 
 
+DEFAULT_PROTECTED_PATHS = (
+    ".env*", "*.pem", "*.key", "*.p12", "id_*", "**/.git/config", "**/.git/hooks/**",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class GuardPolicy:
     """``protected`` are paths relative to the root (a directory protects all below
     it); ``protected_anywhere`` are names refused at any depth (a nested repository's
-    ``.git``); ``secret_patterns`` are fnmatch patterns on the file name. Matching
-    ignores case, so a case-insensitive filesystem can't be used to slip past."""
+    ``.git``); ``protected_paths`` are gitignore-style patterns (a name without a
+    slash matches at any depth, ``**`` crosses directories, ``!`` takes a path back
+    off the list). Matching ignores case, so a case-insensitive filesystem can't be
+    used to slip past."""
 
     protected: tuple[str, ...] = (".git", ".cleveragents")
     protected_anywhere: tuple[str, ...] = (".git",)
-    secret_patterns: tuple[str, ...] = (
-        ".env", ".env.*", "*.pem", "*.key", "id_rsa", "id_rsa.*", "id_ed25519", "*.p12",
-    )
+    protected_paths: tuple[str, ...] = DEFAULT_PROTECTED_PATHS
     max_files_changed: int = 5000
     max_bytes_written: int = 256 * 1024 * 1024
     max_read_bytes: int = 32 * 1024 * 1024
     max_steps: int = 200
+    _matcher: Any = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> GuardPolicy:
@@ -74,25 +87,41 @@ class GuardPolicy:
         known = {f.name for f in fields(self)}
         values: dict[str, Any] = {}
         for name, value in overrides.items():
-            if name not in known:
+            if name not in known or name.startswith("_"):
                 raise ValidationError(f"unknown guard setting {name!r}", {"field": name, "reason": "unknown"})
             values[name] = _setting(name, value, tuple_of_str=isinstance(getattr(self, name), tuple))
         return replace(self, **values)
 
     def refusal(self, path: str) -> str | None:
-        """``"protected"``, ``"secret"`` or ``None`` for a normalized path."""
+        """``"protected"`` (an internal directory), ``"protected_path"`` (on the
+        protected-paths list) or ``None`` for a normalized path."""
         folded = path.casefold()
-        parts = folded.split("/")
+        if self.internal(folded):
+            return "protected"
+        if self.matches_protected_path(folded):
+            return "protected_path"
+        return None
+
+    def internal(self, path: str) -> bool:
+        """Whether ``path`` lies in a directory of ``protected`` or ``protected_anywhere``."""
+        folded = path.casefold()
         for entry in self.protected:
             root = entry.strip("/").casefold()
             if folded == root or folded.startswith(root + "/"):
-                return "protected"
+                return True
         anywhere = {name.casefold() for name in self.protected_anywhere}
-        if anywhere.intersection(parts):
-            return "protected"
-        if any(fnmatch.fnmatchcase(parts[-1], pattern.casefold()) for pattern in self.secret_patterns):
-            return "secret"
-        return None
+        return bool(anywhere.intersection(folded.split("/")))
+
+    def matches_protected_path(self, path: str, *, directory: bool = False) -> bool:
+        """Whether the protected-paths list takes ``path`` (a directory: all below it)."""
+        matcher = self._matcher
+        if matcher is None:
+            import pathspec  # only when a path is first checked: it is not on the start-up path
+
+            matcher = pathspec.GitIgnoreSpec.from_lines(pattern.casefold() for pattern in self.protected_paths)
+            object.__setattr__(self, "_matcher", matcher)
+        folded = path.casefold()
+        return bool(matcher.match_file(folded + "/" if directory else folded))
 
     def check(self, path: str, *, write: bool) -> str:
         """The normalized path, or ``AuthorizationError`` when the plan may not touch

@@ -179,6 +179,7 @@ class ConfigFile:
     resources: dict[str, dict[str, Any]] = field(default_factory=dict)
     defaults: dict[str, Any] = field(default_factory=dict)
     shell: dict[str, Any] = field(default_factory=dict)
+    protected_paths: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,9 +192,12 @@ class Configuration:
     resources: dict[str, dict[str, Any]] = field(default_factory=dict)
     defaults: dict[str, Any] = field(default_factory=dict)
     shell: dict[str, Any] = field(default_factory=dict)
+    # The user's patterns, then the workspace's: a later one wins, as in a .gitignore.
+    protected_paths: tuple[str, ...] = ()
 
     def tool_settings(self) -> dict[str, Any]:
-        """What the tools read from the configuration (``shell_allow``, ``shell_env``)."""
+        """What the tools read from the configuration (``shell_allow``, ``shell_env``,
+        ``shell_sandbox``, ``shell_network``, ``shell_read``)."""
         return {f"shell_{key}": value for key, value in self.shell.items()}
 
     def declared_actors(self) -> dict[str, dict[str, Any]]:
@@ -239,6 +243,7 @@ def read_config_file(path: Path, base: Path, providers: Iterable[str] | None = N
         {name: {**entry, "source": source} for name, entry in content["resources"].items()},
         content["defaults"],
         content["shell"],
+        tuple(content["protected"].get("paths", ())),
     )
 
 
@@ -250,6 +255,7 @@ def merge(*files: ConfigFile) -> Configuration:
     resources: dict[str, dict[str, Any]] = {}
     defaults: dict[str, Any] = {}
     shell: dict[str, Any] = {}
+    protected: list[str] = []
     for file in files:
         for name, entry in file.actors.items():
             actors[name] = {**actors.get(name, {}), **entry}
@@ -257,8 +263,9 @@ def merge(*files: ConfigFile) -> Configuration:
         resources.update(file.resources)
         defaults.update(file.defaults)
         shell.update(file.shell)
+        protected.extend(file.protected_paths)
     return Configuration(tuple(f.path for f in files if f.path is not None), actors, projects, resources, defaults,
-                         shell)
+                         shell, tuple(protected))
 
 
 def load_config(workspace: Path, providers: Iterable[str] | None = None,

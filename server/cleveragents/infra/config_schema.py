@@ -15,7 +15,7 @@ import re
 import types
 import typing
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, create_model
 from pydantic import ValidationError as PydanticError
@@ -24,7 +24,7 @@ from cleveragents.config import Settings
 
 # Where the backend works can't come from a file inside it.
 NOT_IN_FILE = frozenset({"workspace", "state_dir", "memory", "explicit"})
-SECTIONS = ("defaults", "actors", "projects", "resources", "shell")
+SECTIONS = ("defaults", "actors", "projects", "resources", "shell", "protected")
 # The syntax session.create accepts for an actor name.
 ACTOR_NAME = r"^[a-z0-9][a-z0-9_.\-]*/\S+$"
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
@@ -88,12 +88,38 @@ CommandPrefix = Annotated[str, StringConstraints(min_length=1, max_length=500), 
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 
 
+def _readable_directory(entry: str) -> str:
+    import os
+
+    if not os.path.isabs(os.path.expanduser(entry)):
+        raise ValueError("a directory commands may read is an absolute path (or starts with ~)")
+    return entry
+
+
+ReadPath = Annotated[str, StringConstraints(min_length=1, max_length=4096), AfterValidator(_readable_directory)]
+
+
 class ShellEntry(_Entry):
     """``shell.run``'s policy: the command prefixes it may run (replacing the built-in
-    list) and the extra environment variables its commands see."""
+    list), the extra environment variables its commands see, and their sandbox:
+    ``sandbox = "off"`` runs them unconfined, ``network = true`` lets them use the
+    network, ``read`` adds directories they may read."""
 
     allow: list[CommandPrefix] | None = Field(default=None, max_length=200)
     env: list[EnvName] | None = Field(default=None, max_length=200)
+    sandbox: Literal["on", "off"] | None = None
+    network: bool | None = None
+    read: list[ReadPath] | None = Field(default=None, max_length=200)
+
+
+ProtectedPattern = Annotated[str, StringConstraints(min_length=1, max_length=1000, pattern=r"^[^\x00\n]*$")]
+
+
+class ProtectedEntry(_Entry):
+    """Patterns added to the protected-paths list (gitignore syntax; ``!`` takes a
+    path off it)."""
+
+    paths: list[ProtectedPattern] | None = Field(default=None, max_length=1000)
 
 
 def _scalar(hint: Any) -> bool:
@@ -215,4 +241,5 @@ def validate_document(document: dict[str, Any], base: Path, providers: set[str] 
         "projects": _projects(document, base),
         "resources": _resources(document),
         "shell": _check(ShellEntry, document.get("shell", {}), ("shell",)),
+        "protected": _check(ProtectedEntry, document.get("protected", {}), ("protected",)),
     }

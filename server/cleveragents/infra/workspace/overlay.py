@@ -176,6 +176,24 @@ class Overlay:
                     found.add(entry.path)
         return sorted(path for path in found if self.policy.refusal(path) is None)
 
+    def files_below(self, directory: str) -> list[str]:
+        """Every file at or below ``directory`` in the merged view (guarded or not:
+        the caller decides), without following symlinks."""
+        prefix = normalize(directory)
+        found = set()
+        top = self._disk(prefix)
+        if os.path.isfile(top) and not os.path.islink(top):
+            found.add(prefix)
+        for current, _, filenames in os.walk(top):
+            relative_dir = Path(current).relative_to(self._real_root).as_posix()
+            found.update(f"{relative_dir}/{name}" for name in filenames
+                         if os.path.isfile(os.path.join(current, name)))
+        with self._lock:
+            for entry in self._entries.values():
+                if entry.path == prefix or entry.path.startswith(prefix + "/"):
+                    (found.discard if entry.deleted else found.add)(entry.path)
+        return sorted(found)
+
     # -- state -------------------------------------------------------------------
 
     @property
