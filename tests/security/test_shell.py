@@ -144,6 +144,7 @@ OUTSIDE_PATHS = [
     "cat /etc/passwd", "grep -r SECRET ..", "grep -r SECRET /", "grep -f{secret} x", "grep --file=../secret.txt x",
     "grep -e x ../secret.txt", "ls ..", "ls linkdir", "git diff --no-index ../secret.txt keep.txt",
     "git log --git-dir=../x", "git log --output=../out", "python -m pytest --rootdir=/ -q", "cat ./sub/../link.txt",
+    "make -Clinkdir", "make -flinkdir/Makefile", "grep -flink.txt x", "grep -flinkdir/secret.txt x",
 ]
 
 

@@ -152,19 +152,15 @@ def _path_candidates(argument: str) -> Iterable[str]:
     elif "=" in argument:
         yield argument.split("=", 1)[1]
     elif not argument.startswith("--") and len(argument) > 2:
-        attached = argument[2:]  # -f/etc/x: only a value that clearly is a path
-        if attached.startswith(("/", "~")) or ".." in attached.split("/"):
-            yield attached
+        yield argument[2:]  # -f/etc/x, -Clink: a value that names no path here is let through below
 
 
 def _outside(root: str, candidate: str) -> bool:
     if not candidate:
         return False
-    target = os.path.join(root, candidate)
-    escapes = os.path.isabs(candidate) or ".." in re.split(r"[\\/]", candidate)
-    if not escapes and not os.path.lexists(target):
-        return False  # not a path here (a pattern, a word) or a new file inside
-    return not within(os.path.realpath(target), root)
+    # A word that is no path (a pattern), or a new file, resolves inside; a link on the
+    # way (an existing directory leading out) is followed even when the rest is new.
+    return not within(os.path.realpath(os.path.join(root, candidate)), root)
 
 
 def check_command(argv: Sequence[str], allow_entries: Iterable[str], workspace: str) -> None:
