@@ -56,6 +56,7 @@ BENCHES = (
     Bench("task_store", "bench_task_store.py", "the same store at 1,000 tasks",
           quick=("--sizes", "1000,10000", "--reps", "51")),
     Bench("http", "bench_http.py", "plain a2a-sdk server (DefaultRequestHandler)"),
+    Bench("sandbox", "bench_sandbox.py", "the same server with [shell] sandbox = \"off\", paired per repetition"),
 )
 
 
