@@ -125,7 +125,7 @@ def _test_user() -> tuple[int, int]:
         done = subprocess.run([useradd, "--system", "--user-group", "--no-create-home",
                                "--shell", "/usr/sbin/nologin", USER], capture_output=True, text=True)
         if done.returncode not in (0, 9):  # 9: made meanwhile by another run
-            raise RuntimeError(f"useradd failed: {done.stderr.strip()}")
+            raise RuntimeError(f"useradd failed: {done.stderr.strip()}") from None
         entry = pwd.getpwnam(USER)
     return entry.pw_uid, entry.pw_gid
 
