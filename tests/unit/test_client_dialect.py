@@ -5,9 +5,10 @@ import pytest
 from cleveragents.a2a.client import A2aClientError, A2aRemoteError, select_interface
 from cleveragents.a2a.client_dialect import DIALECTS, auth_headers, card_urls, offered_interfaces
 from cleveragents.a2a.client_errors import http_error, remote_error
-from cleveragents.a2a.errors import A2aNotAvailableError, A2aOperationNotFoundError
+from cleveragents.a2a.errors import A2aNotAvailableError, A2aOperationNotFoundError, StorageFullError
 from cleveragents.domain.errors import (
     AuthenticationError,
+    BudgetExceededError,
     BusinessRuleViolation,
     PlanError,
     TaskNotFoundError,
@@ -100,6 +101,27 @@ def test_remote_errors_are_the_projects_own_classes():
     assert isinstance(missing, A2aOperationNotFoundError) and missing.operation == "m"
     odd = remote_error({"code": -1, "message": "?"}, url="u", method="m", standard=True)
     assert type(odd) is A2aRemoteError and "u" in str(odd) and "code -1" in str(odd)
+
+
+@pytest.mark.parametrize("standard", [True, False])
+def test_a_plain_internal_error_is_a_generic_remote_error_with_the_peers_message(standard):
+    """A peer's catch-all -32603 says nothing of the cause: it is no storage-full error."""
+    exc = remote_error({"code": -32603, "message": "Authenticated card not supported"}, url="u",
+                       method="GetExtendedAgentCard", standard=standard)
+    assert type(exc) is A2aRemoteError and not isinstance(exc, StorageFullError)
+    assert "Authenticated card not supported" in str(exc) and exc.code == -32603
+
+
+def test_error_info_picks_the_kind_by_reason_and_code():
+    def info(reason: str) -> list[dict[str, str]]:
+        return [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": "a2a-protocol.org"}]
+
+    full = remote_error({"code": -32603, "message": "disk full", "data": info("RESOURCE_EXHAUSTED")}, url="u",
+                        method="SendMessage", standard=True)
+    budget = remote_error({"code": -32600, "message": "over budget", "data": info("RESOURCE_EXHAUSTED")}, url="u",
+                          method="SendMessage", standard=True)
+    assert isinstance(full, StorageFullError) and isinstance(budget, BudgetExceededError)
+    assert not isinstance(full, BudgetExceededError) and not isinstance(budget, StorageFullError)
 
 
 def test_http_errors_say_what_went_wrong():

@@ -3,9 +3,11 @@
 - ``A2aClientError``: the call never got an A2A answer (connection refused, timeout,
   an HTTP error status, a body that is not JSON-RPC). Subclasses say which.
 - ``A2aRemoteError``: the peer answered with a JSON-RPC error. The exception is also
-  an instance of the project's class for that code (``TaskNotFoundError``,
-  ``AuthenticationError``, ...), read backwards from the tables in ``a2a/errors.py``,
-  so callers catch remote refusals the way they catch local ones.
+  an instance of the project's class for that error (``TaskNotFoundError``,
+  ``AuthenticationError``, ...), read backwards from the tables in ``a2a/errors.py``:
+  by the 1.0 ErrorInfo reason and code, else by a code that names one kind of error.
+  A plain -32603, or a code no table has, is a bare ``A2aRemoteError`` with the peer's
+  message. Callers catch remote refusals the way they catch local ones.
 
 Every message names the URL and the method. No credential ever goes in one.
 """
@@ -66,16 +68,23 @@ class A2aRemoteError(A2aError):
 
 
 def _first_by_code(table: dict[type[Exception], Any]) -> dict[int, type[Exception]]:
+    """The first class of each code, except -32603: it is every server's catch-all, so
+    the code alone says nothing of the cause (a storage-full answer carries its reason)."""
     out: dict[int, type[Exception]] = {}
     for cls, entry in table.items():
-        out.setdefault(entry[0] if isinstance(entry, tuple) else entry, cls)
+        code = entry[0] if isinstance(entry, tuple) else entry
+        if code != INTERNAL_ERROR:
+            out.setdefault(code, cls)
     return out
 
 
 _STANDARD_BY_CODE = _first_by_code(A2A_ERROR_CODES)
 _EXTENSION_BY_CODE = _first_by_code(EXTENSION_ERROR_CODES)
+# A 1.0 peer's ErrorInfo reason, with its code where two codes share a reason.
+_BY_CODE_AND_REASON: dict[tuple[int, str], type[Exception]] = {}
 _BY_REASON: dict[str, type[Exception]] = {}
 for _cls, (_code, _reason) in A2A_ERROR_CODES.items():
+    _BY_CODE_AND_REASON.setdefault((_code, _reason), _cls)
     _BY_REASON.setdefault(_reason, _cls)
 
 
@@ -109,7 +118,8 @@ def remote_error(error: Any, *, url: str, method: str, standard: bool,
             data = {**(info.get("metadata") or {}), "reason": reason}
     elif raw is not None and not isinstance(raw, dict):
         data = {"detail": raw}
-    kind = _BY_REASON.get(reason or "") or (_STANDARD_BY_CODE if standard else _EXTENSION_BY_CODE).get(code)
+    kind = (_BY_CODE_AND_REASON.get((code, reason or "")) or _BY_REASON.get(reason or "")
+            or (_STANDARD_BY_CODE if standard else _EXTENSION_BY_CODE).get(code))
     return _remote_class(kind)(f"{method} at {url} failed: {text} (code {code})", data, code=code, url=url,
                                method=method, status=status, reason=reason, details=details)
 
