@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,6 +34,13 @@ class Settings:
     auth_tokens: tuple[str, ...] = ()
     api_keys: tuple[str, ...] = ()
     api_key_header: str = "X-API-Key"
+    # HTTP mode: Host names served besides loopback and the public URL's (docs/http.md),
+    # and the browser origins allowed to call (CORS); none by default.
+    allowed_hosts: tuple[str, ...] = ()
+    cors_origins: tuple[str, ...] = ()
+    # Networks (CIDR) that push notifications may reach although they are loopback,
+    # private, link-local or otherwise not public; none by default.
+    push_allowed_networks: tuple[str, ...] = ()
     # Actors (docs/actors.md). API keys are never settings: an actor reads the variable
     # named by its `api_key_env` when it makes a call.
     openai_base_url: str | None = None  # default https://api.openai.com/v1
@@ -61,7 +69,7 @@ class Settings:
             env["memory"] = True
         if value := os.environ.get("CLEVERAGENTS_MAX_TERMINAL_TASKS"):
             env["max_terminal_tasks"] = int(value)
-        for key, name in (("auth_tokens", "CLEVERAGENTS_AUTH_TOKENS"), ("api_keys", "CLEVERAGENTS_API_KEYS")):
+        for key, name in _LIST_VARIABLES:
             if value := os.environ.get(name):
                 env[key] = tuple(t.strip() for t in value.split(",") if t.strip())
         if value := os.environ.get("CLEVERAGENTS_API_KEY_HEADER"):
@@ -75,6 +83,15 @@ class Settings:
         for key in ("workspace", "state_dir"):
             if isinstance(value := getattr(self, key), str):
                 object.__setattr__(self, key, Path(value))
+        for key in ("auth_tokens", "api_keys", "allowed_hosts", "cors_origins", "push_allowed_networks"):
+            if isinstance(value := getattr(self, key), str):
+                raise ValueError(f"{key} is a list of strings, not one string: {key}=({value!r},)")
+            object.__setattr__(self, key, tuple(value))
+        for network in self.push_allowed_networks:
+            try:
+                ipaddress.ip_network(network.strip(), strict=False)
+            except ValueError:
+                raise ValueError(f"push_allowed_networks: {network!r} is not a network (e.g. 10.0.0.0/8, ::1)") from None
 
     def with_file_defaults(self, defaults: Mapping[str, object]) -> Settings:
         """These settings with a config file's ``[defaults]`` where a setting was not
@@ -94,6 +111,15 @@ class Settings:
             return self.state_dir.expanduser().resolve()
         return self.resolved_workspace / STATE_DIRNAME
 
+
+# Comma-separated lists.
+_LIST_VARIABLES = (
+    ("auth_tokens", "CLEVERAGENTS_AUTH_TOKENS"),
+    ("api_keys", "CLEVERAGENTS_API_KEYS"),
+    ("allowed_hosts", "CLEVERAGENTS_ALLOWED_HOSTS"),
+    ("cors_origins", "CLEVERAGENTS_CORS_ORIGINS"),
+    ("push_allowed_networks", "CLEVERAGENTS_PUSH_ALLOWED_NETWORKS"),
+)
 
 _ACTOR_NUMBERS: tuple[tuple[str, str, type], ...] = (
     ("actor_timeout", "CLEVERAGENTS_ACTOR_TIMEOUT", float),

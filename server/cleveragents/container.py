@@ -197,7 +197,8 @@ class Container:
         from cleveragents.domain.actor import Budget, ToolInfo
         from cleveragents.domain.tools import ToolContext
         from cleveragents.infra.actors.toolbox import ToolBox
-        from cleveragents.infra.webhooks import post_json
+        from cleveragents.infra.push_targets import PushTargets
+        from cleveragents.infra.webhooks import WebhookPoster
 
         tools = self.tool_registry
         if isinstance(getattr(actor, "actor_name", None), str) and getattr(actor, "actor", None) is None:
@@ -226,7 +227,8 @@ class Container:
             self.store, self.resolve_actor, self.actor,
             session_budget=Budget(self.settings.session_max_tokens, self.settings.session_max_cost),
             context=session_context)
-        self.push_sender = PushSender(post_json)
+        targets = PushTargets(self.settings.push_allowed_networks)
+        self.push_sender = PushSender(WebhookPoster(targets), admit=targets.admit)
         self.task_service = TaskService(self.store, self.actor, tools=None if actor is not None else tool_infos,
                                         push=self.push_sender, router=PlanGates(self.plan_service),
                                         selector=None if actor is not None else self.session_actors,

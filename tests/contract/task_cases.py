@@ -164,9 +164,10 @@ async def a_subscriber_resumes_after_the_last_event_it_saw(runner):
 @case
 async def push_notification_configs_are_kept_per_task(runner):
     task = result_of(await runner.call("SendMessage", v1_message("hello")))["task"]
+    # A public address (the task is done: nothing is ever sent to it).
     created = result_of(await runner.call("CreateTaskPushNotificationConfig", {
-        "taskId": task["id"], "url": "http://127.0.0.1:9/hook", "token": "secret-1"}))
-    assert created["taskId"] == task["id"] and created["url"] == "http://127.0.0.1:9/hook"
+        "taskId": task["id"], "url": "http://93.184.215.14/hook", "token": "secret-1"}))
+    assert created["taskId"] == task["id"] and created["url"] == "http://93.184.215.14/hook"
     config_id = created["id"]
     got = result_of(await runner.call("GetTaskPushNotificationConfig", {"taskId": task["id"], "id": config_id}))
     assert got == created
@@ -182,6 +183,14 @@ async def push_notification_configs_are_kept_per_task(runner):
     assert bad["code"] == -32602
     missing = error_of(await runner.call("CreateTaskPushNotificationConfig", {"taskId": "nope", "url": "http://x/"}))
     assert missing["code"] == -32001
+    # The server's own loopback and a cloud metadata service are no webhooks.
+    for url, reason in (("http://127.0.0.1:9/hook", "loopback"), ("http://169.254.169.254/latest/meta-data/", "metadata")):
+        refused = error_of(await runner.call("CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": url}))
+        assert refused["code"] == -32602 and refused["data"][0]["metadata"]["reason"] == reason, refused
+        old_refused = error_of(await runner.call("tasks/pushNotificationConfig/set", {
+            "taskId": task["id"], "pushNotificationConfig": {"url": url}}))
+        assert old_refused["code"] == -32602 and old_refused["data"]["reason"] == reason, old_refused
+    assert result_of(await runner.call("ListTaskPushNotificationConfigs", {"taskId": task["id"]}))["configs"] == []
 
 
 @case

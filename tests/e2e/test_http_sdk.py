@@ -28,10 +28,15 @@ async def handler(text: str):
     yield await echo(text)
 
 
+TOKEN = "sdk-token-4d1e"
+
+
 @pytest.fixture
 async def server(tmp_path):
-    app = A2A(agent=Agent(name="Echo", handler=handler), description="Echoes what it is told").asgi_app(
-        workspace=tmp_path, memory=True)
+    """The agent as served by default (with a token), with push configs allowed to name
+    the test's loopback webhook."""
+    app = A2A(agent=Agent(name="Echo", handler=handler), description="Echoes what it is told",
+              auth_token=TOKEN).asgi_app(workspace=tmp_path, memory=True, push_allowed_networks=("127.0.0.1/32",))
     server = UvicornServer(app)
     await server.start()
     yield server
@@ -40,7 +45,7 @@ async def server(tmp_path):
 
 @pytest.fixture
 async def http(server):
-    async with httpx.AsyncClient(timeout=10) as client:
+    async with httpx.AsyncClient(timeout=10, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
         yield client
 
 

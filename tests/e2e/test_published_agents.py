@@ -51,6 +51,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Agen
         "asking": AgentServer.agent("asking_agent", cwd=tmp_path_factory.mktemp("workspace"), env={
             "CLEVERAGENTS_MAX_TERMINAL_TASKS": "5",
             "no_proxy": "127.0.0.1",  # the test's webhooks are local, whatever proxy is set
+            "CLEVERAGENTS_PUSH_ALLOWED_NETWORKS": "127.0.0.1/32",  # which pushes may reach only when allowed
         }),
         "sync_barrier": AgentServer.agent("sync_barrier_agent", "--memory", cwd=root),
         "async_barrier": AgentServer.agent("async_barrier_agent", "--memory", cwd=root),

@@ -11,7 +11,11 @@ import pytest
 
 from cleveragents.a2a.push import TOKEN_HEADER, PushSender
 from cleveragents.domain.task import PushConfig, TaskState, TaskStatus, TaskStatusUpdate
-from cleveragents.infra.webhooks import post_json
+from cleveragents.infra.push_targets import PushTargets
+from cleveragents.infra.webhooks import WebhookPoster, post_json
+
+# The test's webhook listens on loopback, which pushes may reach only when allowed.
+LOCAL = WebhookPoster(PushTargets(["127.0.0.1/32"]))
 
 
 @pytest.fixture
@@ -48,7 +52,7 @@ async def wait_for(received: list, count: int) -> None:
 
 async def test_items_go_in_order_with_the_token_in_the_configs_dialect(webhook):
     url, received = webhook
-    sender = PushSender(post_json)
+    sender = PushSender(LOCAL)
     v1 = PushConfig("p1", "t1", url + "/v1", token="tok-1", authentication={"scheme": "Bearer", "credentials": "xyz"})
     v03 = PushConfig("p2", "t1", url + "/v03", token="tok-2", metadata={"dialect": "0.3"})
     for state in (TaskState.WORKING, TaskState.COMPLETED):
@@ -69,7 +73,7 @@ async def test_items_go_in_order_with_the_token_in_the_configs_dialect(webhook):
 
 async def test_a_failing_webhook_is_retried_then_given_up_and_its_worker_ends_when_idle(webhook):
     url, received = webhook
-    sender = PushSender(post_json, retry_delay=0.01, idle=0.2)
+    sender = PushSender(LOCAL, retry_delay=0.01, idle=0.2)
     sender.deliver(PushConfig("p1", "t1", url + "/broken"), update(TaskState.WORKING))
     await wait_for(received, 3)
     await asyncio.sleep(0.5)
@@ -79,4 +83,5 @@ async def test_a_failing_webhook_is_retried_then_given_up_and_its_worker_ends_wh
 
 def test_unreachable_and_bad_urls_are_reported_not_raised():
     assert post_json("ftp://example.invalid/x", {}, {}) is not None
-    assert post_json("http://127.0.0.1:9/hook", {}, {}, timeout=2) is not None
+    assert post_json("http://127.0.0.1:9/hook", {}, {}, timeout=2) is not None  # loopback: refused
+    assert LOCAL("http://127.0.0.1:9/hook", {}, {}) is not None  # allowed, but nobody listens

@@ -2,14 +2,16 @@
 
 Items are encoded in the dialect the config was created in and posted in order, one
 worker per webhook URL, with a bounded queue: a slow or dead webhook loses its own
-oldest items (logged), never the task's progress.
+oldest items (logged), never the task's progress. ``admit`` checks a config's URL
+before it is stored (where it may point, ``infra/push_targets.py``); the poster checks
+it again at each delivery.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from cleveragents.a2a.codecs import get_codec
@@ -24,15 +26,26 @@ TOKEN_HEADER = "X-A2A-Notification-Token"
 DIALECT_KEY = "dialect"  # in PushConfig.metadata: "1.0" or "0.3"
 
 Poster = Callable[[str, Any, Mapping[str, str]], "str | None"]
+Admit = Callable[[str], Awaitable[None]]
+
+
+async def _admit_any(url: str) -> None:
+    return None
 
 
 class PushSender:
-    def __init__(self, post: Poster, retry_delay: float = 0.5, idle: float = IDLE_SECONDS):
+    def __init__(self, post: Poster, retry_delay: float = 0.5, idle: float = IDLE_SECONDS,
+                 admit: Admit = _admit_any):
         self._post = post
+        self._admit = admit
         self._retry_delay = retry_delay
         self._idle = idle
         self._queues: dict[str, asyncio.Queue[tuple[PushConfig, Any]]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
+
+    async def admit(self, config: PushConfig) -> None:
+        """Refuse (``ValidationError``) a config whose URL the server won't call."""
+        await self._admit(config.url)
 
     def deliver(self, config: PushConfig, item: StreamItem) -> None:
         codec = get_codec(str(config.metadata.get(DIALECT_KEY, "1.0")))

@@ -14,7 +14,7 @@ header) to resume after the last event a client saw.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -24,6 +24,7 @@ from cleveragents.a2a.push import DIALECT_KEY
 from cleveragents.app.calls import CallContext
 from cleveragents.app.task_events import StreamEvent
 from cleveragents.app.tasks import TaskService
+from cleveragents.domain.push_policy import PushTargetRefused
 from cleveragents.domain.task import PushConfig, TaskArtifactUpdate
 
 STATUS_NOTIFICATION = "task/statusUpdate"
@@ -43,17 +44,19 @@ class TaskEndpoint:
     async def send(self, context: CallContext | None = None, **params: Any) -> dict[str, Any]:
         codec = codec_for(context)
         request = _with_dialect(codec.decode_send_params(params), codec)
-        result = await self.service.send(
-            request.message, blocking=request.blocking, history_length=request.history_length,
-            push_config=request.push_config, metadata=request.metadata,
-        )
+        with _push_url_at(_send_url_loc(params)):
+            result = await self.service.send(
+                request.message, blocking=request.blocking, history_length=request.history_length,
+                push_config=request.push_config, metadata=request.metadata,
+            )
         return codec.encode_send_result(result)
 
     async def stream(self, context: CallContext | None = None, **params: Any) -> dict[str, Any]:
         codec = codec_for(context)
         request = _with_dialect(codec.decode_send_params(params), codec)
-        items = await self.service.stream(request.message, push_config=request.push_config,
-                                          metadata=request.metadata)
+        with _push_url_at(_send_url_loc(params)):
+            items = await self.service.stream(request.message, push_config=request.push_config,
+                                              metadata=request.metadata)
         return await self._relay(items, codec, context)
 
     async def subscribe(self, context: CallContext | None = None, **params: Any) -> dict[str, Any]:
@@ -99,7 +102,8 @@ class TaskEndpoint:
     # -- push notification configs -------------------------------------------------
     async def create_push_config(self, context: CallContext | None = None, **params: Any) -> dict[str, Any]:
         codec = codec_for(context)
-        config = await self.service.set_push_config(_dialect_config(codec.decode_push_config(params), codec))
+        with _push_url_at(_config_url_loc(params)):
+            config = await self.service.set_push_config(_dialect_config(codec.decode_push_config(params), codec))
         return codec.encode_push_config(config)
 
     async def get_push_config(self, context: CallContext | None = None, **params: Any) -> dict[str, Any]:
@@ -120,6 +124,29 @@ class TaskEndpoint:
             raise invalid(["id"], "the config's id is required")
         await self.service.delete_push_config(task_id, config_id)
         return None if context is not None and context.dialect == dialects.A2A_V03 else {}
+
+
+@contextlib.contextmanager
+def _push_url_at(loc: tuple[str, ...]) -> Iterator[None]:
+    """A refused webhook URL, reported at its place in the request's params."""
+    try:
+        yield
+    except PushTargetRefused as exc:
+        raise exc.at(loc) from None
+
+
+def _config_url_loc(params: Any, loc: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Where a push config's url is: flat (1.0) or under ``pushNotificationConfig`` (0.3)."""
+    if isinstance(params, dict) and isinstance(params.get("pushNotificationConfig"), dict):
+        loc = (*loc, "pushNotificationConfig")
+    return (*loc, "url")
+
+
+def _send_url_loc(params: dict[str, Any]) -> tuple[str, ...]:
+    conf = params.get("configuration")
+    conf = conf if isinstance(conf, dict) else {}
+    key = "taskPushNotificationConfig" if "taskPushNotificationConfig" in conf else "pushNotificationConfig"
+    return _config_url_loc(conf.get(key), ("configuration", key))
 
 
 def _dialect_config(config: PushConfig, codec: Codec) -> PushConfig:

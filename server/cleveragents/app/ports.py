@@ -82,6 +82,9 @@ class Store(SessionRepository, TaskRepository, Protocol):
 
 # -- what the task service is given ---------------------------------------------------
 class PushDispatcher(Protocol):
+    async def admit(self, config: PushConfig) -> None:
+        """Raise ``ValidationError`` if the config's URL is one the server won't call."""
+
     def deliver(self, config: PushConfig, item: StreamItem) -> None:
         """Queue ``item`` for the webhook; never blocks, never raises."""
 

@@ -154,6 +154,8 @@ class TaskService:
         await self._ready()
         if not message.parts:
             raise ValidationError.for_field(["message", "parts"], "a message needs at least one part", "too_short")
+        if push_config is not None and self._push is not None:
+            await self._push.admit(push_config)  # before anything is stored
         if self.router is not None and (claimed := await self.router.claim(message)) is not None:
             run = TaskRun(claimed)
             queue = run.listen() if listen else None
@@ -463,6 +465,8 @@ class TaskService:
     # -- push configs --------------------------------------------------------------
     async def set_push_config(self, config: PushConfig) -> PushConfig:
         await self._require(config.task_id)
+        if self._push is not None:
+            await self._push.admit(config)
         config = replace(config, id=config.id or new_id())
         await self._store.put_push_config(config)
         if (run := self._live.get(config.task_id)) is not None:

@@ -2,32 +2,102 @@
 
 Each call blocks, so callers run it in a worker thread. Errors come back as a short
 description, never as an exception: a failing webhook must not disturb its task.
+
+The webhook's host is resolved and checked (``push_targets.PushTargets``) at each
+call, and the connection goes to an address that was checked, with the URL's host
+in ``Host`` and in TLS (name and certificate): no second lookup happens that a DNS
+answer could change. Redirects are not followed, and proxy variables are not used,
+since either would send the request somewhere unchecked.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
-import urllib.error
-import urllib.request
+import socket
+import ssl
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
+
+from cleveragents.domain.push_policy import PushTargetRefused
+from cleveragents.infra.push_targets import PushTargets, Target
 
 USER_AGENT = "cleveragents-push/1"
+READ_LIMIT = 65536
 
 
-def post_json(url: str, body: Any, headers: Mapping[str, str], timeout: float = 10.0) -> str | None:
+class WebhookPoster:
+    """``poster(url, body, headers) -> None | problem``, for ``PushSender``."""
+
+    def __init__(self, targets: PushTargets, timeout: float = 10.0):
+        self.targets = targets
+        self.timeout = timeout
+
+    def __call__(self, url: str, body: Any, headers: Mapping[str, str]) -> str | None:
+        return post_json(url, body, headers, timeout=self.timeout, targets=self.targets)
+
+
+def post_json(url: str, body: Any, headers: Mapping[str, str], timeout: float = 10.0,
+              targets: PushTargets | None = None) -> str | None:
     """POST ``body``; ``None`` on a 2xx answer, else what went wrong."""
-    if not url.startswith(("http://", "https://")):
-        return f"unsupported URL scheme in {url!r}"
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode("utf-8"), method="POST",
-        headers={"Content-Type": "application/json", "User-Agent": USER_AGENT, **headers},
-    )
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - scheme checked above
-            response.read(65536)
-            return None if 200 <= response.status < 300 else f"HTTP {response.status}"
-    except urllib.error.HTTPError as exc:
-        return f"HTTP {exc.code}"
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        return f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+        target = (targets or PushTargets()).check(url)
+    except PushTargetRefused as exc:
+        return f"refused: {exc.detail}"
+    parts = urlsplit(url)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    payload = json.dumps(body).encode("utf-8")
+    request_headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT, **headers}
+    problem = "no address"
+    for address in target.addresses:
+        connection = _connection(target, address, timeout)
+        try:
+            connection.request("POST", path, body=payload, headers=request_headers)
+            response = connection.getresponse()
+            response.read(READ_LIMIT)
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+            continue  # the next checked address, if any
+        finally:
+            connection.close()
+        if 200 <= response.status < 300:
+            return None
+        if 300 <= response.status < 400:
+            return f"HTTP {response.status} (redirects are not followed)"
+        return f"HTTP {response.status}"
+    return problem
+
+
+def _connection(target: Target, address: str, timeout: float) -> http.client.HTTPConnection:
+    name = f"[{target.host}]" if ":" in target.host else target.host
+    host_header = name if target.port == (443 if target.scheme == "https" else 80) else f"{name}:{target.port}"
+    if target.scheme == "https":
+        connection: http.client.HTTPConnection = _PinnedHTTPS(target.host, target.port, timeout=timeout,
+                                                              context=ssl.create_default_context())
+    else:
+        connection = _PinnedHTTP(target.host, target.port, timeout=timeout)
+    connection.address = address  # type: ignore[attr-defined]
+    connection.host_header = host_header  # type: ignore[attr-defined]
+    return connection
+
+
+class _PinnedHTTP(http.client.HTTPConnection):
+    """Connects to ``address`` (checked) instead of resolving ``host`` again."""
+
+    address: str
+    host_header: str
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection((self.address, self.port), self.timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def putrequest(self, method: str, url: str, skip_host: bool = False, skip_accept_encoding: bool = False) -> None:
+        super().putrequest(method, url, skip_host=True, skip_accept_encoding=skip_accept_encoding)
+        self.putheader("Host", self.host_header)
+
+
+class _PinnedHTTPS(_PinnedHTTP, http.client.HTTPSConnection):
+    def connect(self) -> None:
+        _PinnedHTTP.connect(self)
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=self.host)  # type: ignore[attr-defined]
