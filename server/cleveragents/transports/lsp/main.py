@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,8 +28,11 @@ SERVER_MODULE = "cleveragents.transports.lsp.server"
 
 
 def configure_logging(level: str) -> None:
+    from cleveragents.transports import redaction
+
+    redaction.register_environment(dict(os.environ))
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(redaction.RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
