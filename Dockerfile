@@ -21,5 +21,6 @@ VOLUME ["/workspace"]
 EXPOSE 8000
 
 # Secrets come from the environment: CLEVERAGENTS_AUTH_TOKENS and/or CLEVERAGENTS_API_KEYS
-# (comma-separated). Without either, anyone who reaches the port may call the agent.
+# (comma-separated). Without either, the server makes a token at each start and prints it
+# in the container's log. Behind a proxy, add --public-url (its host is then served).
 CMD ["agents", "serve", "--http", "--host", "0.0.0.0", "--port", "8000", "--proxy-headers", "--forwarded-allow-ips", "*"]

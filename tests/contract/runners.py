@@ -22,6 +22,7 @@ from tests.e2e.rawclient import frame
 EVENT = "_cleveragents/event"
 STREAM_NOTIFICATIONS = ("task/statusUpdate", "task/artifactUpdate")
 TIMEOUT = 10.0
+HTTP_TOKEN = "contract-token-7f3a9c"
 
 
 class EventStream:
@@ -322,9 +323,10 @@ class HttpRunner:
         from cleveragents.config import Settings
         from cleveragents.transports.http.app import build_app
 
-        self.server = UvicornServer(build_app(settings=Settings(workspace=self.workspace)))
+        # As `agents serve --http` serves by default: behind a token.
+        self.server = UvicornServer(build_app(settings=Settings(workspace=self.workspace, auth_tokens=(HTTP_TOKEN,))))
         url = await self.server.start()
-        self.client = httpx.AsyncClient(base_url=url, timeout=TIMEOUT)
+        self.client = httpx.AsyncClient(base_url=url, timeout=TIMEOUT, headers={"Authorization": f"Bearer {HTTP_TOKEN}"})
 
     async def close(self) -> None:
         for task in self._readers:

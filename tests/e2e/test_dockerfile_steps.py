@@ -123,13 +123,19 @@ def test_the_dockerfile_installs_and_serves(tmp_path):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert server.stderr is not None
-        line = server.stderr.readline()  # "listening on http://HOST:PORT", once bound
-        match = re.match(r"listening on (http://127\.0\.0\.1:\d+)$", line.strip())
-        assert match, line
+        # No secret in the image's environment: the server makes a token and prints it,
+        # then "listening on http://HOST:PORT" once bound.
+        lines = [server.stderr.readline()]
+        while lines[-1] and not lines[-1].startswith("listening on") and len(lines) < 20:
+            lines.append(server.stderr.readline())
+        match = re.match(r"listening on (http://127\.0\.0\.1:\d+)$", lines[-1].strip())
+        assert match, lines
+        token = next(m.group(1) for line in lines if (m := re.match(r"^\s+token: (\S+)$", line)))
         url = match.group(1)
         card = httpx.get(url + "/.well-known/agent-card.json", timeout=10).json()
         assert {"url": url + "/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"} in card["supportedInterfaces"]
-        sent = httpx.post(url + "/a2a", headers={"A2A-Version": "1.0"}, timeout=30, json={
+        assert httpx.post(url + "/a2a", timeout=10, json={"jsonrpc": "2.0", "id": 0, "method": "ListTasks"}).status_code == 401
+        sent = httpx.post(url + "/a2a", headers={"A2A-Version": "1.0", "Authorization": f"Bearer {token}"}, timeout=30, json={
             "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
             "params": {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "hello"}]}}}).json()
         assert sent["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", sent  # the local actor answers

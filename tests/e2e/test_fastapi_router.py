@@ -4,6 +4,7 @@ same routes and auth as ``asgi_app()``, and services that live as long as the ap
 
 from __future__ import annotations
 
+import json
 import logging
 
 import httpx
@@ -82,12 +83,33 @@ async def test_without_a_lifespan_services_that_cannot_start_answer_503(tmp_path
     (tmp_path / ".cleveragents" / "config.toml").write_text("defaults = [\n")
     app = users_app(A2A(agent=Agent(name="Echo", handler=handler)), workspace=tmp_path, memory=True)
     # httpx's ASGI transport sends no lifespan events: the first request starts the services.
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
         answer = await client.post("/a2a", json=rpc("ListTasks"), headers=V1)
         assert answer.status_code == 503 and answer.json()["error"]["code"] == -32603
         assert "config.toml" not in answer.text
         assert (await client.get("/tasks")).status_code == 500
         assert (await client.get("/users/ada")).status_code == 200
+
+
+async def test_the_routes_keep_the_apps_host_origin_and_content_type_checks(tmp_path):
+    """FastAPI copies a router's routes one by one, without middleware: each of ours
+    carries the checks itself."""
+    a2a = A2A(agent=Agent(name="Echo", handler=handler), auth_token="sk-secret")
+    app = users_app(a2a, workspace=tmp_path, memory=True, cors_origins=("https://app.example",))
+    async with serving(app) as (server, client):
+        auth = {**V1, "Authorization": "Bearer sk-secret"}
+        rebound = await client.post("/a2a", json=rpc("ListTasks"), headers={**auth, "Host": "evil.example"})
+        assert rebound.status_code == 421
+        foreign = await client.post("/a2a", json=rpc("ListTasks"), headers={**auth, "Origin": "https://evil.example"})
+        assert foreign.status_code == 403 and "access-control-allow-origin" not in foreign.headers
+        plain = await client.post("/a2a", content=json.dumps(rpc("ListTasks")), headers=auth)
+        assert plain.status_code == 415
+        preflight = await client.options("/tasks", headers={"Origin": "https://app.example",
+                                                            "Access-Control-Request-Method": "GET"})
+        assert preflight.status_code == 204 and preflight.headers["access-control-allow-origin"] == "https://app.example"
+        allowed = await client.get("/tasks", headers={**auth, "Origin": "https://app.example"})
+        assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == "https://app.example"
+        assert (await client.get("/users/ada", headers={"Host": "evil.example"})).status_code == 200  # the user's own
 
 
 def test_get_router_without_fastapi_says_how_to_install_it(monkeypatch):

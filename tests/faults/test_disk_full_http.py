@@ -32,6 +32,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.security.http_process import TOKEN
+
 from tests.contract.runners import sse_messages
 from tests.faults.test_disk_full import Filler, assert_names_the_cause, mount_tmpfs
 
@@ -65,6 +67,8 @@ class HttpServer:
                  "--state-dir", str(state), "--host", "127.0.0.1", "--port", "0"],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
         self.url = f"http://127.0.0.1:{self._port()}"
+        # No credential is configured: the server made a token and printed it.
+        self.headers = {"Authorization": f"Bearer {TOKEN.search(self.log.read_text()).group(1)}"}
 
     def _port(self) -> str:
         deadline = time.monotonic() + 15
@@ -114,7 +118,7 @@ class Client:
         its SSE events, or its one JSON answer as ``[("json", body)]``. A stream that
         does not end within STREAM_TIMEOUT fails the test."""
         if binding == "jsonrpc":
-            path, headers = "/a2a", V1
+            path, headers = "/a2a", {**V1, "Content-Type": "application/json"}
             body = {"jsonrpc": "2.0", "id": "s", "method": "SendStreamingMessage", "params": message(text)}
         else:
             path, headers, body = "/message:stream", REST, message(text)
@@ -164,7 +168,7 @@ async def test_a_full_state_disk_fails_http_sends_clearly_and_recovers(tmp_path,
     workspace.mkdir()
     server = HttpServer(workspace, state, tmp_path / "server.log")
     try:
-        async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+        async with httpx.AsyncClient(base_url=server.url, timeout=10, headers=server.headers) as http:
             client = Client(http)
 
             # 1. Room on the disk: a send over each binding is acknowledged.

@@ -21,6 +21,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.security.http_process import TOKEN
+
 from tests.e2e.agent_server import AGENTS
 from tests.faults.test_load import rss
 
@@ -37,7 +39,7 @@ STREAMS = {
 }
 
 
-def start(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, str]:
+def start(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, str, str]:
     log = tmp_path / "stderr.log"
     env = {**os.environ, "CLEVERAGENTS_MAX_OUTPUT_BUFFER": str(LIMIT)}
     with log.open("wb") as err:
@@ -46,7 +48,7 @@ def start(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, str]:
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         if match := LISTENING.search(log.read_text(errors="replace")):
-            return proc, log, match.group(1)
+            return proc, log, match.group(1), TOKEN.search(log.read_text()).group(1)  # the token it made
         if proc.poll() is not None:
             break
         time.sleep(0.02)
@@ -54,13 +56,14 @@ def start(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, str]:
     pytest.fail(f"the agent did not start: {log.read_text(errors='replace')[-2000:]}")
 
 
-def stalled_request(port: str, path: str, content_type: str, body: dict) -> socket.socket:
+def stalled_request(port: str, token: str, path: str, content_type: str, body: dict) -> socket.socket:
     """Send the request, read the status line and headers, then never read again."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
     sock.connect(("127.0.0.1", int(port)))
     data = json.dumps(body).encode()
-    sock.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {content_type}\r\n"
+    sock.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: {content_type}\r\n"
+                 f"Authorization: Bearer {token}\r\n"
                  f"Accept: text/event-stream\r\nA2A-Version: 1.0\r\nContent-Length: {len(data)}\r\n\r\n".encode()
                  + data)
     head = sock.recv(512)
@@ -70,13 +73,14 @@ def stalled_request(port: str, path: str, content_type: str, body: dict) -> sock
 
 @pytest.mark.parametrize("binding", sorted(STREAMS))
 def test_a_stream_nobody_reads_is_given_up_and_its_task_canceled(tmp_path, binding):
-    proc, log, port = start(tmp_path)
+    proc, log, port, token = start(tmp_path)
     sock = None
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10, headers=V1) as http:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10,
+                          headers={**V1, "Authorization": f"Bearer {token}"}) as http:
             assert http.get("/.well-known/agent-card.json").status_code == 200
             baseline, peak = rss(proc.pid), 0
-            sock = stalled_request(port, *STREAMS[binding])
+            sock = stalled_request(port, token, *STREAMS[binding])
             deadline = time.monotonic() + 30
             while "stopped reading" not in log.read_text(errors="replace") and time.monotonic() < deadline:
                 peak = max(peak, rss(proc.pid))

@@ -139,7 +139,7 @@ async def _raw(url: str, request_line: str, headers: str = "") -> tuple[int, byt
     body = b'{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}'
     method = request_line.split(" ", 1)[0]
     extra = f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n" if method == "POST" else ""
-    writer.write(f"{request_line}\r\nHost: {host}\r\n{extra}{headers}Connection: close\r\n\r\n".encode())
+    writer.write(f"{request_line}\r\nHost: {host}:{port}\r\n{extra}{headers}Connection: close\r\n\r\n".encode())
     if method == "POST":
         writer.write(body)
     await writer.drain()

@@ -1,4 +1,4 @@
-"""Secrets never reach the log, even at DEBUG.
+"""Secrets never reach the log (stderr or stdout), even at DEBUG.
 
 One real HTTP server (a subprocess on 127.0.0.1) runs with a bearer token, API keys,
 an OpenAI API key and an outbound A2A token in its environment, and a local stand-in
@@ -17,6 +17,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 
 import httpx
 import pytest
@@ -81,14 +82,15 @@ def test_no_secret_reaches_stderr_at_debug(tmp_path, fake_endpoints):
     (ws / ".cleveragents" / "config.toml").write_text('[defaults]\ndefault_actor = "openai/gpt-test"\n')
     env = {**os.environ, "OPENAI_API_KEY": OPENAI_KEY, "CLEVERAGENTS_API_KEYS": API_KEY,
            "CLEVERAGENTS_A2A_TOKEN": A2A_TOKEN, "CLEVERAGENTS_OPENAI_BASE_URL": fake_endpoints + "/v1",
-           "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "PYTHONASYNCIODEBUG": "1"}
+           "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "PYTHONASYNCIODEBUG": "1",
+           "CLEVERAGENTS_PUSH_ALLOWED_NETWORKS": "127.0.0.1/32"}  # the webhooks are local
     env.pop("CLEVERAGENTS_USER_CONFIG", None)
-    stderr_path = tmp_path / "stderr.log"
-    with open(stderr_path, "wb") as stderr:
+    stderr_path, stdout_path = tmp_path / "stderr.log", tmp_path / "stdout.log"
+    with open(stderr_path, "wb") as stderr, open(stdout_path, "wb") as stdout:
         process = subprocess.Popen(
             [sys.executable, "-m", "cleveragents.transports.http", "--workspace", str(ws), "--state-dir",
              str(tmp_path / "state"), "--port", "0", "--log-level", "DEBUG", "--auth-token", BEARER],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, env=env)
+            stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=env)
     try:
         _wait(lambda: b"listening on" in stderr_path.read_bytes() or process.poll() is not None)
         port = re.search(rb"listening on http://127\.0\.0\.1:(\d+)", stderr_path.read_bytes()).group(1).decode()
@@ -129,7 +131,43 @@ def test_no_secret_reaches_stderr_at_debug(tmp_path, fake_endpoints):
     pushes = [seen for seen in _Fake.seen if seen["path"] == "/hook"]
     assert model_calls and model_calls[0]["authorization"] == f"Bearer {OPENAI_KEY}"  # the secrets were used
     assert pushes and PUSH_TOKEN in pushes[0].values()
-    log = stderr_path.read_text(errors="replace")
+    log = stderr_path.read_text(errors="replace") + stdout_path.read_text(errors="replace")
     assert " DEBUG " in log and "push to a webhook" in log, log[:2000]  # DEBUG, and the failing push was logged
     leaked = [secret for secret in SECRETS if secret in log]
     assert leaked == [], f"secrets in the log: {leaked}"
+
+
+QUERY_SECRETS = {"access_token": "q-access-5ecret-1", "token": "q-token-5ecret-2", "api_key": "q-apikey-5ecret-3",
+                 "apiKey": "q-apikey-5ecret-4", "key": "q-key-5ecret-5", "sig": "q-sig-5ecret-6",
+                 "X-Amz-Signature": "q-amz-5ecret-7", "password": "q-pass-5ecret-8", "client_secret": "q-client-5ecret-9",
+                 "auth": "q-auth-5ecret-10"}
+HEADER_SECRETS = {"Authorization": "Bearer h-bearer-5ecret-1", "X-API-Key": "h-apikey-5ecret-2",
+                  "Cookie": "session=h-cookie-5ecret-3", "Proxy-Authorization": "Basic aC1iYXNpYy01ZWNyZXQtNA=="}
+HEADER_VALUES = ("h-bearer-5ecret-1", "h-apikey-5ecret-2", "h-cookie-5ecret-3", "aC1iYXNpYy01ZWNyZXQtNA")
+
+
+def test_credentials_in_urls_and_headers_reach_no_output_at_debug(identity):
+    """The access log and every DEBUG line of a real server, on stderr and stdout alike,
+    while clients send the server's own token and other credentials in URLs and headers."""
+    from tests.security.http_process import HttpProcess
+
+    with HttpProcess(identity, "--log-level", "DEBUG", env={"PYTHONASYNCIODEBUG": "1"}) as server:
+        token = server.token
+        query = "&".join(f"{name}={value}" for name, value in {**QUERY_SECRETS, "token": token}.items())
+        with httpx.Client(base_url=server.url, timeout=20) as client:
+            for path in ("/tasks", "/a2a", "/events", "/.well-known/agent-card.json", "/nowhere"):
+                client.get(f"{path}?{query}", headers=HEADER_SECRETS)
+                if path != "/events":  # with the token, a stream that stays open
+                    client.get(f"{path}?{query}", headers={"Authorization": f"Bearer {token}"})
+            client.post(f"/a2a?{query}", json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks"},
+                        headers={"Authorization": f"Bearer {token}", "A2A-Version": "1.0"})
+            client.post(f"/message:send?{query}", content=b"{broken", headers={
+                "Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        time.sleep(0.3)
+    out, err = server.stdout(), server.stderr()
+    assert "GET /tasks?" in err and " DEBUG " in err, err[-2000:]  # the access log was written, at DEBUG
+    assert err.count(token) == 1  # the notice that hands it out, and nothing else
+    secrets = [*QUERY_SECRETS.values(), *HEADER_VALUES]
+    leaked = [secret for secret in secrets if secret in out + err]
+    assert leaked == [], leaked
+    assert out == ""  # HTTP mode writes nothing on stdout

@@ -99,22 +99,37 @@ class A2A:
             raise ImportError("A2A.get_router() needs FastAPI: pip install fastapi") from exc
         from starlette.routing import Route
 
+        from cleveragents.transports.http.guards import guarded
+
         app = self.asgi_app(**settings)
-        routes = [Route(route.path, _handling_errors(route.endpoint, app.exception_handlers),
-                        methods=route.methods, name=route.name) for route in app.routes]
+        # A router has no middleware (FastAPI copies its routes one by one): each endpoint
+        # gets the app's guard, which also answers OPTIONS (CORS preflights) for its path.
+        routes = [Route(route.path, guarded(_handling_errors(route.endpoint, app.exception_handlers), app.state.guard),
+                        methods=[*route.methods, "OPTIONS"], name=route.name) for route in app.routes]
         return APIRouter(routes=routes, lifespan=app.router.lifespan_context)
 
-    def serve(self, port: int = 8000, host: str = "127.0.0.1", *, log_level: str = "WARNING", **settings: Any) -> int:
+    def serve(self, port: int = 8000, host: str = "127.0.0.1", *, log_level: str = "WARNING", no_auth: bool = False,
+              limits: Any = None, **settings: Any) -> int:
         """Serve over HTTP (uvicorn) until interrupted; returns the exit code. Listens on
-        loopback unless ``host`` says otherwise."""
+        loopback unless ``host`` says otherwise. Without ``auth_token`` and without
+        configured tokens or API keys, a token is made for the run and printed once on
+        stderr; ``no_auth=True`` serves without one, on a loopback ``host`` only (else
+        ``ValueError``). ``limits``: a ``cleveragents.transports.http.connections.HttpLimits``
+        (timeouts and the connection limit)."""
         import asyncio
 
+        from cleveragents.transports.http.credentials import credentials_for_serving
         from cleveragents.transports.http.main import serve_app
         from cleveragents.transports.lsp.main import configure_logging
 
+        resolved, token = credentials_for_serving(Settings.from_env(**settings), host, no_auth=no_auth,
+                                                  extra_tokens=(self.auth_token,))
+        if token is not None:
+            settings = {**settings, "auth_tokens": resolved.auth_tokens}
         configure_logging(log_level)
         try:
-            asyncio.run(serve_app(self.asgi_app(**settings), host, port, log_level=log_level))
+            asyncio.run(serve_app(self.asgi_app(**settings), host, port, log_level=log_level, limits=limits,
+                                  token=token))
         except KeyboardInterrupt:
             return 130
         return 0

@@ -11,7 +11,8 @@ Routes (``prefix`` is "" unless configured):
 
 ``build_app(container=...)`` serves an existing Container (the caller starts and closes it);
 without one the app builds its own from ``settings`` on first need and closes it at
-shutdown.
+shutdown. Every request passes ``guards.HttpGuard`` first (Host, Origin, and loopback
+only when no credential is configured).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -33,8 +35,10 @@ from cleveragents.a2a.errors import internal_error_payload
 from cleveragents.a2a.facade import CallContext
 from cleveragents.a2a.version import EMPTY_HEADER_VERSION
 from cleveragents.config import Settings
+from cleveragents.transports import redaction
 from cleveragents.transports.http.auth import HttpAuth
 from cleveragents.transports.http.cards import CARD_V03_PATH, CARD_V1_PATH, CardRoutes
+from cleveragents.transports.http.guards import GuardPolicy, HttpGuard
 from cleveragents.transports.http.jsonrpc import JsonRpcEndpoint
 from cleveragents.transports.http.rest import RestBinding, status_body
 from cleveragents.transports.http.runtime import Runtime
@@ -85,14 +89,14 @@ class A2aHttpApp:
 
     def _bind_card(self, facade: Any, request: Request) -> None:
         """The card names the JSON-RPC endpoint: the configured public URL, else the
-        one this first request came to."""
+        address this first request came to (the socket's, never a header's)."""
         self._bound = True
         cards = facade.services.get("agent_card_service")
         if cards is None:
             return
-        # root_path: where a parent app mounted this one.
-        root = str(request.url.replace(path=request.scope.get("root_path", ""), query="", fragment=""))
-        url = self.public_url or root.rstrip("/") + self.prefix + JSONRPC_PATH
+        # root_path: where a parent app mounted this one (set by the app, not the client).
+        root = bound_url(request.scope) + request.scope.get("root_path", "").rstrip("/")
+        url = self.public_url or root + self.prefix + JSONRPC_PATH
         cards.bind(url, bearer=bool(self.auth.tokens),
                    api_key_header=self.auth.api_key_header if self.auth.api_keys else None)
         self.card_modified = time.time()
@@ -122,6 +126,16 @@ async def _disconnected(request: Request) -> None:
         pass
 
 
+def bound_url(scope: Any) -> str:
+    """``http://ADDRESS:PORT`` of the local socket a request came in on."""
+    server = scope.get("server")
+    if not server:
+        return "http://localhost"
+    host, port = server[0], server[1]
+    host = f"[{host}]" if ":" in str(host) else host
+    return f"http://{host}" if port in (None, 80) else f"http://{host}:{port}"
+
+
 def _normal_prefix(prefix: str) -> str:
     prefix = (prefix or "").strip().rstrip("/")
     return "" if not prefix else prefix if prefix.startswith("/") else "/" + prefix
@@ -131,9 +145,11 @@ def build_app(container: Any = None, *, settings: Settings | None = None,
               container_options: dict[str, Any] | None = None, prefix: str = "",
               auth: HttpAuth | None = None, public_url: str | None = None) -> Starlette:
     """The ASGI app. ``auth`` defaults to the secrets in ``settings``."""
+    # The same settings the services are built from (the environment's, when none are given).
+    source = settings or getattr(container, "settings", None) or Settings.from_env()
     if auth is None:
-        source = settings or (getattr(container, "settings", None) if container is not None else None) or Settings()
         auth = HttpAuth.of(source.auth_tokens, source.api_keys, source.api_key_header)
+    redaction.register((*auth.tokens, *auth.api_keys))
     runtime = Runtime(container, settings=settings, container_options=container_options)
     shared = A2aHttpApp(runtime, auth=auth, prefix=prefix, public_url=public_url)
     jsonrpc = JsonRpcEndpoint(shared)
@@ -160,6 +176,9 @@ def build_app(container: Any = None, *, settings: Settings | None = None,
         routes += [Route(base + CARD_V1_PATH, cards.card_v1, methods=["GET"]),
                    Route(base + CARD_V03_PATH, cards.card_v03, methods=["GET"])]
     routes += RestBinding(shared).routes(p)
+    policy = GuardPolicy(public_url=public_url, allowed_hosts=source.allowed_hosts,
+                         cors_origins=source.cors_origins, authenticated=auth.enabled,
+                         api_key_header=auth.api_key_header)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -169,6 +188,8 @@ def build_app(container: Any = None, *, settings: Settings | None = None,
         finally:
             await runtime.aclose()
 
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={ServicesUnavailable: _unavailable})
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={ServicesUnavailable: _unavailable},
+                    middleware=[Middleware(HttpGuard, policy=policy)])
     app.state.a2a = shared
+    app.state.guard = policy
     return app

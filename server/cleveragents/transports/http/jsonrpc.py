@@ -15,7 +15,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from cleveragents.a2a import dialects, envelope, methods
@@ -72,10 +72,12 @@ def answer(response: Any) -> Response:
 
 
 def is_json(request: Request) -> bool:
-    """A missing Content-Type is taken as JSON; anything else must say JSON."""
+    """Whether the body is declared JSON (parameters such as charset aside). A missing
+    Content-Type is not: a browser sends a cross-site POST without a preflight only
+    with none or a form or text type, and such a request must never run a method."""
     content_type = request.headers.get("content-type")
     if content_type is None:
-        return True
+        return False
     media = content_type.split(";", 1)[0].strip().lower()
     return media in JSON_TYPES or media.endswith("+json")
 
@@ -106,6 +108,8 @@ class JsonRpcEndpoint:
             body = await read_body(request, MAX_BODY_BYTES if allowed else UNAUTHENTICATED_BODY_BYTES)
         except BodyTooLarge:
             return too_large() if allowed else self._unauthenticated(request, None)
+        except ClientDisconnect:  # gone, or cut off by the body timeout: no one to answer
+            return Response(status_code=499)
         try:
             message = envelope.decode(body)
         except A2aError as exc:

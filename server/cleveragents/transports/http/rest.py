@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -111,11 +111,14 @@ class RestBinding:
             except BodyTooLarge:
                 return A2aJSONResponse({"error": {"code": 413, "status": "INVALID_ARGUMENT",
                                                   "message": "The body is too large"}}, status_code=413)
+            except ClientDisconnect:  # gone, or cut off by the body timeout
+                return Response(status_code=499)
+            # Every POST says JSON, but a bare subscription (a read, sent so by the SDK's client).
+            if not is_json(request) and (raw.strip() or method != "SubscribeToTask"):
+                return error_response(ContentTypeNotSupportedError(
+                    "Content type not supported: send application/a2a+json",
+                    {"content_type": request.headers.get("content-type", ""), "supported": list(JSON_TYPES)}))
             if raw.strip():
-                if not is_json(request):
-                    return error_response(ContentTypeNotSupportedError(
-                        "Content type not supported: send application/a2a+json",
-                        {"content_type": request.headers.get("content-type", ""), "supported": list(JSON_TYPES)}))
                 try:
                     body = envelope.decode(raw)
                 except ParseError as exc:

@@ -1,0 +1,149 @@
+"""Slow and idle clients against ``agents serve --http``, on real sockets.
+
+Hundreds of connections that send a request head one byte at a time (slowloris),
+that send nothing, or that never finish a body: each is cut off within its bound,
+and a normal client is served at once all the while, even with the connection limit
+reached.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import time
+
+import httpx
+
+from tests.security.http_process import HttpProcess
+
+SLOW = 400
+IDLE = 50
+LIMIT = 64
+HEADER_TIMEOUT = 2.0
+BODY_TIMEOUT = 2.0
+SLACK = 3.0  # a loaded machine's scheduling, on top of each bound
+
+
+def _open(port: int, count: int, first: bytes) -> list[socket.socket]:
+    sockets = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        if first:
+            sock.sendall(first)
+        sock.setblocking(False)
+        sockets.append(sock)
+    return sockets
+
+
+def _closed(sock: socket.socket) -> bool:
+    """Whether the server closed it (EOF or a reset, after any answer it sent)."""
+    try:
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                return True
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def _trickle(sockets: list[socket.socket]) -> None:
+    """One more header byte on every socket still open (the slowloris step)."""
+    for sock in sockets:
+        try:
+            sock.send(b"x")
+        except OSError:
+            pass
+
+
+def _wait_all_closed(sockets: list[socket.socket], bound: float, trickle: bool) -> float:
+    start = time.monotonic()
+    open_ = list(sockets)
+    while open_:
+        assert time.monotonic() - start < bound, f"{len(open_)} of {len(sockets)} still open after {bound}s"
+        select.select(open_, [], [], 0.25)
+        open_ = [s for s in open_ if not _closed(s)]
+        if trickle:
+            _trickle(open_)
+    return time.monotonic() - start
+
+
+def _served(client: httpx.Client) -> float:
+    started = time.monotonic()
+    answer = client.get("/healthz")
+    assert answer.status_code == 200 and answer.json() == {"status": "ok"}
+    return time.monotonic() - started
+
+
+def test_slowloris_and_idle_connections_are_cut_off_and_normal_clients_are_served(identity):
+    args = ("--auth-token", "tok-slow", "--header-timeout", str(HEADER_TIMEOUT), "--body-timeout", str(BODY_TIMEOUT),
+            "--max-connections", str(LIMIT))
+    with HttpProcess(identity, *args) as server:
+        head = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nX-Slow: ".encode()
+        opened = time.monotonic()
+        slow = _open(server.port, SLOW, head)
+        idle = _open(server.port, IDLE, b"")
+        _trickle(slow)
+        # Far more than the limit wait for their heads; a normal client is still served, at once.
+        with httpx.Client(base_url=server.url, timeout=5) as client:
+            took = [_served(client) for _ in range(5)]
+        with httpx.Client(base_url=server.url, timeout=5) as fresh:  # a new connection each time
+            took += [_served(fresh) for _ in range(3)]
+        assert max(took) < 2.0, took
+        _wait_all_closed(slow + idle, HEADER_TIMEOUT + SLACK + (time.monotonic() - opened), trickle=True)
+        for sock in slow + idle:
+            sock.close()
+
+
+def test_below_the_limit_the_head_timeout_cuts_slow_and_idle_clients(identity):
+    args = ("--auth-token", "tok-slow", "--header-timeout", str(HEADER_TIMEOUT), "--max-connections", str(LIMIT))
+    with HttpProcess(identity, *args) as server:
+        head = f"POST /a2a HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n".encode()
+        slow = _open(server.port, 20, head)
+        idle = _open(server.port, 20, b"")
+        time.sleep(HEADER_TIMEOUT / 2)
+        assert not any(_closed(s) for s in slow + idle)  # not before the bound
+        _trickle(slow)
+        took = _wait_all_closed(slow + idle, HEADER_TIMEOUT + SLACK, trickle=True)
+        assert took > HEADER_TIMEOUT / 4
+        answers = []
+        for sock in slow:  # a slow head that sent something is told why
+            sock.setblocking(True)
+            sock.settimeout(0.1)
+            try:
+                answers.append(sock.recv(200))
+            except OSError:
+                answers.append(b"")
+            sock.close()
+        for sock in idle:
+            sock.close()
+        # A keep-alive connection that goes slow after its first request is cut too.
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode())
+            assert b" 200 " in sock.recv(4096)
+            sock.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n".encode())
+            sock.setblocking(False)
+            _wait_all_closed([sock], HEADER_TIMEOUT + SLACK, trickle=True)
+
+
+def test_a_body_that_never_finishes_is_cut_off(identity):
+    args = ("--auth-token", "tok-slow", "--body-timeout", str(BODY_TIMEOUT))
+    with HttpProcess(identity, *args) as server:
+        head = (f"POST /a2a HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nAuthorization: Bearer tok-slow\r\n"
+                "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{").encode()
+        slow = _open(server.port, 30, head)
+        _wait_all_closed(slow, BODY_TIMEOUT + SLACK, trickle=True)
+        for sock in slow:
+            sock.close()
+        with httpx.Client(base_url=server.url, timeout=5) as client:
+            _served(client)
+        assert "Traceback" not in server.stderr()
+
+
+def test_the_defaults_bound_every_connection():
+    from cleveragents.transports.http.connections import HttpLimits
+
+    limits = HttpLimits()
+    assert 0 < limits.header_timeout <= 30 and 0 < limits.body_timeout <= 300
+    assert 0 < limits.keep_alive_timeout <= 30 and 0 < limits.max_connections <= 4096
