@@ -12,6 +12,7 @@ on its defaults, run as root and as an unprivileged user.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 
@@ -214,3 +215,56 @@ def test_a_configured_credential_is_used_and_no_token_is_made(identity, variable
         headers = server.auth("configured-5ecret") if variable.endswith("TOKENS") else {"X-API-Key": "configured-5ecret"}
         assert httpx.post(server.url + "/a2a", json=rpc("ListTasks"), headers={**V1, **headers},
                           timeout=10).status_code == 200
+
+
+# -- an app mounted or served by someone else ------------------------------------------
+def _non_loopback_address() -> str | None:
+    """This machine's address on its default route, if it has one."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # no packet is sent
+        except OSError:
+            return None
+        address = probe.getsockname()[0]
+    return None if address.startswith("127.") else address
+
+
+async def test_an_app_without_a_credential_answers_only_loopback_connections(tmp_path):
+    import uvicorn
+
+    from cleveragents import A2A, Agent
+
+    address = _non_loopback_address()
+    if address is None:
+        pytest.skip("this machine has no non-loopback address")
+    for token, status in ((None, 403), ("tok-net", 200)):
+        app = A2A(agent=Agent(name="Echo", handler=lambda text: text), auth_token=token).asgi_app(
+            workspace=tmp_path, memory=True)
+        server = uvicorn.Server(uvicorn.Config(app, host="0.0.0.0", port=0, log_level="warning", lifespan="on"))
+        serving = asyncio.ensure_future(server.serve())
+        while not server.started:
+            await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        try:
+            headers = {**V1, **({"Authorization": f"Bearer {token}"} if token else {})}
+            async with httpx.AsyncClient(timeout=10, headers=headers) as client:
+                remote = await client.post(f"http://{address}:{port}/a2a", json=rpc("ListTasks"))
+                assert remote.status_code == status, remote.text  # its own address is a host it answers for
+                local = await client.post(f"http://127.0.0.1:{port}/a2a", json=rpc("ListTasks"))
+                assert local.status_code == 200
+        finally:
+            server.should_exit = True
+            await serving
+
+
+def test_a2a_serve_refuses_no_auth_off_loopback():
+    from cleveragents import A2A, Agent
+
+    published = A2A(agent=Agent(name="Echo", handler=lambda text: text))
+    for host in ("0.0.0.0", "::", "192.0.2.1", "example.com"):
+        with pytest.raises(ValueError, match="loopback"):
+            published.serve(host=host, no_auth=True, memory=True)
+    with pytest.raises(ValueError, match="contradicts"):
+        A2A(agent=Agent(name="Echo", handler=lambda text: text), auth_token="t").serve(no_auth=True, memory=True)

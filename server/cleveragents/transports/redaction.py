@@ -26,7 +26,7 @@ _QUERY = re.compile(
 # ``Authorization: Bearer x``, ``'x-api-key': 'x'``, ``(b'cookie', b'x')``, ``api_key=x``.
 _HEADER = re.compile(
     r"(?i)((?:proxy-)?authorization|x-api-key|api[-_]?key|cookie|set-cookie|x-a2a-notification-token)"
-    r"(['\"]?\s*[:=,]\s*b?['\"]?)(?:(?:bearer|basic|token|apikey)\s+)?[^\s'\",;)}\]]+")
+    r"(['\"]?\s*[:=,]\s*(?:b(?=['\"]))?['\"]?)(?:(?:bearer|basic|token|apikey)\s+)?[^\s'\",;)}\]]+")
 # A credential scheme followed by its value, wherever it is.
 _SCHEME = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9\-._~+/]+=*")
 
