@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -30,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from http_client import Connection
 from targets import target
 
 HERE = Path(__file__).resolve().parent
@@ -37,7 +39,9 @@ REPO = HERE.parent
 FULL = {"rounds": 5, "requests": 300, "streams": 50, "warmup": 30}
 QUICK = {"rounds": 2, "requests": 60, "streams": 10, "warmup": 10}
 CONCURRENCY = 16
-V1 = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+# Ours is served as by default, behind a token; the SDK's server ignores the header.
+TOKEN = "bench-token-0c1d2e3f"
+V1 = {"A2A-Version": "1.0", "Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"}
 STREAM_HEADERS = {**V1, "Accept": "text/event-stream"}
 
 
@@ -47,7 +51,7 @@ def serve_ours() -> None:
     from cleveragents import A2A, Agent
     from tests.e2e.agents.echo_agent import echo
 
-    A2A(agent=Agent(name="Echo", handler=echo)).serve(port=0, memory=True)
+    A2A(agent=Agent(name="Echo", handler=echo), auth_token=TOKEN).serve(port=0, memory=True)
 
 
 def serve_sdk() -> None:
@@ -134,13 +138,22 @@ class RawClient:
         self._idle: list[Any] = []
 
     async def _connection(self) -> Any:
-        from http_client import Connection
-
         return self._idle.pop() if self._idle else await Connection.open(self.url)
 
     async def send(self, n: int) -> None:
+        pooled = bool(self._idle)
         connection = await self._connection()
-        _completed((await connection.post_json("/a2a", send_body(n), V1))["result"])
+        try:
+            answer = await connection.post_json("/a2a", send_body(n), V1)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            if not pooled:
+                raise
+            # The server closed it while it was idle (keep-alive timeout): retry on a new one, as clients do.
+            with contextlib.suppress(OSError):
+                await connection.close()
+            connection = await Connection.open(self.url)
+            answer = await connection.post_json("/a2a", send_body(n), V1)
+        _completed(answer["result"])
         self._idle.append(connection)
 
     async def first_event_ms(self, n: int) -> float:
