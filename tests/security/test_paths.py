@@ -249,7 +249,7 @@ def test_apply_refuses_a_parent_swapped_for_a_link_into_git(world):
     os.symlink(ws / ".git", ws / "hooks")
     with pytest.raises(StructuredError) as refused:
         world["container"].plan_workspace.apply("plan-2", overlay, force=True)
-    assert refused.value.data["reason"] == "protected"
+    assert refused.value.data["reason"] == "symlink_escape"  # no link is followed, wherever it leads
     assert not (ws / ".git" / "post-commit").exists()
 
 

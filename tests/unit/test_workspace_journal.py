@@ -284,7 +284,8 @@ def test_recovery_refuses_paths_through_symlinks_into_guarded_places(tmp_path, r
     forge_journal(applier, blobs, [("out/x.sh", b"x\n")], plan_id="p-out")
     reports = {report.plan_id: report for report in applier.recover()}
     assert reports["p-in"].outcome == reports["p-out"].outcome == "failed"
-    assert reports["p-in"].error == {"reason": "protected", "path": ".git/hooks/pre-commit"}
+    # No link is followed, whether it leads out or into a guarded place.
+    assert reports["p-in"].error == {"reason": "symlink_escape", "path": "docs/hooks/pre-commit"}
     assert reports["p-out"].error == {"reason": "symlink_escape", "path": "out/x.sh"}
     assert list((root / ".git" / "hooks").iterdir()) == [] and list((tmp_path / "elsewhere").iterdir()) == []
 

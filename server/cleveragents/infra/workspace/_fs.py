@@ -4,6 +4,9 @@ reads of workspace files that nothing placed there can hang.
 A write goes to a temp file next to the target and is renamed over it, so a reader
 (or a crash) sees the old file or the new one, never half of one. Temp names carry
 ``TEMP_MARKER`` so a later recovery can find and remove the leftovers.
+
+Given ``dir_fd``, a name is looked up in that open directory (``_dirfd.Dirs``), never
+through a path: the workspace's files are reached that way.
 """
 
 from __future__ import annotations
@@ -32,13 +35,14 @@ def is_temp_name(name: str) -> bool:
     return name.startswith(".") and TEMP_MARKER in name
 
 
-def write_atomic(target: str | Path, data: bytes, mode: int | None, *, durable: bool) -> None:
+def write_atomic(target: str | Path, data: bytes, mode: int | None, *, durable: bool, dir_fd: int | None = None) -> None:
     """Replace ``target`` with ``data`` and permission bits ``mode`` (``None``: private
     to us). Without ``durable`` the pages are left to the OS: a killed process loses
-    nothing, only a power cut could."""
+    nothing, only a power cut could. The rename replaces whatever has the name (a
+    symlink included) and never follows it."""
     target = os.fspath(target)
     tmp = temp_path(target)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
     try:
         try:
             view = memoryview(data)
@@ -50,10 +54,10 @@ def write_atomic(target: str | Path, data: bytes, mode: int | None, *, durable: 
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, target)
+        os.replace(tmp, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
 
 
@@ -83,16 +87,16 @@ class TooLarge(OSError):
         self.limit = limit
 
 
-def read_regular(path: Path | str, *, limit: int | None = None) -> tuple[bytes, os.stat_result]:
+def read_regular(path: Path | str, *, limit: int | None = None, dir_fd: int | None = None) -> tuple[bytes, os.stat_result]:
     """A regular file's bytes and ``stat``. ``O_NONBLOCK``: opening a FIFO would
     otherwise wait for a writer forever. A directory raises ``IsADirectoryError``;
     a symlink (the last part of ``path`` is not followed) or anything else that is
     not a regular file raises ``NotRegularFile``; a file over ``limit`` bytes
     raises ``TooLarge`` before a byte of it is read."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:  # callers pass resolved paths: a link here was swapped in
+        if exc.errno == errno.ELOOP:  # callers pass link-free paths: a link here was swapped in
             raise NotRegularFile(errno.ELOOP, "a symlink", os.fspath(path)) from None
         raise
     try:

@@ -21,7 +21,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from cleveragents.infra.workspace._fs import NotRegularFile, TooLarge, read_regular
+from cleveragents.infra.workspace._dirfd import Dirs, SymlinkInPath
+from cleveragents.infra.workspace._fs import NotRegularFile, TooLarge
 from cleveragents.infra.workspace.blobs import BlobStore
 from cleveragents.infra.workspace.linediff import grouped, match_lines, opcodes
 from cleveragents.infra.workspace.overlay import NEW_FILE_MODE, Overlay, OverlayEntry
@@ -47,6 +48,12 @@ def diff_overlay(
     paths it does not name are compared with the disk. ``against_modes`` gives their
     old modes; without one a file's mode counts as unchanged."""
     entries = source.entries() if isinstance(source, Overlay) else sorted(source, key=lambda e: e.path)
+    with Dirs(root) as dirs:
+        return _diff_entries(entries, dirs, blobs, against, against_modes)
+
+
+def _diff_entries(entries: list[OverlayEntry], dirs: Dirs, blobs: BlobStore, against: Mapping[str, bytes | None] | None,
+                  against_modes: Mapping[str, int] | None) -> dict[str, Any]:
     files: list[dict[str, Any]] = []
     texts: list[str] = []
     size, full = 0, False
@@ -58,7 +65,7 @@ def diff_overlay(
             old_mode = None if old is None else (against_modes or {}).get(entry.path, fallback)
             old_oversized = old is not None and len(old) > MAX_INPUT_BYTES
         else:
-            old, old_mode, old_oversized = _disk_file(Path(root) / entry.path)
+            old, old_mode, old_oversized = _disk_file(dirs, entry.path)
         if old_oversized or (entry.blob is not None and blobs.size(entry.blob) > MAX_INPUT_BYTES):
             # Not read at all: a side this big costs too much memory and time to diff.
             status = "deleted" if entry.blob is None else "modified" if old_mode is not None else "added"
@@ -89,15 +96,19 @@ def diff_overlay(
     }
 
 
-def _disk_file(path: Path) -> tuple[bytes | None, int | None, bool]:
-    """The file's bytes and mode (``None``: no regular file is there), and whether
-    it is too big to read. Opened without blocking: a FIFO there cannot hang the diff."""
+def _disk_file(dirs: Dirs, path: str) -> tuple[bytes | None, int | None, bool]:
+    """The file's bytes and mode (``None``: no regular file is there, or a symlink is
+    on its way), and whether it is too big to read. Opened without blocking: a FIFO
+    there cannot hang the diff."""
     try:
-        data, info = read_regular(path, limit=MAX_INPUT_BYTES)
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, NotRegularFile):
+        found = dirs.read(path, limit=MAX_INPUT_BYTES)
+    except (IsADirectoryError, NotRegularFile, SymlinkInPath):
         return None, None, False
     except TooLarge as too_large:
         return None, stat.S_IMODE(too_large.info.st_mode), True
+    if found is None:
+        return None, None, False
+    data, info = found
     return data, stat.S_IMODE(info.st_mode), False
 
 

@@ -12,13 +12,14 @@ journal then says "editor" and ``recover()`` never moves those files, since the
 editor holds them (in buffers the user saves when they choose).
 
 A journal is read back as untrusted input: before anything is written, every path
-it names must pass the guards and stay inside the workspace once symlinks are
-resolved. One that does not is not applied; it is reported "failed".
+it names must pass the guards, and no directory on its way may be a symlink. One
+that does not is not applied; it is reported "failed".
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -38,12 +39,11 @@ from cleveragents.domain.errors import (
 )
 from cleveragents.domain.guards import GuardPolicy
 from cleveragents.ids import utc_now
+from cleveragents.infra.workspace._dirfd import Dirs, SymlinkInPath
 from cleveragents.infra.workspace._fs import (
     NotRegularFile,
     fsync_dir,
-    read_regular,
     remove_temp_files,
-    within,
     write_atomic,
 )
 from cleveragents.infra.workspace.blobs import BlobStore
@@ -78,13 +78,26 @@ class _FileFailed(Exception):
     def __init__(self, path: str, cause: OSError) -> None:
         super().__init__(path)
         self.path = path
-        self.reason = cause.strerror or type(cause).__name__
+        self.reason = "symlink_escape" if isinstance(cause, SymlinkInPath) else cause.strerror or type(cause).__name__
+
+
+class _Walk(Dirs):
+    """One operation's directories, and the paths that passed the guards in it."""
+
+    def __init__(self, root: str) -> None:
+        super().__init__(root)
+        self.guarded: set[str] = set()
 
 
 class Applier:
     """Applies and rolls back one workspace, one operation at a time. ``durable``
     also fsyncs every file and directory: without it a killed process still loses
-    nothing (the kernel has the pages), only a power cut could."""
+    nothing (the kernel has the pages), only a power cut could.
+
+    Every workspace file is reached through directory descriptors (``_dirfd.Dirs``),
+    one set per operation, never through a symlink: a directory swapped for a link
+    before the apply is refused (``symlink_escape``), and one swapped during it fails
+    the apply, which is then undone through the directories it wrote in."""
 
     def __init__(
         self, root: Path, blobs: BlobStore, journal_dir: Path, durable: bool = False,
@@ -97,39 +110,38 @@ class Applier:
         self.policy = policy or GuardPolicy()
         self._real_root = os.path.realpath(self.root)
         self._lock = threading.Lock()
-        # Within one operation (under the lock) a path's place on disk is worked out once.
-        self._real_dirs: dict[str, str] = {}
-        self._targets: dict[str, str] = {}
+
+    def _dirs(self) -> _Walk:
+        """The directories of one operation: a new operation sees the disk as it is now."""
+        return _Walk(self._real_root)
 
     # -- operations --------------------------------------------------------------
 
     def conflicts(self, entries: Iterable[OverlayEntry]) -> list[str]:
         """Paths whose content on disk is no longer the one the plan started from."""
-        with self._lock:
-            self._forget_paths()
-            return [entry.path for entry in entries if self._digest(self._read(entry.path)[0]) != entry.base]
+        with self._lock, self._dirs() as dirs:
+            return [entry.path for entry in entries if self._digest(self._read(dirs, entry.path)[0]) != entry.base]
 
     def apply(self, plan_id: str, entries: Iterable[OverlayEntry], *, force: bool = False) -> Checkpoint:
-        with self._lock:
-            checkpoint = self._prepare(plan_id, entries, force)
-            self._run("apply", checkpoint)
+        with self._lock, self._dirs() as dirs:
+            checkpoint = self._prepare(dirs, plan_id, entries, force)
+            self._run(dirs, "apply", checkpoint)
             return checkpoint
 
     def prepare(self, plan_id: str, entries: Iterable[OverlayEntry], *, force: bool = False) -> Checkpoint:
         """What ``apply`` checks and keeps (conflicts, pre-images), without writing a
         workspace file: for an editor to make the change."""
-        with self._lock:
-            return self._prepare(plan_id, entries, force)
+        with self._lock, self._dirs() as dirs:
+            return self._prepare(dirs, plan_id, entries, force)
 
-    def _prepare(self, plan_id: str, entries: Iterable[OverlayEntry], force: bool) -> Checkpoint:
+    def _prepare(self, dirs: _Walk, plan_id: str, entries: Iterable[OverlayEntry], force: bool) -> Checkpoint:
         _check_plan_id(plan_id)
-        self._forget_paths()
         self._refuse_unfinished(plan_id)
         entries = sorted(entries, key=lambda entry: entry.path)
         self._require_blobs(plan_id, [entry.blob for entry in entries if entry.blob])
         conflicts, planned, pre_images = [], [], []
         for entry in entries:
-            data, mode = self._read(entry.path)
+            data, mode = self._read(dirs, entry.path)
             digest = self._digest(data)
             if digest != entry.base:
                 conflicts.append(entry.path)
@@ -144,32 +156,31 @@ class Applier:
             raise PlanError("files changed on disk since execute", {"plan_id": plan_id, "conflicts": conflicts})
         for data, digest in pre_images:
             self.blobs.put(data, digest=digest, durable=self.durable)
-        return Checkpoint(plan_id, utc_now(), planned, self._dirs_to_create(planned))
+        created = self._dirs_to_create(dirs, [entry.path for entry in planned if entry.post_blob is not None])
+        return Checkpoint(plan_id, utc_now(), planned, sorted(created))
 
     def rollback(self, checkpoint: Checkpoint, *, force: bool = False) -> list[str]:
         """Restore every pre-image, bytes and mode, and delete the files the apply
         created. Refused when a file changed since the apply, unless ``force``."""
         _check_plan_id(checkpoint.plan_id)
-        with self._lock:
-            self._forget_paths()
+        with self._lock, self._dirs() as dirs:
             self._refuse_unfinished(checkpoint.plan_id)
             conflicts = [entry.path for entry in checkpoint.entries
-                         if self._digest(self._read(entry.path)[0]) != entry.post_blob]
+                         if self._digest(self._read(dirs, entry.path)[0]) != entry.post_blob]
             if conflicts and not force:
                 raise PlanError("files changed on disk since the apply",
                                 {"plan_id": checkpoint.plan_id, "conflicts": conflicts})
             self._require_blobs(checkpoint.plan_id, [e.pre_blob for e in checkpoint.entries if e.existed and e.pre_blob])
-            self._run("rollback", checkpoint)
+            self._run(dirs, "rollback", checkpoint)
             return checkpoint.paths
 
     def begin_editor(self, op: str, checkpoint: Checkpoint) -> None:
         """Record that an editor is about to make ``op``'s change (before it is asked),
         so a restart knows not to move those files."""
         _check_plan_id(checkpoint.plan_id)
-        with self._lock:
-            self._forget_paths()
+        with self._lock, self._dirs() as dirs:
             self._refuse_unfinished(checkpoint.plan_id)
-            self._check_paths(checkpoint)
+            self._check_paths(dirs, checkpoint)
             record = {"op": op, "status": "editor", "checkpoint": checkpoint.to_dict()}
             self._write_journal(checkpoint.plan_id, record, sync=True)
 
@@ -187,10 +198,14 @@ class Applier:
     def recover(self) -> list[RecoveryReport]:
         """Finish or undo what a crash interrupted; report every journal still kept."""
         with self._lock:
-            self._forget_paths()
             self.blobs.remove_temp_files()
             remove_temp_files(self.journal_dir)
-            return [report for path in sorted(self.journal_dir.glob("*.json")) if (report := self._recover(path))]
+            reports = []
+            for path in sorted(self.journal_dir.glob("*.json")):
+                with self._dirs() as dirs:
+                    if report := self._recover(dirs, path):
+                        reports.append(report)
+            return reports
 
     def discard(self, plan_id: str) -> None:
         _check_plan_id(plan_id)
@@ -198,25 +213,32 @@ class Applier:
 
     # -- journal -----------------------------------------------------------------
 
-    def _run(self, op: str, checkpoint: Checkpoint) -> None:
-        self._check_paths(checkpoint)
+    def _run(self, dirs: _Walk, op: str, checkpoint: Checkpoint) -> None:
+        self._check_paths(dirs, checkpoint)
+        target, other = _TARGET[op], _OTHER[_TARGET[op]]
+        # Only directories missing now may be made: one that goes missing while the
+        # files move was moved away (or is being swapped) and is not made again.
+        missing = {side: self._missing_dirs(dirs, checkpoint, side) for side in (target, other)}
         record: dict[str, Any] = {"op": op, "status": "started", "checkpoint": checkpoint.to_dict()}
         self._write_journal(checkpoint.plan_id, record, sync=True)
+        touched: set[str] = set()
         try:
-            self._move(checkpoint, _TARGET[op])
+            self._move(dirs, checkpoint, target, missing[target], touched=touched)
         except _FileFailed as failure:
             data = {"plan_id": checkpoint.plan_id, "op": op, "path": failure.path, "reason": failure.reason}
             try:
-                # Only the files the failed move changed: rewriting the others could
-                # fail for the same reason (a full disk) and leave the plan stuck.
-                self._move(checkpoint, _OTHER[_TARGET[op]], only_changed=True)
+                # Only the files the failed move reached, through the directories it
+                # reached them by (a name swapped for a link since leads nowhere else),
+                # and of those only the ones changed: rewriting the others could fail
+                # for the same reason (a full disk) and leave the plan stuck.
+                self._move(dirs, checkpoint, other, missing[other], only=touched)
             except _FileFailed as again:
                 raise PlanError(f"{op} failed; recover() will finish undoing it", data) from again
             self._write_journal(checkpoint.plan_id, {**record, "status": "done", "outcome": "undone"})
             raise PlanError(f"{op} failed and was undone", data) from None
         self._write_journal(checkpoint.plan_id, {**record, "status": "done", "outcome": "completed"})
 
-    def _recover(self, journal: Path) -> RecoveryReport | None:
+    def _recover(self, dirs: _Walk, journal: Path) -> RecoveryReport | None:
         try:
             record = json.loads(journal.read_bytes())
             op, checkpoint = record["op"], Checkpoint.from_dict(record["checkpoint"])
@@ -227,7 +249,7 @@ class Applier:
             logger.warning("unreadable journal %s left in place", journal.name)
             return None
         try:
-            self._check_paths(checkpoint)
+            self._check_paths(dirs, checkpoint)
         except DomainError as exc:
             logger.error("journal %s not applied: %s", journal.name, exc)
             return RecoveryReport(checkpoint.plan_id, op, "failed", checkpoint.paths, checkpoint, _error(exc.data))
@@ -242,7 +264,7 @@ class Applier:
                     outcome = "completed"
                 else:
                     target, outcome = _OTHER[target], "undone"
-                self._move(checkpoint, target)
+                self._move(dirs, checkpoint, target, self._missing_dirs(dirs, checkpoint, target))
             except _FileFailed as failure:
                 logger.warning("recovery of plan %s failed: %s: %s", checkpoint.plan_id, failure.path, failure.reason)
                 return RecoveryReport(checkpoint.plan_id, op, "failed", checkpoint.paths, checkpoint,
@@ -251,8 +273,8 @@ class Applier:
                 logger.warning("recovery of plan %s failed: %s", checkpoint.plan_id, exc)
                 return RecoveryReport(checkpoint.plan_id, op, "failed", checkpoint.paths, checkpoint, _error(exc.data))
             self._write_journal(checkpoint.plan_id, {**record, "status": "done", "outcome": outcome})
-        for directory in {os.path.dirname(path) for path in checkpoint.paths}:
-            remove_temp_files(os.path.join(self._real_root, directory))
+        for directory in {path.rpartition("/")[0] for path in checkpoint.paths}:
+            dirs.remove_temp_files(directory)
         return RecoveryReport(checkpoint.plan_id, op, outcome, checkpoint.paths, checkpoint)
 
     def _journal_path(self, plan_id: str) -> Path:
@@ -281,93 +303,88 @@ class Applier:
 
     # -- files -------------------------------------------------------------------
 
-    def _move(self, checkpoint: Checkpoint, side: str, only_changed: bool = False) -> None:
-        """Put every file of the checkpoint in its ``side`` state. Deletions go
-        first, so a deleted file can make way for a directory (and back).
-        ``only_changed`` leaves a file alone that is in that state already."""
-        states = [(entry.path, *entry.state(side)) for entry in checkpoint.entries]
-        touched: set[str] = set()
+    def _move(self, dirs: _Walk, checkpoint: Checkpoint, side: str, missing: set[str], *,
+              touched: set[str] | None = None, only: set[str] | None = None) -> None:
+        """Put every file of the checkpoint in its ``side`` state, making the
+        directories of ``missing`` as needed. Deletions go first, so a deleted file
+        can make way for a directory (and back). ``touched`` collects the paths whose
+        directory was reached, before a change is made in it. ``only``: just those
+        paths, and of them only the ones not in that state already."""
+        states = [(entry.path, *entry.state(side)) for entry in checkpoint.entries if only is None or entry.path in only]
+        changed: set[str] = set()
         for path, blob, _ in states:
             if blob is None:
-                with _failing_as(path), contextlib.suppress(FileNotFoundError, NotADirectoryError):
-                    os.unlink(self._target(path))
-                touched.add(os.path.dirname(path))
+                with _failing_as(path):
+                    try:
+                        fd, name = dirs.parent(path)
+                    except NotADirectoryError:  # a file where its directory was: nothing to delete
+                        continue
+                    if fd is None:
+                        continue
+                    if touched is not None:
+                        touched.add(path)
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(name, dir_fd=fd)
+                changed.add(path.rpartition("/")[0])
         if side == "pre":
             for directory in sorted(checkpoint.created_dirs, reverse=True):
-                try:
-                    os.rmdir(os.path.join(self._real_root, directory))
-                except OSError:
-                    pass  # gone already, or someone has put files in it since
+                with contextlib.suppress(OSError):  # gone already, or someone has put files in it since
+                    dirs.rmdir(directory)
         for path, blob, mode in states:
             if blob is not None:
-                if only_changed and self._is_in_state(path, blob, mode):
+                if only is not None and self._is_in_state(dirs, path, blob, mode):
                     continue
                 data = self.blobs.get(blob)
                 with _failing_as(path):
-                    self._write(self._target(path), data, mode)
-                touched.add(os.path.dirname(path))
+                    fd, name = dirs.parent(path, create=missing)
+                    if fd is None:
+                        raise FileNotFoundError(errno.ENOENT, "its directory is gone", path)
+                    if touched is not None:
+                        touched.add(path)
+                    write_atomic(name, data, 0o644 if mode is None else mode, durable=self.durable, dir_fd=fd)
+                changed.add(path.rpartition("/")[0])
         if self.durable:
-            for directory in touched:
-                with contextlib.suppress(FileNotFoundError):  # a rollback removed it
-                    fsync_dir(os.path.join(self._real_root, directory))
+            for directory in changed:
+                with contextlib.suppress(OSError):  # a rollback removed it
+                    dirs.fsync(directory)
 
-    def _write(self, target: str, data: bytes, mode: int | None) -> None:
-        file_mode = 0o644 if mode is None else mode
-        try:
-            write_atomic(target, data, file_mode, durable=self.durable)
-        except FileNotFoundError:  # its directory is new: make it only when needed
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            write_atomic(target, data, file_mode, durable=self.durable)
+    def _guard(self, dirs: _Walk, path: str) -> None:
+        if path not in dirs.guarded:
+            if self.policy.check(path, write=True) != path:
+                raise ValidationError("not a normalized workspace path", {"path": path, "reason": "not_normalized"})
+            dirs.guarded.add(path)
 
-    def _check_paths(self, checkpoint: Checkpoint) -> None:
-        """Refuse the whole checkpoint when one of its paths is refused: before
-        anything is written, so nothing is half done."""
+    def _check_paths(self, dirs: _Walk, checkpoint: Checkpoint) -> None:
+        """Refuse the whole checkpoint when one of its paths is refused, or when a
+        directory on its way is now a symlink: before anything is written, so nothing
+        is half done. The directories walked stay open for the operation."""
         for path in [*checkpoint.paths, *checkpoint.created_dirs]:
-            self._target(path)
+            self._guard(dirs, path)
+            try:
+                dirs.parent(path)
+            except NotADirectoryError:
+                pass  # a file where a directory was: the write fails, and is undone
+            except SymlinkInPath:
+                raise _link_refused(path) from None
 
-    def _forget_paths(self) -> None:
-        """A new operation: the disk may have changed since the last one."""
-        self._real_dirs.clear()
-        self._targets.clear()
-
-    def _target(self, path: str) -> str:
-        """The file's place on disk. Refused: a path the guards refuse, one whose
-        directories lead out of the workspace through a symlink, or into a place
-        the guards refuse (``docs -> .git``)."""
-        target = self._targets.get(path)
-        if target is None:
-            target = self._targets[path] = self._resolve(path)
-        return target
-
-    def _resolve(self, path: str) -> str:
-        if self.policy.check(path, write=True) != path:
-            raise ValidationError("not a normalized workspace path", {"path": path, "reason": "not_normalized"})
-        parent, name = os.path.split(path)
-        real_parent = self._real_dirs.get(parent)
-        if real_parent is None:
-            real = os.path.realpath(os.path.join(self._real_root, parent))
-            if not within(real, self._real_root):
-                raise AuthorizationError(f"path {path!r} refused: symlink_escape",
-                                         {"path": path, "reason": "symlink_escape"})
-            real_parent = self._real_dirs[parent] = os.path.relpath(real, self._real_root).replace(os.sep, "/")
-        if real_parent != (parent or "."):
-            self.policy.check(name if real_parent == "." else f"{real_parent}/{name}", write=True)
-        return os.path.join(self._real_root, path)
-
-    def _read(self, path: str) -> tuple[bytes | None, int | None]:
+    def _read(self, dirs: _Walk, path: str) -> tuple[bytes | None, int | None]:
         """The file's bytes and mode, or ``(None, None)`` when there is none. A
         symlink or a directory in its place is refused: it has no pre-image to keep."""
+        self._guard(dirs, path)
         try:
-            data, info = read_regular(self._target(path))
-        except (FileNotFoundError, NotADirectoryError):
-            return None, None
+            found = dirs.read(path)
         except (NotRegularFile, IsADirectoryError):
             raise _not_regular(path) from None
+        except SymlinkInPath:
+            raise _link_refused(path) from None
+        if found is None:
+            return None, None
+        data, info = found
         return data, stat.S_IMODE(info.st_mode)
 
-    def _is_in_state(self, path: str, blob: str, mode: int | None) -> bool:
+    def _is_in_state(self, dirs: _Walk, path: str, blob: str, mode: int | None) -> bool:
         try:
-            data, current_mode = self._read(path)
+            data, current_mode = self._read(dirs, path)
         except (DomainError, OSError):  # unreadable, or not a regular file: not in that state
             return False
         return self._digest(data) == blob and (mode is None or current_mode == mode)
@@ -375,15 +392,36 @@ class Applier:
     def _digest(self, data: bytes | None) -> str | None:
         return None if data is None else self.blobs.digest_of(data)
 
-    def _dirs_to_create(self, planned: list[CheckpointEntry]) -> list[str]:
+    def _missing_dirs(self, dirs: _Walk, checkpoint: Checkpoint, side: str) -> set[str]:
+        """The directories the files of ``side`` need that do not exist."""
+        return self._dirs_to_create(dirs, [entry.path for entry in checkpoint.entries if entry.state(side)[0]])
+
+    def _dirs_to_create(self, dirs: _Walk, paths: Iterable[str]) -> set[str]:
+        """The directories ``paths`` need that are not there now: missing, or a file
+        (that the plan deletes first, or the write fails). A symlink is refused."""
         exists: dict[str, bool] = {}
-        for entry in planned:
-            parts = entry.path.split("/")[:-1] if entry.post_blob is not None else []
+        for parent in {path.rpartition("/")[0] for path in paths}:
+            parts, found = parent.split("/") if parent else [], True
             for depth in range(1, len(parts) + 1):
                 directory = "/".join(parts[:depth])
-                if directory not in exists:
-                    exists[directory] = os.path.lexists(os.path.join(self._real_root, directory))
-        return sorted(directory for directory, found in exists.items() if not found)
+                if directory not in exists:  # below a missing one, all are missing
+                    exists[directory] = found and self._is_dir(dirs, directory)
+                found = exists[directory]
+        return {directory for directory, found in exists.items() if not found}
+
+    def _is_dir(self, dirs: _Walk, directory: str) -> bool:
+        try:
+            info = dirs.lstat(directory)
+        except SymlinkInPath:
+            raise _link_refused(directory) from None
+        if info is not None and stat.S_ISLNK(info.st_mode):
+            raise _link_refused(directory)
+        return info is not None and stat.S_ISDIR(info.st_mode)
+
+
+def _link_refused(path: str) -> AuthorizationError:
+    """A symlink on the way to ``path``, found before anything is written."""
+    return AuthorizationError(f"path {path!r} refused: symlink_escape", {"path": path, "reason": "symlink_escape"})
 
 
 @contextlib.contextmanager

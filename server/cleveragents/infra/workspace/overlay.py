@@ -2,8 +2,11 @@
 
 Reads see the overlay first, then the disk; writes never touch the workspace. Every
 path passes the guards (``domain.guards``) and must stay inside the root once
-symlinks are resolved. The overlay itself is a map of small records (content lives
-in the ``BlobStore``), so a plan's overlay can be stored and rebuilt after a restart.
+symlinks are resolved. The overlay records that resolved path, and the disk is read
+through directory descriptors along it without following a link (``_dirfd``): a
+directory swapped for a link after the check is refused, never read through. The
+overlay itself is a map of small records (content lives in the ``BlobStore``), so a
+plan's overlay can be stored and rebuilt after a restart.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from cleveragents.domain.errors import (
     ValidationError,
 )
 from cleveragents.domain.guards import GuardPolicy, normalize
-from cleveragents.infra.workspace._fs import NotRegularFile, TooLarge, read_regular
+from cleveragents.infra.workspace._dirfd import Dirs, SymlinkInPath
+from cleveragents.infra.workspace._fs import NotRegularFile, TooLarge
 from cleveragents.infra.workspace.blobs import BlobStore
 from cleveragents.infra.workspace.globs import compile_glob, literal_prefix
 
@@ -81,17 +85,19 @@ class Overlay:
                 return Path(absolute).relative_to(root).as_posix()
         raise AuthorizationError(f"path {path!r} refused: outside_workspace", {"path": path, "reason": "outside_workspace"})
 
-    def _disk(self, relative: str) -> Path:
-        return Path(self._real_root, relative)
+    def _dirs(self) -> Dirs:
+        """The workspace's directories for one call. Paths given to it are resolved
+        (``resolve``): a link on the way now was swapped in since."""
+        return Dirs(self._real_root)
 
-    def _disk_stat(self, relative: str) -> os.stat_result | None:
-        """The workspace file's ``stat`` (``None``: there is none). A path the OS can't
-        look up (a symlink loop, a name too long) is refused naming the relative path:
-        the OS error would name the server's."""
+    def _disk_stat(self, dirs: Dirs, relative: str) -> os.stat_result | None:
+        """The workspace entry's own ``stat`` (``None``: there is none). A path the OS
+        can't look up (a name too long) is refused naming the relative path: the OS
+        error would name the server's."""
         try:
-            return os.stat(self._disk(relative))
-        except (FileNotFoundError, NotADirectoryError):
-            return None
+            return dirs.lstat(relative)
+        except SymlinkInPath:
+            raise _swapped(relative) from None
         except OSError as exc:
             raise _unusable(relative, exc) from None
 
@@ -108,21 +114,27 @@ class Overlay:
             if (size := self.blobs.size(entry.blob)) > limit:
                 raise _over("max_read_bytes", limit, relative, size=size)
             return self.blobs.get(entry.blob)
-        return self._read_disk(relative, limit)
+        with self._dirs() as dirs:
+            return self._read_disk(dirs, relative, limit)
 
-    def _read_disk(self, relative: str, limit: int | None) -> bytes:
+    def _read_disk(self, dirs: Dirs, relative: str, limit: int | None) -> bytes:
         """A workspace file, refused when it is no regular file or over ``limit``."""
         try:
-            return read_regular(self._disk(relative), limit=limit)[0]
+            found = dirs.read(relative, limit=limit)
+        except SymlinkInPath:
+            raise _swapped(relative) from None
         except NotRegularFile:
             raise ValidationError(f"{relative} is not a regular file",
                                   {"path": relative, "reason": "not_a_regular_file"}) from None
         except TooLarge as too_large:
             raise _over("max_read_bytes", too_large.limit, relative, size=too_large.info.st_size) from None
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError) as exc:
-            raise type(exc)(exc.errno, exc.strerror, relative) from None  # the relative path, not the server's
+        except IsADirectoryError as exc:
+            raise IsADirectoryError(exc.errno, exc.strerror, relative) from None  # the relative path, not the server's
         except OSError as exc:  # a name the OS refuses, no permission: the caller's to read
             raise _unusable(relative, exc) from None
+        if found is None:
+            raise FileNotFoundError(errno.ENOENT, "no such file", relative)
+        return found[0]
 
     def exists(self, path: str) -> bool:
         return self.mode(path) is not None
@@ -131,7 +143,10 @@ class Overlay:
         relative = self.resolve(path)
         with self._lock:
             entry = self._entries.get(relative)
-        return entry.mode if entry is not None else _mode_of(self._disk_stat(relative))
+        if entry is not None:
+            return entry.mode
+        with self._dirs() as dirs:
+            return _mode_of(self._disk_stat(dirs, relative))
 
     def write_bytes(self, path: str, data: bytes, mode: int | None = None) -> None:
         if not isinstance(data, (bytes, bytearray)):
@@ -139,11 +154,11 @@ class Overlay:
         if mode is not None and (not isinstance(mode, int) or not 0 <= mode <= 0o777):
             raise ValidationError("mode must be permission bits (0 to 0o777)", {"field": "mode", "path": path})
         relative = self.resolve(path, write=True)
-        with self._lock:
+        with self._lock, self._dirs() as dirs:
             entry = self._entries.get(relative)
             self._check_budget(relative, entry, len(data))
-            self._check_parents(relative)
-            base, disk_mode = self._first_touch(relative, entry)
+            self._check_parents(dirs, relative)
+            base, disk_mode = self._first_touch(dirs, relative, entry)
             kept_mode = entry.mode if entry is not None and entry.mode is not None else disk_mode
             blob = self.blobs.put(bytes(data))
             written = (entry.written if entry else 0) + len(data)
@@ -153,12 +168,12 @@ class Overlay:
 
     def delete(self, path: str) -> None:
         relative = self.resolve(path, write=True)
-        with self._lock:
+        with self._lock, self._dirs() as dirs:
             entry = self._entries.get(relative)
-            if (entry is None and not _is_file(self._disk_stat(relative))) or (entry is not None and entry.deleted):
+            if (entry is None and not _is_file(self._disk_stat(dirs, relative))) or (entry is not None and entry.deleted):
                 raise FileNotFoundError(2, "no such file", relative)
             self._check_budget(relative, entry, 0)
-            base, _ = self._first_touch(relative, entry)
+            base, _ = self._first_touch(dirs, relative, entry)
             self._entries[relative] = OverlayEntry(relative, None, None, base, entry.written if entry else 0)
 
     def glob(self, pattern: str) -> list[str]:
@@ -243,32 +258,32 @@ class Overlay:
         if self._written + size > self.policy.max_bytes_written:
             raise _over("max_bytes_written", self.policy.max_bytes_written, relative)
 
-    def _check_parents(self, relative: str) -> None:
+    def _check_parents(self, dirs: Dirs, relative: str) -> None:
         """Refuse a write that apply could not carry out: a file where a directory
         is, or a directory below a file the merged view still has."""
-        info = self._disk_stat(relative)
+        info = self._disk_stat(dirs, relative)
         if info is not None and stat.S_ISDIR(info.st_mode):
             raise ValidationError("a directory is in the way", {"path": relative, "reason": "is_directory"})
         parts = relative.split("/")
         for depth in range(1, len(parts)):
             parent = "/".join(parts[:depth])
             entry = self._entries.get(parent)
-            if (entry is not None and not entry.deleted) or (entry is None and _is_file(self._disk_stat(parent))):
+            if (entry is not None and not entry.deleted) or (entry is None and _is_file(self._disk_stat(dirs, parent))):
                 raise ValidationError("a parent is a file", {"path": relative, "reason": "parent_is_file", "parent": parent})
 
-    def _first_touch(self, relative: str, entry: OverlayEntry | None) -> tuple[str | None, int | None]:
+    def _first_touch(self, dirs: Dirs, relative: str, entry: OverlayEntry | None) -> tuple[str | None, int | None]:
         """The entry's base digest (kept from the first touch) and the disk file's
         mode. The base content goes into the blob store now, so an apply that finds
         the file unchanged already has its pre-image."""
-        info = self._disk_stat(relative)
+        info = self._disk_stat(dirs, relative)
         if entry is None and info is not None and not stat.S_ISREG(info.st_mode):
-            # Refused now, not only at the apply: a FIFO, a device or a directory stays what it is.
+            # Refused now, not only at the apply: a FIFO, a device, a directory or a link stays what it is.
             raise ValidationError(f"{relative} is not a regular file",
                                   {"path": relative, "reason": "not_a_regular_file"})
         disk_mode = _mode_of(info)
         if entry is not None or disk_mode is None:
             return (entry.base if entry else None), disk_mode
-        return self.blobs.put(self._read_disk(relative, None)), disk_mode
+        return self.blobs.put(self._read_disk(dirs, relative, None)), disk_mode
 
     def _walk(self, prefix: list[str]) -> Iterable[str]:
         """Regular files on disk below the root, without entering protected or
@@ -296,6 +311,11 @@ class Overlay:
 
 def _inside(real: str, real_root: str) -> bool:
     return real.startswith(real_root + os.sep)
+
+
+def _swapped(relative: str) -> AuthorizationError:
+    """A directory on the resolved path became a symlink after it was resolved."""
+    return AuthorizationError(f"path {relative!r} refused: symlink_escape", {"path": relative, "reason": "symlink_escape"})
 
 
 def _unusable(relative: str, exc: OSError) -> ValidationError:
