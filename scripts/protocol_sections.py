@@ -87,12 +87,17 @@ def plan_section() -> list[str]:
         "runs its steps in the plan's overlay: tools read the overlay over the workspace, and every "
         "write stays in the overlay, so the workspace is not touched. `diff` compares the overlay with "
         "the workspace. `apply` writes it into the workspace, journaled and file by file (temp file and "
-        "rename), after checking that no target changed on disk since execute (else -32008 with "
-        "`data.conflicts`, unless `force`); it keeps the pre-images as a checkpoint, which `rollback` "
-        "restores byte for byte (modes included), deleting the files the plan created. Apply and "
-        "rollback never follow a symlink inside the workspace: a directory on a file's path that became "
-        "a link since execute is refused (-32003, `reason: symlink_escape`), and one swapped in while "
-        "the files are written fails the operation, which is undone (-32008, `data.reason`).",
+        "rename), after checking that no target's content or permission bits changed on disk since "
+        "execute; else -32008, unless `force`. The error's `data.conflicts` lists the paths and "
+        "`data.conflict_details` says what changed in each: `{\"path\": \"a.sh\", \"changed\": [\"mode\"], "
+        "\"expected_mode\": \"0644\", \"found_mode\": \"0755\"}` (`changed` holds `content` and/or `mode`; the "
+        "modes are there when the mode changed). `force` writes the plan's content and keeps a mode the "
+        "user set, unless the plan set one. The apply keeps the pre-images as a checkpoint, which "
+        "`rollback` restores byte for byte (modes included), deleting the files the plan created; "
+        "`rollback` refuses a file whose content or mode changed since the apply in the same way. Apply "
+        "and rollback never follow a symlink inside the workspace: a directory on a file's path that "
+        "became a link since execute is refused (-32003, `reason: symlink_escape`), and one swapped in "
+        "while the files are written fails the operation, which is undone (-32008, `data.reason`).",
         "",
         "A plan's position is a `(phase, state)` pair; each position allows these actions "
         "(`status`, `tree`, `explain`, `diff`, `artifacts` and `list` are always allowed). Anything "

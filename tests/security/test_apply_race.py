@@ -5,7 +5,8 @@ A thread swaps the plan's directories for symlinks to look-alike copies outside 
 workspace (and back) while a 400-file apply, or its rollback, runs. Whatever moment a
 swap lands on, no byte may change outside the workspace, and the operation is all or
 nothing: it completes with every file written in the workspace, or fails, undone, with
-the workspace as it was.
+the workspace as it was. A mode changed between execute and apply (or between apply
+and rollback) is a conflict, as a content change is.
 """
 
 from __future__ import annotations
@@ -261,6 +262,51 @@ async def test_a_directory_swapped_for_a_link_during_rollback_never_leads_out(id
         outcomes.append(outcome)
         reset(identity, workspace, b"foo")
     print(f"{identity.name}: rollback outcomes {outcomes}")
+
+
+def conflict_details(error: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    assert error["data"]["conflicts"] == [detail["path"] for detail in error["data"]["conflict_details"]], error
+    return {detail["path"]: detail for detail in error["data"]["conflict_details"]}
+
+
+async def test_a_mode_changed_between_execute_and_apply_is_a_conflict(identity, serve):
+    workspace = identity.directory("workspace")
+    (workspace / "a.txt").write_bytes(b"foo\n")
+    (workspace / "a.txt").chmod(0o644)
+    (workspace / "b.txt").write_bytes(b"foo\n")
+    (workspace / "b.txt").chmod(0o644)
+    identity.own(workspace)
+    client = await serve(workspace)
+    plan_id = await client.executed({"pattern": "foo", "replacement": "bar"})
+    (workspace / "a.txt").chmod(0o755)
+
+    refused = await client.call("apply", plan_id=plan_id)
+    assert refused.get("error", {}).get("code") == CONFLICT, refused
+    assert conflict_details(refused["error"]) == {
+        "a.txt": {"path": "a.txt", "changed": ["mode"], "expected_mode": "0644", "found_mode": "0755"}}, refused
+    assert (workspace / "a.txt").read_bytes() == b"foo\n" and (workspace / "b.txt").read_bytes() == b"foo\n"
+    assert stat.S_IMODE((workspace / "a.txt").stat().st_mode) == 0o755
+
+    # force writes the plan's content and keeps the mode the user gave the file.
+    forced = await client.call("apply", plan_id=plan_id, force=True)
+    assert "result" in forced, forced
+    assert (workspace / "a.txt").read_bytes() == b"bar\n"
+    assert stat.S_IMODE((workspace / "a.txt").stat().st_mode) == 0o755
+    assert stat.S_IMODE((workspace / "b.txt").stat().st_mode) == 0o644
+
+    # After the apply, a mode change is a conflict for the rollback too.
+    (workspace / "b.txt").chmod(0o600)
+    refused = await client.call("rollback", plan_id=plan_id)
+    assert refused.get("error", {}).get("code") == CONFLICT, refused
+    assert conflict_details(refused["error"]) == {
+        "b.txt": {"path": "b.txt", "changed": ["mode"], "expected_mode": "0644", "found_mode": "0600"}}, refused
+    assert (workspace / "b.txt").read_bytes() == b"bar\n"
+    rolled = await client.call("rollback", plan_id=plan_id, force=True)
+    assert "result" in rolled, rolled
+    # The rollback restores the pre-images byte for byte, modes included.
+    assert (workspace / "a.txt").read_bytes() == b"foo\n" and (workspace / "b.txt").read_bytes() == b"foo\n"
+    assert stat.S_IMODE((workspace / "a.txt").stat().st_mode) == 0o755
+    assert stat.S_IMODE((workspace / "b.txt").stat().st_mode) == 0o644
 
 
 def creating_patch() -> str:

@@ -2,6 +2,7 @@
 
 import json
 import os
+import stat
 
 import pytest
 
@@ -89,7 +90,8 @@ def test_conflicts_refuse_and_write_nothing_unless_forced(root, applier, overlay
     before = snapshot(root)
     with pytest.raises(PlanError) as refused:
         applier.apply("p1", overlay.entries())
-    assert refused.value.data == {"plan_id": "p1", "conflicts": ["old.txt", "src/a.py"]}
+    assert refused.value.data == {"plan_id": "p1", "conflicts": ["old.txt", "src/a.py"], "conflict_details": [
+        {"path": "old.txt", "changed": ["content"]}, {"path": "src/a.py", "changed": ["content"]}]}
     assert snapshot(root) == before
     assert not (applier.journal_dir / "p1.json").exists()
     checkpoint = applier.apply("p1", overlay.entries(), force=True)
@@ -113,7 +115,7 @@ def test_rollback_refuses_files_changed_since_the_apply(root, applier, overlay):
     (root / "old.txt").write_bytes(b"recreated\n")
     with pytest.raises(PlanError) as refused:
         applier.rollback(checkpoint)
-    assert refused.value.data == {"plan_id": "p1", "conflicts": ["old.txt", "run.sh"]}
+    assert refused.value.data["conflicts"] == ["old.txt", "run.sh"]
     assert (root / "src" / "a.py").read_bytes() == b"a = 2\n"
     applier.rollback(checkpoint, force=True)
     assert (root / "run.sh").read_bytes() == b"#!/bin/sh\n" and (root / "old.txt").read_bytes() == b"old\n"
@@ -125,6 +127,72 @@ def test_rollback_keeps_a_created_directory_that_has_new_files(root, applier, ov
     applier.rollback(checkpoint)
     assert (root / "new" / "mine.txt").read_bytes() == b"user file\n"
     assert not (root / "new" / "deep").exists()
+
+
+def mode(path):
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_a_mode_changed_since_execute_is_a_conflict(root, blobs, applier):
+    overlay = Overlay(root, blobs)
+    overlay.write_bytes("src/a.py", b"a = 2\n")
+    overlay.write_bytes("old.txt", b"new\n")
+    base = mode(root / "src" / "a.py")
+    os.chmod(root / "src" / "a.py", 0o755)
+    (root / "old.txt").write_bytes(b"edited\n")
+    os.chmod(root / "old.txt", 0o640)
+    assert applier.conflicts(overlay.entries()) == ["old.txt", "src/a.py"]
+    before = snapshot(root)
+    with pytest.raises(PlanError) as refused:
+        applier.apply("p1", overlay.entries())
+    assert refused.value.data["conflict_details"] == [
+        {"path": "old.txt", "changed": ["content", "mode"], "expected_mode": "0600", "found_mode": "0640"},
+        {"path": "src/a.py", "changed": ["mode"], "expected_mode": f"{base:04o}", "found_mode": "0755"},
+    ]
+    assert snapshot(root) == before
+    # force writes the plan's content; the plan left the modes alone, so the files keep the new ones.
+    checkpoint = applier.apply("p1", overlay.entries(), force=True)
+    assert (root / "src" / "a.py").read_bytes() == b"a = 2\n" and mode(root / "src" / "a.py") == 0o755
+    assert mode(root / "old.txt") == 0o640
+    applier.discard("p1")
+    applier.rollback(checkpoint)
+    assert snapshot(root) == before
+
+
+def test_a_forced_apply_writes_a_mode_the_plan_chose(root, blobs, applier):
+    overlay = Overlay(root, blobs)
+    overlay.write_bytes("run.sh", b"#!/bin/sh\necho hi\n", mode=0o755)  # was 0o750
+    os.chmod(root / "run.sh", 0o700)
+    with pytest.raises(PlanError):
+        applier.apply("p1", overlay.entries())
+    applier.apply("p1", overlay.entries(), force=True)
+    assert mode(root / "run.sh") == 0o755
+
+
+def test_rollback_refuses_a_mode_changed_since_the_apply(root, applier, overlay):
+    before = snapshot(root)
+    checkpoint = applier.apply("p1", overlay.entries())
+    applier.discard("p1")
+    os.chmod(root / "new" / "deep" / "c.py", 0o600)
+    with pytest.raises(PlanError) as refused:
+        applier.rollback(checkpoint)
+    assert refused.value.data["conflict_details"] == [
+        {"path": "new/deep/c.py", "changed": ["mode"], "expected_mode": "0644", "found_mode": "0600"}]
+    assert (root / "src" / "a.py").read_bytes() == b"a = 2\n"
+    applier.rollback(checkpoint, force=True)
+    assert snapshot(root) == before
+
+
+def test_records_stored_without_a_base_mode_check_content_only(root, blobs, applier):
+    overlay = Overlay(root, blobs)
+    overlay.write_bytes("src/a.py", b"a = 2\n")
+    old_records = [{k: v for k, v in record.items() if k != "base_mode"} for record in overlay.to_records()]
+    rebuilt = Overlay.from_records(root, blobs, None, old_records)
+    assert [entry.base_mode for entry in rebuilt.entries()] == [None]
+    os.chmod(root / "src" / "a.py", 0o600)
+    assert applier.conflicts(rebuilt.entries()) == []
+    applier.apply("p1", rebuilt.entries())
+    assert (root / "src" / "a.py").read_bytes() == b"a = 2\n"
 
 
 def test_a_failed_apply_is_undone(root, blobs, applier):

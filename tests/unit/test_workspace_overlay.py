@@ -1,6 +1,7 @@
 """The plan overlay (infra.workspace.overlay) and its blob store, on real directories."""
 
 import os
+import stat
 import threading
 
 import pytest
@@ -227,7 +228,9 @@ def test_records_round_trip(root, blobs, overlay):
     overlay.delete("README.md")
     records = overlay.to_records()
     assert records[0] == {"path": "README.md", "blob": None, "mode": None,
-                          "base": BlobStore.digest_of(b"hello\n"), "written": 0}
+                          "base": BlobStore.digest_of(b"hello\n"), "written": 0,
+                          "base_mode": stat.S_IMODE((root / "README.md").stat().st_mode)}
+    assert records[1]["base_mode"] is None  # new.py did not exist
     rebuilt = Overlay.from_records(root, blobs, None, records)
     assert rebuilt.entries() == overlay.entries()
     assert rebuilt.bytes_written == overlay.bytes_written
@@ -235,6 +238,9 @@ def test_records_round_trip(root, blobs, overlay):
     with pytest.raises(ValidationError) as bad:
         Overlay.from_records(root, blobs, None, [{"path": "x"}])
     assert bad.value.data == {"field": "records", "index": 0}
+    for base_mode in (-1, 0o10000, "644", True):
+        with pytest.raises(ValidationError):
+            Overlay.from_records(root, blobs, None, [{**records[1], "base_mode": base_mode}])
 
 
 def test_concurrent_writers_are_all_recorded(overlay):

@@ -14,6 +14,10 @@ editor holds them (in buffers the user saves when they choose).
 A journal is read back as untrusted input: before anything is written, every path
 it names must pass the guards, and no directory on its way may be a symlink. One
 that does not is not applied; it is reported "failed".
+
+Conflicts: a file whose content or mode is no longer the one the plan started from
+(the apply) or left (the rollback) is refused unless ``force``; the error's data
+says which changed (``conflict_details``).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from cleveragents.infra.workspace._fs import (
 )
 from cleveragents.infra.workspace.blobs import BlobStore
 from cleveragents.infra.workspace.checkpoint import Checkpoint, CheckpointEntry
+from cleveragents.infra.workspace.conflicts import conflicts_error, file_conflict
 from cleveragents.infra.workspace.overlay import OverlayEntry
 
 logger = logging.getLogger(__name__)
@@ -118,9 +123,9 @@ class Applier:
     # -- operations --------------------------------------------------------------
 
     def conflicts(self, entries: Iterable[OverlayEntry]) -> list[str]:
-        """Paths whose content on disk is no longer the one the plan started from."""
+        """Paths whose content or mode on disk is no longer the one the plan started from."""
         with self._lock, self._dirs() as dirs:
-            return [entry.path for entry in entries if self._digest(self._read(dirs, entry.path)[0]) != entry.base]
+            return [entry.path for entry in entries if self._conflict(dirs, entry.path, entry.base, entry.base_mode)]
 
     def apply(self, plan_id: str, entries: Iterable[OverlayEntry], *, force: bool = False) -> Checkpoint:
         with self._lock, self._dirs() as dirs:
@@ -143,17 +148,20 @@ class Applier:
         for entry in entries:
             data, mode = self._read(dirs, entry.path)
             digest = self._digest(data)
-            if digest != entry.base:
-                conflicts.append(entry.path)
-            if entry.blob == digest and (data is None or entry.mode == mode):
+            if conflict := file_conflict(entry.path, entry.base, entry.base_mode, digest, mode):
+                conflicts.append(conflict)
+            post_mode = entry.mode
+            if entry.blob is not None and mode is not None and entry.base_mode is not None and entry.mode == entry.base_mode:
+                post_mode = mode  # the plan left the mode alone: a forced apply keeps the one the file has now
+            if entry.blob == digest and (data is None or post_mode == mode):
                 continue  # already so on disk
             planned.append(CheckpointEntry(
-                entry.path, data is not None, digest, mode, entry.blob, None if entry.blob is None else entry.mode,
+                entry.path, data is not None, digest, mode, entry.blob, None if entry.blob is None else post_mode,
             ))
             if data is not None:
                 pre_images.append((data, digest))
         if conflicts and not force:
-            raise PlanError("files changed on disk since execute", {"plan_id": plan_id, "conflicts": conflicts})
+            raise conflicts_error("files changed on disk since execute", plan_id, conflicts)
         for data, digest in pre_images:
             self.blobs.put(data, digest=digest, durable=self.durable)
         created = self._dirs_to_create(dirs, [entry.path for entry in planned if entry.post_blob is not None])
@@ -161,15 +169,15 @@ class Applier:
 
     def rollback(self, checkpoint: Checkpoint, *, force: bool = False) -> list[str]:
         """Restore every pre-image, bytes and mode, and delete the files the apply
-        created. Refused when a file changed since the apply, unless ``force``."""
+        created. Refused when a file's content or mode changed since the apply, unless
+        ``force``."""
         _check_plan_id(checkpoint.plan_id)
         with self._lock, self._dirs() as dirs:
             self._refuse_unfinished(checkpoint.plan_id)
-            conflicts = [entry.path for entry in checkpoint.entries
-                         if self._digest(self._read(dirs, entry.path)[0]) != entry.post_blob]
+            conflicts = [conflict for entry in checkpoint.entries
+                         if (conflict := self._conflict(dirs, entry.path, entry.post_blob, entry.post_mode))]
             if conflicts and not force:
-                raise PlanError("files changed on disk since the apply",
-                                {"plan_id": checkpoint.plan_id, "conflicts": conflicts})
+                raise conflicts_error("files changed on disk since the apply", checkpoint.plan_id, conflicts)
             self._require_blobs(checkpoint.plan_id, [e.pre_blob for e in checkpoint.entries if e.existed and e.pre_blob])
             self._run(dirs, "rollback", checkpoint)
             return checkpoint.paths
@@ -381,6 +389,10 @@ class Applier:
             return None, None
         data, info = found
         return data, stat.S_IMODE(info.st_mode)
+
+    def _conflict(self, dirs: _Walk, path: str, blob: str | None, mode: int | None) -> dict[str, Any] | None:
+        data, found_mode = self._read(dirs, path)
+        return file_conflict(path, blob, mode, self._digest(data), found_mode)
 
     def _is_in_state(self, dirs: _Walk, path: str, blob: str, mode: int | None) -> bool:
         try:

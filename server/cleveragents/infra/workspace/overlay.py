@@ -36,15 +36,18 @@ NEW_FILE_MODE = 0o644
 
 @dataclass(frozen=True, slots=True)
 class OverlayEntry:
-    """``blob`` is ``None`` for a deletion; ``base`` is the workspace file's digest
-    when the plan first touched the path (``None``: it did not exist); ``written``
-    counts the bytes the plan wrote to it, so the budget survives a restart."""
+    """``blob`` is ``None`` for a deletion; ``base`` and ``base_mode`` are the workspace
+    file's digest and permission bits when the plan first touched the path (``None``:
+    it did not exist; ``base_mode`` is also ``None`` in records stored before it was
+    kept, and then a mode change is not checked); ``written`` counts the bytes the
+    plan wrote to it, so the budget survives a restart."""
 
     path: str
     blob: str | None
     mode: int | None
     base: str | None
     written: int = 0
+    base_mode: int | None = None
 
     @property
     def deleted(self) -> bool:
@@ -158,12 +161,12 @@ class Overlay:
             entry = self._entries.get(relative)
             self._check_budget(relative, entry, len(data))
             self._check_parents(dirs, relative)
-            base, disk_mode = self._first_touch(dirs, relative, entry)
+            base, base_mode, disk_mode = self._first_touch(dirs, relative, entry)
             kept_mode = entry.mode if entry is not None and entry.mode is not None else disk_mode
             blob = self.blobs.put(bytes(data))
             written = (entry.written if entry else 0) + len(data)
             final_mode = mode if mode is not None else kept_mode if kept_mode is not None else NEW_FILE_MODE
-            self._entries[relative] = OverlayEntry(relative, blob, final_mode, base, written)
+            self._entries[relative] = OverlayEntry(relative, blob, final_mode, base, written, base_mode)
             self._written += len(data)
 
     def delete(self, path: str) -> None:
@@ -173,8 +176,8 @@ class Overlay:
             if (entry is None and not _is_file(self._disk_stat(dirs, relative))) or (entry is not None and entry.deleted):
                 raise FileNotFoundError(2, "no such file", relative)
             self._check_budget(relative, entry, 0)
-            base, _ = self._first_touch(dirs, relative, entry)
-            self._entries[relative] = OverlayEntry(relative, None, None, base, entry.written if entry else 0)
+            base, base_mode, _ = self._first_touch(dirs, relative, entry)
+            self._entries[relative] = OverlayEntry(relative, None, None, base, entry.written if entry else 0, base_mode)
 
     def glob(self, pattern: str) -> list[str]:
         """Files matching ``pattern`` in the merged view, sorted. ``**`` crosses
@@ -230,8 +233,8 @@ class Overlay:
 
     def to_records(self) -> list[dict[str, Any]]:
         # Built by hand: dataclasses.asdict deep-copies, and plans save this after every step.
-        return [{"path": e.path, "blob": e.blob, "mode": e.mode, "base": e.base, "written": e.written}
-                for e in self.entries()]
+        return [{"path": e.path, "blob": e.blob, "mode": e.mode, "base": e.base, "written": e.written,
+                 "base_mode": e.base_mode} for e in self.entries()]
 
     @classmethod
     def from_records(
@@ -242,7 +245,7 @@ class Overlay:
             try:
                 entry = OverlayEntry(
                     overlay.policy.check(record["path"], write=True), record["blob"], record["mode"],
-                    record["base"], int(record.get("written", 0)),
+                    record["base"], int(record.get("written", 0)), _permission_bits(record.get("base_mode")),
                 )
             except (KeyError, TypeError, ValueError) as exc:
                 raise ValidationError("malformed overlay record", {"field": "records", "index": index}) from exc
@@ -271,19 +274,21 @@ class Overlay:
             if (entry is not None and not entry.deleted) or (entry is None and _is_file(self._disk_stat(dirs, parent))):
                 raise ValidationError("a parent is a file", {"path": relative, "reason": "parent_is_file", "parent": parent})
 
-    def _first_touch(self, dirs: Dirs, relative: str, entry: OverlayEntry | None) -> tuple[str | None, int | None]:
-        """The entry's base digest (kept from the first touch) and the disk file's
-        mode. The base content goes into the blob store now, so an apply that finds
-        the file unchanged already has its pre-image."""
+    def _first_touch(self, dirs: Dirs, relative: str, entry: OverlayEntry | None) -> tuple[str | None, int | None, int | None]:
+        """The entry's base digest and mode (kept from the first touch) and the disk
+        file's mode. The base content goes into the blob store now, so an apply that
+        finds the file unchanged already has its pre-image."""
         info = self._disk_stat(dirs, relative)
         if entry is None and info is not None and not stat.S_ISREG(info.st_mode):
             # Refused now, not only at the apply: a FIFO, a device, a directory or a link stays what it is.
             raise ValidationError(f"{relative} is not a regular file",
                                   {"path": relative, "reason": "not_a_regular_file"})
         disk_mode = _mode_of(info)
-        if entry is not None or disk_mode is None:
-            return (entry.base if entry else None), disk_mode
-        return self.blobs.put(self._read_disk(dirs, relative, None)), disk_mode
+        if entry is not None:
+            return entry.base, entry.base_mode, disk_mode
+        if disk_mode is None:
+            return None, None, None
+        return self.blobs.put(self._read_disk(dirs, relative, None)), disk_mode, disk_mode
 
     def _walk(self, prefix: list[str]) -> Iterable[str]:
         """Regular files on disk below the root, without entering protected or
@@ -316,6 +321,12 @@ def _inside(real: str, real_root: str) -> bool:
 def _swapped(relative: str) -> AuthorizationError:
     """A directory on the resolved path became a symlink after it was resolved."""
     return AuthorizationError(f"path {relative!r} refused: symlink_escape", {"path": relative, "reason": "symlink_escape"})
+
+
+def _permission_bits(mode: Any) -> int | None:
+    if mode is None or (isinstance(mode, int) and not isinstance(mode, bool) and 0 <= mode <= 0o7777):
+        return mode
+    raise ValueError("a mode must be permission bits")
 
 
 def _unusable(relative: str, exc: OSError) -> ValidationError:
