@@ -195,6 +195,19 @@ def test_records_stored_without_a_base_mode_check_content_only(root, blobs, appl
     assert (root / "src" / "a.py").read_bytes() == b"a = 2\n"
 
 
+def test_a_deleted_file_makes_way_for_a_directory_and_back(root, blobs, applier):
+    overlay = Overlay(root, blobs)
+    overlay.delete("old.txt")
+    overlay.write_bytes("old.txt/inside.txt", b"now a directory\n")
+    before = snapshot(root)
+    checkpoint = applier.apply("p1", overlay.entries())
+    assert checkpoint.created_dirs == ["old.txt"]
+    assert (root / "old.txt" / "inside.txt").read_bytes() == b"now a directory\n"
+    applier.discard("p1")
+    applier.rollback(checkpoint)
+    assert snapshot(root) == before
+
+
 def test_a_failed_apply_is_undone(root, blobs, applier):
     overlay = Overlay(root, blobs)
     overlay.write_bytes("src/a.py", b"a = 2\n")

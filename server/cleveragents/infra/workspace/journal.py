@@ -174,8 +174,10 @@ class Applier:
         _check_plan_id(checkpoint.plan_id)
         with self._lock, self._dirs() as dirs:
             self._refuse_unfinished(checkpoint.plan_id)
+            made = set(checkpoint.created_dirs)  # a deleted file that made way for a directory the apply made
             conflicts = [conflict for entry in checkpoint.entries
-                         if (conflict := self._conflict(dirs, entry.path, entry.post_blob, entry.post_mode))]
+                         if not (entry.post_blob is None and entry.path in made)
+                         and (conflict := self._conflict(dirs, entry.path, entry.post_blob, entry.post_mode))]
             if conflicts and not force:
                 raise conflicts_error("files changed on disk since the apply", checkpoint.plan_id, conflicts)
             self._require_blobs(checkpoint.plan_id, [e.pre_blob for e in checkpoint.entries if e.existed and e.pre_blob])
