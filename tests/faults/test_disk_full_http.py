@@ -32,10 +32,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.security.http_process import TOKEN
-
 from tests.contract.runners import sse_messages
 from tests.faults.test_disk_full import Filler, assert_names_the_cause, mount_tmpfs
+from tests.security.http_process import TOKEN
 
 V1 = {"A2A-Version": "1.0"}
 REST = {**V1, "Content-Type": "application/a2a+json"}

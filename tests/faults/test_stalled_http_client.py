@@ -21,10 +21,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.security.http_process import TOKEN
-
 from tests.e2e.agent_server import AGENTS
 from tests.faults.test_load import rss
+from tests.security.http_process import TOKEN
 
 LIMIT = 1024 * 1024
 # Resident memory may grow this much past its size before the stream (the flood is 250 MiB).
