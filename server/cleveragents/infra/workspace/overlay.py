@@ -199,13 +199,13 @@ class Overlay:
         the caller decides), without following symlinks."""
         prefix = normalize(directory)
         found = set()
-        top = self._disk(prefix)
+        top = os.path.join(self._real_root, prefix)
         if os.path.isfile(top) and not os.path.islink(top):
             found.add(prefix)
         for current, _, filenames in os.walk(top):
             relative_dir = Path(current).relative_to(self._real_root).as_posix()
             found.update(f"{relative_dir}/{name}" for name in filenames
-                         if os.path.isfile(os.path.join(current, name)))
+                         if not os.path.islink(full := os.path.join(current, name)) and os.path.isfile(full))
         with self._lock:
             for entry in self._entries.values():
                 if entry.path == prefix or entry.path.startswith(prefix + "/"):
