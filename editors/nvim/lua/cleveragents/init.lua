@@ -2,6 +2,7 @@
 --
 -- Cancelling is always an explicit request (plan/cancel, tasks/cancel): Neovim drops
 -- the reply to a request cancelled with $/cancelRequest, so that is never used.
+local version = require('cleveragents.version')
 local client = require('cleveragents.client')
 local ui = require('cleveragents.ui')
 
@@ -180,6 +181,9 @@ function M.setup(opts)
 end
 
 function M.start()
+  if version.refuse() then
+    return nil
+  end
   return client.start(M.config, {
     ['_cleveragents/event'] = on_event,
     ['task/statusUpdate'] = on_status,
