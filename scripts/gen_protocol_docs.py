@@ -34,7 +34,7 @@ from cleveragents.a2a.methods import MethodSpec  # noqa: E402
 from cleveragents.a2a.version import SUPPORTED_VERSIONS  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from protocol_sections import events_section, plan_section, task_section  # noqa: E402
+from protocol_sections import events_section, limits_section, plan_section, task_section  # noqa: E402
 
 # Families, in the order they appear. Extension methods are sorted into them by name.
 STANDARD_FAMILY = "Standard A2A"
@@ -425,7 +425,7 @@ def render(services: set[str] | None = None) -> str:
         by_family.setdefault(family_of(spec), []).append(spec)
 
     order = [STANDARD_FAMILY, *(name for name, _ in FAMILIES), OTHER_FAMILY, LEGACY_FAMILY]
-    lines = intro() + error_sections() + task_section() + plan_section() + events_section()
+    lines = intro() + limits_section() + error_sections() + task_section() + plan_section() + events_section()
     lines += ["## Methods", "", "Grouped by family:", ""]
     lines += [f"- {name} ({len(by_family[name])})" for name in order if by_family.get(name)]
     lines.append("")

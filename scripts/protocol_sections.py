@@ -193,3 +193,54 @@ def events_section() -> list[str]:
         "with -32004 until one is closed.",
         "",
     ]
+
+
+# Free-form values a client sends, with where they sit in params (params itself is level 1).
+_FREE_FORM = [
+    ("message.metadata", 3, "standard message methods", "metadata"),
+    ("message.parts[].metadata", 5, "standard message methods", "metadata"),
+    ("message.parts[].data", 5, "standard message methods (a data part, either dialect)", "message"),
+    ("metadata", 2, "standard message methods (the request's metadata)", "metadata"),
+    ("metadata", 2, "`session.create`", "metadata"),
+    ("arguments", 2, "`_cleveragents/plan/use`, `_cleveragents/plan/correct`", "message"),
+    ("value", 2, "`_cleveragents/context/set`", "context"),
+]
+
+
+def _kib(size: int) -> str:
+    return f"{size // (1024 * 1024)} MiB" if size % (1024 * 1024) == 0 else f"{size // 1024} KiB"
+
+
+def limits_section() -> list[str]:
+    from cleveragents.app.context import MAX_VALUE_BYTES
+    from cleveragents.domain.json_limits import MAX_DEPTH, MAX_DEPTH_CEILING, MAX_METADATA_SIZE
+    from cleveragents.transports.lsp.framing import DEFAULT_MAX_MESSAGE_SIZE
+
+    sizes = {"metadata": f"{_kib(MAX_METADATA_SIZE)} each", "message": "the message's",
+             "context": _kib(MAX_VALUE_BYTES)}
+    lines = [
+        "## Limits",
+        "",
+        f"- A message (a stdio frame, an HTTP body) is at most {_kib(DEFAULT_MAX_MESSAGE_SIZE)} "
+        "(`--max-message-size` on stdio); a larger one is refused with -32600. JSON nested deeper than the "
+        "parser takes (about a thousand levels) is -32700 (`Parse error: the JSON is nested too deeply`).",
+        f"- In a request's `params`, objects and arrays nest at most {MAX_DEPTH} levels: `params` is level 1, "
+        f"`message` level 2, `message.metadata` level 3. This holds for every member, known or not, the "
+        "transport's `workDoneToken` too. Past it the answer is -32602 naming the first value too deep: "
+        "`data.errors[0]` is `{loc, msg, type: \"too_deep\", limit}` (1.0: the `fieldViolations` of a "
+        "`google.rpc.BadRequest`, with the location dotted).",
+        f"- Every object held by a member named `metadata` is at most {_kib(MAX_METADATA_SIZE)} of compact "
+        "UTF-8 JSON (`type: \"too_large\"` past it).",
+        f"- The configuration may set both: `max_json_depth` (8 to {MAX_DEPTH_CEILING}) and "
+        "`max_metadata_size` (bytes), in `[defaults]` or as `CLEVERAGENTS_MAX_JSON_DEPTH` and "
+        "`CLEVERAGENTS_MAX_METADATA_SIZE` (docs/configuration.md).",
+        "",
+        "The free-form values, with the default limits:",
+        "",
+        "| value | in | nests at most | size |",
+        "|---|---|---|---|",
+    ]
+    for field, level, where, size in _FREE_FORM:
+        lines.append(f"| `{field}` | {where} | {MAX_DEPTH - level + 1} levels | {sizes[size]} |")
+    lines.append("")
+    return lines

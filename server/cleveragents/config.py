@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from cleveragents.domain.json_limits import MAX_DEPTH, MAX_METADATA_SIZE
+
 STATE_DIRNAME = ".cleveragents"
 
 
@@ -30,6 +32,10 @@ class Settings:
     automation_profile: Literal["manual", "supervised", "autonomous"] = "supervised"
     # Finished agent tasks kept in the store; the oldest go first, live ones never.
     max_terminal_tasks: int = 10_000
+    # Bounded input (domain/json_limits.py): how deep objects and arrays may nest in a
+    # request's params, and how large one `metadata` object may be, in bytes of JSON.
+    max_json_depth: int = MAX_DEPTH
+    max_metadata_size: int = MAX_METADATA_SIZE
     # HTTP mode: accepted bearer tokens and API keys (any one is enough; none: no auth).
     auth_tokens: tuple[str, ...] = ()
     api_keys: tuple[str, ...] = ()
@@ -75,6 +81,7 @@ class Settings:
         if value := os.environ.get("CLEVERAGENTS_API_KEY_HEADER"):
             env["api_key_header"] = value
         env.update(_actor_env())
+        env.update(_numbers_env())
         env.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**env, explicit=frozenset(env))  # type: ignore[arg-type]
 
@@ -121,7 +128,10 @@ _LIST_VARIABLES = (
     ("push_allowed_networks", "CLEVERAGENTS_PUSH_ALLOWED_NETWORKS"),
 )
 
-_ACTOR_NUMBERS: tuple[tuple[str, str, type], ...] = (
+# Numbers the environment may set: the input limits and the actors' settings.
+_NUMBERS: tuple[tuple[str, str, type], ...] = (
+    ("max_json_depth", "CLEVERAGENTS_MAX_JSON_DEPTH", int),
+    ("max_metadata_size", "CLEVERAGENTS_MAX_METADATA_SIZE", int),
     ("actor_timeout", "CLEVERAGENTS_ACTOR_TIMEOUT", float),
     ("max_tool_rounds", "CLEVERAGENTS_MAX_TOOL_ROUNDS", int),
     ("session_max_tokens", "CLEVERAGENTS_SESSION_MAX_TOKENS", int),
@@ -144,7 +154,12 @@ def _actor_env() -> dict[str, object]:
     elif value := os.environ.get("OLLAMA_HOST"):  # host[:port] or a URL, without the /v1
         url = value if "://" in value else f"http://{value}"
         env["ollama_base_url"] = url.rstrip("/") + "/v1"
-    for key, name, kind in _ACTOR_NUMBERS:
+    return env
+
+
+def _numbers_env() -> dict[str, object]:
+    env: dict[str, object] = {}
+    for key, name, kind in _NUMBERS:
         if value := os.environ.get(name):
             try:
                 env[key] = kind(value)

@@ -39,17 +39,27 @@ def load_configuration(settings: Settings) -> Any:
     return load_config(settings.resolved_workspace, providers)
 
 
+def json_limits(settings: Settings) -> Any:
+    """The limits on a request's params (``ValueError`` when a setting is out of range)."""
+    from cleveragents.domain.json_limits import JsonLimits
+
+    return JsonLimits(settings.max_json_depth, settings.max_metadata_size)
+
+
 def configuration_problem(settings: Settings) -> str | None:
-    """The one-line message of a bad configuration file, for an entry point to check
-    before it serves. Only the files are read, and only when one exists."""
+    """The one-line message of a bad configuration (a file, or a setting out of range),
+    for an entry point to check before it serves. Only the files are read, and only
+    when one exists."""
     from cleveragents.infra.config_file import ConfigError, user_config_path, workspace_config_path
 
-    if not (user_config_path().is_file() or workspace_config_path(settings.resolved_workspace).is_file()):
-        return None
     try:
-        load_configuration(settings)
+        if user_config_path().is_file() or workspace_config_path(settings.resolved_workspace).is_file():
+            settings = settings.with_file_defaults(load_configuration(settings).defaults)
+        json_limits(settings)
     except ConfigError as exc:
         return exc.message
+    except ValueError as exc:
+        return str(exc)
     return None
 
 
@@ -88,6 +98,7 @@ class Container:
         # The configuration files; a bad one stops the build here, before anything is opened.
         self.config = load_configuration(settings)
         self.settings = settings.with_file_defaults(self.config.defaults)
+        self.json_limits = json_limits(self.settings)
         self.workspace = self.settings.resolved_workspace
         self._scratch: Path | None = None
         self.store = self._open_store()

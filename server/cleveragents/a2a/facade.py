@@ -31,6 +31,7 @@ from cleveragents.a2a.errors import (
 from cleveragents.a2a.models import A2aErrorDetail, A2aRequest, A2aResponse
 from cleveragents.a2a.version import A2aVersionNegotiator
 from cleveragents.app.calls import CallContext
+from cleveragents.domain.json_limits import JsonLimits
 
 logger = logging.getLogger(__name__)
 
@@ -128,14 +129,17 @@ class A2aLocalFacade:
     ``A2aLocalFacade(services={...})`` takes seed 000's service map;
     ``A2aLocalFacade(container)`` takes anything with a ``services`` mapping. A
     method whose service is missing answers with a clear error naming the service.
+    Every request's params are held to ``limits`` (the container's ``json_limits``, else
+    the defaults) before anything reads them.
     """
 
     def __init__(
         self, container: Any = None, *, services: Mapping[str, Any] | None = None,
-        negotiator: A2aVersionNegotiator | None = None,
+        negotiator: A2aVersionNegotiator | None = None, limits: JsonLimits | None = None,
     ):
         self._services = _adapt({**_service_map(container), **_service_map(services)})
         self.negotiator = negotiator or A2aVersionNegotiator()
+        self.limits = limits or getattr(container, "json_limits", None) or JsonLimits()
         self._warned: set[str] = set()
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_lock = threading.Lock()
@@ -219,6 +223,8 @@ class A2aLocalFacade:
 
     async def _call(self, spec: methods.MethodSpec, msg_id: Any, params: dict[str, Any],
                     context: CallContext | None) -> Any:
+        # Every value of the params, the transport's keys included, before anything reads one.
+        self.limits.check_params(params, spec.name)
         raw, requested_version, progress_token = params, None, None
         if VERSION_PARAM in params or PROGRESS_PARAM in params:  # the transport's keys, not the method's
             raw = dict(params)
