@@ -213,7 +213,7 @@ def _kib(size: int) -> str:
 
 def limits_section() -> list[str]:
     from cleveragents.app.context import MAX_VALUE_BYTES
-    from cleveragents.domain.json_limits import MAX_DEPTH, MAX_DEPTH_CEILING, MAX_METADATA_SIZE
+    from cleveragents.domain.json_limits import MAX_DEPTH, MAX_DEPTH_CEILING, MAX_METADATA_SIZE, MAX_RECORD_DEPTH
     from cleveragents.transports.lsp.framing import DEFAULT_MAX_MESSAGE_SIZE
 
     sizes = {"metadata": f"{_kib(MAX_METADATA_SIZE)} each", "message": "the message's",
@@ -242,5 +242,17 @@ def limits_section() -> list[str]:
     ]
     for field, level, where, size in _FREE_FORM:
         lines.append(f"| `{field}` | {where} | {MAX_DEPTH - level + 1} levels | {sizes[size]} |")
-    lines.append("")
+    lines += [
+        "",
+        f"A stored record is served only when it is JSON, decodes, and nests at most {MAX_RECORD_DEPTH} levels "
+        "(more than anything the limits above let in, and less than JSON parsers commonly take). One that "
+        "isn't (written by an older version, a bug or by hand) never breaks a list: `ListTasks`, "
+        "`session.list`, `_cleveragents/plan/list`, the push config lists, plan trees, artifacts and context "
+        "pins skip it, and a page still fills from the records after it. The server logs a warning once per "
+        "record, and `_cleveragents/diagnostics/run` reports it in the `store` check (status `warning`, "
+        "`unreadable: [{store, id, reason}]`). Read alone (`GetTask`, `session.get`, `_cleveragents/plan/status`, "
+        "...) it is -32001 with `data: {store, id, reason}` (1.0 ErrorInfo reason `RECORD_UNREADABLE`; REST "
+        "500 `DATA_LOSS`). Counts (`totalSize`, `total`) include such records.",
+        "",
+    ]
     return lines

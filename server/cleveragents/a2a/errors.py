@@ -28,6 +28,7 @@ from cleveragents.domain.errors import (
     StructuredError,
     TaskNotCancelableError,
     TaskNotFoundError,
+    UnreadableRecordError,
     ValidationError,
 )
 
@@ -124,6 +125,7 @@ EXTENSION_ERROR_CODES: dict[type[Exception], int] = {
     A2aOperationNotFoundError: METHOD_NOT_FOUND,
     ValidationError: INVALID_PARAMS,
     ResourceNotFoundError: -32001,
+    UnreadableRecordError: -32001,
     AuthenticationError: -32002,
     AuthorizationError: -32003,
     BusinessRuleViolation: -32004,
@@ -143,6 +145,8 @@ A2A_ERROR_CODES: dict[type[Exception], tuple[int, str]] = {
     ValidationError: (INVALID_PARAMS, "INVALID_PARAMS"),
     TaskNotFoundError: (-32001, "TASK_NOT_FOUND"),
     ResourceNotFoundError: (-32001, "TASK_NOT_FOUND"),
+    # Not found in a form that can be served; the reason says so, and the data why.
+    UnreadableRecordError: (-32001, "RECORD_UNREADABLE"),
     TaskNotCancelableError: (-32002, "TASK_NOT_CANCELABLE"),
     PushNotificationNotSupportedError: (-32003, "PUSH_NOTIFICATION_NOT_SUPPORTED"),
     A2aNotAvailableError: (-32004, "UNSUPPORTED_OPERATION"),
@@ -296,6 +300,7 @@ __all__ = [
     "StorageIoError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
+    "UnreadableRecordError",
     "ValidationError",
     "error_payload",
 ]

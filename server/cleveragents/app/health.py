@@ -67,9 +67,14 @@ class HealthService:
 
     async def _check_store(self) -> tuple[str, str, dict[str, Any]]:
         report = await self._store.check()
-        if report.get("ok"):
-            return "ok", f"{self._store.backend} store answers and is writable", {"report": report}
-        return "error", f"{self._store.backend} store failed its check", {"report": report}
+        unreadable = self._store.unreadable_records()
+        extra = {"report": report, "unreadable": unreadable}
+        if not report.get("ok"):
+            return "error", f"{self._store.backend} store failed its check", extra
+        if unreadable:
+            return ("warning", f"{self._store.backend} store answers and is writable; {len(unreadable)} stored "
+                    "record(s) can't be served and are skipped by lists (see unreadable)", extra)
+        return "ok", f"{self._store.backend} store answers and is writable", extra
 
     async def _check_workspace(self) -> tuple[str, str, dict[str, Any]]:
         return await asyncio.to_thread(_workspace_report, self._workspace)

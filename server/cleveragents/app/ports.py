@@ -77,6 +77,10 @@ class Store(SessionRepository, TaskRepository, Protocol):
     async def check(self) -> dict[str, object]:
         """A deeper check (integrity, writability) for diagnostics."""
 
+    def unreadable_records(self) -> list[dict[str, str]]:
+        """The stored records met so far that can't be served (lists skip them), as
+        ``{store, id, reason}``, in the order they were met."""
+
     async def close(self) -> None: ...
 
 

@@ -70,6 +70,18 @@ class TaskNotFoundError(ResourceNotFoundError):
     default_message = "Task not found"
 
 
+class UnreadableRecordError(ResourceNotFoundError):
+    """A stored record can't be served (it isn't JSON, doesn't decode, or nests too deep).
+
+    Lists skip such a record; read alone, it is this error, naming the store, the id and why."""
+
+    default_message = "Stored record can't be read"
+
+    def __init__(self, store: str, record_id: str, reason: str):
+        super().__init__(f"{store} record {record_id} can't be read: {reason}",
+                         {"store": store, "id": record_id, "reason": reason})
+
+
 class TaskNotCancelableError(BusinessRuleViolation):
     default_message = "Task not cancelable"
 

@@ -16,9 +16,11 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from cleveragents.domain.errors import UnreadableRecordError
 from cleveragents.domain.session import Session, SessionStatus
 from cleveragents.domain.task import PushConfig, Task, TaskState
 from cleveragents.infra.store.memory_plans import MemoryPlanQueries
+from cleveragents.infra.store.records import RecordReader
 from cleveragents.infra.store.sqlite_tasks import (
     DEFAULT_TERMINAL_CAP,
     LIVE_STATES,
@@ -103,6 +105,8 @@ class _Row:
     seq: int
     task: Task
     instant: str | None  # the status timestamp as status_instant() stores it
+    checked: Task | None = None  # the version of `task` that `problem` is about
+    problem: str | None = None  # why `checked` can't be served
 
     @property
     def key(self) -> _Key:
@@ -117,6 +121,7 @@ class MemoryStore(MemoryPlanQueries):
         self._sessions: dict[str, tuple[int, Session]] = {}
         self._seq = itertools.count(1)
         self._closed = False
+        self.records = RecordReader()
         self._init_plans()
         self._terminal_cap = checked_terminal_cap(terminal_cap)
         self._task_seq = itertools.count(1)
@@ -140,6 +145,9 @@ class MemoryStore(MemoryPlanQueries):
         if self._closed:
             raise RuntimeError("the store is closed")
 
+    def unreadable_records(self) -> list[dict[str, str]]:
+        return self.records.report()
+
     async def ping(self) -> dict[str, object]:
         self._check_open()
         return {"ok": True, "backend": self.backend, "schema_version": self.schema_version}
@@ -152,7 +160,10 @@ class MemoryStore(MemoryPlanQueries):
     async def get_session(self, session_id: str) -> Session | None:
         self._check_open()
         entry = self._sessions.get(session_id)
-        return entry[1] if entry else None
+        if entry is None:
+            return None
+        self.records.require("sessions", session_id, entry[1].to_dict)
+        return entry[1]
 
     async def add_session(self, session: Session) -> bool:
         self._check_open()
@@ -174,6 +185,7 @@ class MemoryStore(MemoryPlanQueries):
         rows = [
             row for row in rows
             if (status is None or row[1].status == status) and (before is None or row[0] < before)
+            and self.records.problem("sessions", row[1].session_id, row[1].to_dict) is None
         ]
         return rows[:limit]
 
@@ -257,17 +269,30 @@ class MemoryStore(MemoryPlanQueries):
         """Seqs of tasks whose status is later than ``after``, in timestamp order."""
         return (seq for _, seq in self._by_instant.above((after, math.inf)))
 
+    def _problem(self, row: _Row) -> str | None:
+        """Why the row's task can't be served, or None; checked once per version (tasks
+        are immutable), when the task is first read."""
+        if row.checked is not row.task:
+            row.problem = self.records.problem("tasks", row.task.id, row.task.to_dict)
+            row.checked = row.task
+        return row.problem
+
+    def _servable(self, seq: int) -> bool:
+        return self._problem(self._rows[seq]) is None
+
     def _newest(self, context_id: str | None, states: list[TaskState] | None,
                 after: str | None, limit: int, before: int | None) -> Iterable[int]:
-        """Seqs newest first, through the same index SQLite walks for these filters."""
+        """Seqs newest first, through the same index SQLite walks for these filters,
+        without the tasks that can't be served."""
+        keep = self._servable
         if context_id is not None:
-            return self._matching(self._in_context(context_id, before), states, after)
+            return filter(keep, self._matching(self._in_context(context_id, before), states, after))
         if after is not None:
             later = (seq for seq in self._later(after) if before is None or seq < before)
-            return heapq.nlargest(limit, self._matching(later, states, None))
+            return heapq.nlargest(limit, filter(keep, self._matching(later, states, None)))
         if states is not None:
-            return heapq.merge(*(self._by_state[state].below(before) for state in states), reverse=True)
-        return self._all.below(before)
+            return filter(keep, heapq.merge(*(self._by_state[state].below(before) for state in states), reverse=True))
+        return filter(keep, self._all.below(before))
 
     # -- tasks ---------------------------------------------------------------------
     async def add_task(self, task: Task) -> bool:
@@ -298,7 +323,12 @@ class MemoryStore(MemoryPlanQueries):
     async def get_task(self, task_id: str) -> Task | None:
         self._check_open()
         seq = self._seq_of.get(task_id)
-        return None if seq is None else self._rows[seq].task
+        if seq is None:
+            return None
+        row = self._rows[seq]
+        if (problem := self._problem(row)) is not None:
+            raise UnreadableRecordError("tasks", task_id, problem)
+        return row.task
 
     async def list_tasks(
         self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,
@@ -337,7 +367,7 @@ class MemoryStore(MemoryPlanQueries):
     async def live_tasks(self) -> list[Task]:
         self._check_open()
         seqs = heapq.merge(*(self._by_state[state].above(None) for state in LIVE_STATES))
-        return [self._rows[seq].task for seq in seqs]
+        return [self._rows[seq].task for seq in seqs if self._servable(seq)]
 
     # -- push configs --------------------------------------------------------------
     async def put_push_config(self, cfg: PushConfig) -> None:
@@ -348,11 +378,15 @@ class MemoryStore(MemoryPlanQueries):
 
     async def get_push_config(self, task_id: str, config_id: str) -> PushConfig | None:
         self._check_open()
-        return self._push.get(task_id, {}).get(config_id)
+        config = self._push.get(task_id, {}).get(config_id)
+        if config is not None:
+            self.records.require("push_configs", f"{task_id}/{config_id}", config.to_dict)
+        return config
 
     async def list_push_configs(self, task_id: str) -> list[PushConfig]:
         self._check_open()
-        return list(self._push.get(task_id, {}).values())
+        return [config for config_id, config in self._push.get(task_id, {}).items()
+                if self.records.problem("push_configs", f"{task_id}/{config_id}", config.to_dict) is None]
 
     async def delete_push_config(self, task_id: str, config_id: str) -> bool:
         self._check_open()

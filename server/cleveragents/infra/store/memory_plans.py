@@ -12,11 +12,20 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from cleveragents.domain.plan import Decision, Plan, State
+from cleveragents.infra.store.records import RecordReader, as_is
 from cleveragents.infra.store.sqlite_plans import (
     check_artifact,
     check_decisions,
     overlay_rows,
+    pins_kept,
 )
+
+
+def _session_of(body: str) -> str | None:
+    try:
+        return json.loads(body).get("session_id")
+    except (ValueError, RecursionError, AttributeError):
+        return None
 
 
 def _encode_overlay(records: list[dict[str, Any]]) -> list[str]:
@@ -24,7 +33,10 @@ def _encode_overlay(records: list[dict[str, Any]]) -> list[str]:
 
 
 class MemoryPlanQueries:
-    """Mixed into MemoryStore, which calls `_init_plans()` and provides `_check_open`."""
+    """Mixed into MemoryStore, which calls `_init_plans()` and provides `_check_open` and
+    `records` (values are read through it, as SQLite's are)."""
+
+    records: RecordReader
 
     if TYPE_CHECKING:
         def _check_open(self) -> None: ...
@@ -59,31 +71,34 @@ class MemoryPlanQueries:
     async def get_plan(self, plan_id: str) -> Plan | None:
         self._check_open()
         entry = self._plan_bodies.get(plan_id)
-        return Plan.from_dict(json.loads(entry[1])) if entry else None
+        return self.records.load("plans", plan_id, entry[1], Plan.from_dict) if entry else None
 
     async def list_plans(
         self, *, session_id: str | None = None, limit: int, before: int | None = None
     ) -> list[tuple[int, Plan]]:
         self._check_open()
         found: list[tuple[int, Plan]] = []
-        for seq, body in sorted(self._plan_bodies.values(), reverse=True):
+        for plan_id, (seq, body) in sorted(self._plan_bodies.items(), key=lambda item: item[1], reverse=True):
             if len(found) == limit:
                 break
-            plan = Plan.from_dict(json.loads(body))
-            if (before is None or seq < before) and (session_id is None or plan.session_id == session_id):
+            if before is not None and seq >= before:
+                continue
+            plan = self.records.skip("plans", plan_id, body, Plan.from_dict)
+            if plan is not None and (session_id is None or plan.session_id == session_id):
                 found.append((seq, plan))
         return found
 
     async def count_plans(self, *, session_id: str | None = None) -> int:
+        """Every stored plan, as SQLite counts them: those that can't be served too."""
         self._check_open()
-        plans = (Plan.from_dict(json.loads(body)) for _, body in self._plan_bodies.values())
-        return sum(1 for plan in plans if session_id is None or plan.session_id == session_id)
+        return sum(1 for _, body in self._plan_bodies.values() if session_id is None or _session_of(body) == session_id)
 
     async def plans_in_states(self, states: Collection[State]) -> list[Plan]:
         self._check_open()
         wanted = {State(s) for s in states}
-        plans = (Plan.from_dict(json.loads(body)) for _, body in sorted(self._plan_bodies.values()))
-        return [plan for plan in plans if plan.state in wanted]
+        plans = (self.records.skip("plans", plan_id, body, Plan.from_dict)
+                 for plan_id, (_, body) in sorted(self._plan_bodies.items(), key=lambda item: item[1]))
+        return [plan for plan in plans if plan is not None and plan.state in wanted]
 
     async def save_plan_state(
         self, plan: Plan, decisions: list[Decision], overlay_records: list[dict[str, Any]] | None
@@ -107,13 +122,17 @@ class MemoryPlanQueries:
 
     async def list_decisions(self, plan_id: str) -> list[Decision]:
         self._check_open()
-        bodies = self._plan_decisions.get(plan_id, {}).values()
-        return [Decision.from_dict(json.loads(body)) for body in bodies]
+        bodies = self._plan_decisions.get(plan_id, {}).items()
+        decisions = (self.records.skip("plan_decisions", f"{plan_id}/{decision_id}", body, Decision.from_dict)
+                     for decision_id, body in bodies)
+        return [decision for decision in decisions if decision is not None]
 
     async def get_decision(self, plan_id: str, decision_id: str) -> Decision | None:
         self._check_open()
         body = self._plan_decisions.get(plan_id, {}).get(decision_id)
-        return Decision.from_dict(json.loads(body)) if body else None
+        if body is None:
+            return None
+        return self.records.load("plan_decisions", f"{plan_id}/{decision_id}", body, Decision.from_dict)
 
     # -- overlay and checkpoint ----------------------------------------------------
     async def replace_overlay(self, plan_id: str, records: list[dict[str, Any]]) -> None:
@@ -123,7 +142,8 @@ class MemoryPlanQueries:
 
     async def load_overlay(self, plan_id: str) -> list[dict[str, Any]]:
         self._check_open()
-        return [json.loads(record) for record in self._plan_overlays.get(plan_id, [])]
+        return [self.records.load("plan_overlay", f"{plan_id}/{position}", record, as_is)
+                for position, record in enumerate(self._plan_overlays.get(plan_id, []))]
 
     async def put_checkpoint(self, plan_id: str, checkpoint: dict[str, Any]) -> None:
         self._require_plan(plan_id)
@@ -132,7 +152,7 @@ class MemoryPlanQueries:
     async def get_checkpoint(self, plan_id: str) -> dict[str, Any] | None:
         self._check_open()
         body = self._plan_checkpoints.get(plan_id)
-        return json.loads(body) if body is not None else None
+        return self.records.load("plan_checkpoints", plan_id, body, as_is) if body is not None else None
 
     # -- artifacts index -----------------------------------------------------------
     async def add_plan_artifact(self, plan_id: str, record: dict[str, Any]) -> None:
@@ -145,7 +165,9 @@ class MemoryPlanQueries:
 
     async def list_plan_artifacts(self, plan_id: str) -> list[dict[str, Any]]:
         self._check_open()
-        return [json.loads(record) for record in self._plan_artifacts.get(plan_id, {}).values()]
+        records = (self.records.skip("plan_artifacts", f"{plan_id}/{artifact_id}", record, as_is)
+                   for artifact_id, record in self._plan_artifacts.get(plan_id, {}).items())
+        return [record for record in records if record is not None]
 
     # -- context pins --------------------------------------------------------------
     async def set_pin(self, scope: str, key: str, value: Any) -> None:
@@ -158,4 +180,4 @@ class MemoryPlanQueries:
 
     async def list_pins(self, scope: str) -> list[tuple[str, Any]]:
         self._check_open()
-        return [(key, json.loads(value)) for key, value in self._context_pins.get(scope, {}).items()]
+        return pins_kept(self.records, scope, self._context_pins.get(scope, {}).items())

@@ -17,8 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from cleveragents.domain.errors import UnreadableRecordError
 from cleveragents.domain.session import Session, SessionStatus
 from cleveragents.infra.store._sql import newest_first, transaction
+from cleveragents.infra.store.records import RecordReader, fill
 from cleveragents.infra.store.sqlite_batch import GroupCommit
 from cleveragents.infra.store.sqlite_plans import PLANS_MIGRATION, SqlitePlanQueries
 from cleveragents.infra.store.sqlite_tasks import (
@@ -87,9 +89,16 @@ MIGRATIONS: tuple[str, ...] = (
 _SESSION_COLUMNS = "seq, session_id, actor_name, status, created_at, updated_at, closed_at, metadata"
 
 
-def _session(row: tuple[Any, ...]) -> tuple[int, Session]:
-    seq, session_id, actor, status, created, updated, closed, metadata = row
-    return seq, Session(session_id, actor, created, updated, status, closed, json.loads(metadata))
+def _session(records: RecordReader, row: tuple[Any, ...]) -> Session:
+    """The row's session; UnreadableRecordError when its metadata can't be served."""
+    _, session_id, actor, status, created, updated, closed, metadata = row
+
+    def build(value: Any) -> Session:
+        if not isinstance(value, dict):
+            raise TypeError(f"the metadata is a JSON {type(value).__name__}, not an object")
+        return Session(session_id, actor, created, updated, status, closed, value)
+
+    return records.load("sessions", session_id, metadata, build)
 
 
 def _session_values(session: Session) -> tuple[Any, ...]:
@@ -109,6 +118,7 @@ class SqliteStore(SqliteTaskMixin, SqlitePlanQueries):
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cleveragents-store")
         self._conn: sqlite3.Connection | None = None
         self._batches = GroupCommit(self._executor, self._db)
+        self.records = RecordReader()
 
     # -- lifecycle -----------------------------------------------------------------
     @classmethod
@@ -188,6 +198,9 @@ class SqliteStore(SqliteTaskMixin, SqlitePlanQueries):
         return cur.rowcount
 
     # -- health --------------------------------------------------------------------
+    def unreadable_records(self) -> list[dict[str, str]]:
+        return self.records.report()
+
     async def ping(self) -> dict[str, object]:
         await self._run(lambda: self._db().execute("SELECT 1").fetchone())
         return {"ok": True, "backend": self.backend, "schema_version": self.schema_version}
@@ -218,7 +231,7 @@ class SqliteStore(SqliteTaskMixin, SqlitePlanQueries):
             row = self._db().execute(
                 f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
             ).fetchone()
-            return _session(row)[1] if row else None
+            return _session(self.records, row) if row else None
 
         return await self._run(run)
 
@@ -240,12 +253,17 @@ class SqliteStore(SqliteTaskMixin, SqlitePlanQueries):
     async def list_sessions(
         self, status: SessionStatus | None, limit: int, before: int | None
     ) -> list[tuple[int, Session]]:
-        sql, args = newest_first(_SESSION_COLUMNS, "sessions", {"status": status}, before, limit)
+        def fetch(below: int | None, n: int) -> list[tuple[int, tuple[Any, ...]]]:
+            sql, args = newest_first(_SESSION_COLUMNS, "sessions", {"status": status}, below, n)
+            return [(row[0], row) for row in self._db().execute(sql, args)]
 
-        def run() -> list[tuple[int, Session]]:
-            return [_session(row) for row in self._db().execute(sql, args)]
+        def decode(row: tuple[Any, ...]) -> Session | None:
+            try:
+                return _session(self.records, row)
+            except UnreadableRecordError:
+                return None
 
-        return await self._run(run)
+        return await self._run(lambda: fill(fetch, decode, before, limit))
 
     async def count_sessions(self, status: SessionStatus | None = None) -> int:
         sql = "SELECT COUNT(*) FROM sessions"

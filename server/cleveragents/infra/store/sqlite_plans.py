@@ -11,8 +11,10 @@ import sqlite3
 from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cleveragents.domain.errors import UnreadableRecordError
 from cleveragents.domain.plan import Decision, Plan, State
 from cleveragents.infra.store._sql import newest_first, transaction
+from cleveragents.infra.store.records import RecordReader, as_is, fill, kept
 
 T = TypeVar("T")
 
@@ -141,12 +143,21 @@ def _replace_overlay(db: sqlite3.Connection, plan_id: str, rows: list[tuple[str,
     )
 
 
-def _json_column(db: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> list[Any]:
-    return [json.loads(row[0]) for row in db.execute(sql, args)]
+def pins_kept(records: RecordReader, scope: str, rows: Iterable[tuple[str, str]]) -> list[tuple[str, Any]]:
+    """(key, value) of the pins that can be served (a value may be any JSON, null too)."""
+    found = []
+    for key, text in rows:
+        try:
+            found.append((key, records.load("context_pins", f"{scope}/{key}", text, as_is)))
+        except UnreadableRecordError:
+            continue
+    return found
 
 
 class SqlitePlanQueries:
-    """Mixed into SqliteStore, which provides `_run` (the store thread) and `_db`."""
+    """Mixed into SqliteStore, which provides `_run` (the store thread), `_db` and `records`."""
+
+    records: RecordReader
 
     if TYPE_CHECKING:
         async def _run(self, fn: Callable[..., T], *args: Any) -> T: ...
@@ -160,9 +171,19 @@ class SqlitePlanQueries:
     async def _plan_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         return await self._run(self._plan_write_sync, work)
 
-    async def _plan_read(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
-        """The JSON values in the first column of every row."""
-        return await self._run(lambda: _json_column(self._db(), sql, args))
+    async def _read_one(self, store: str, record_id: str, sql: str, args: tuple[Any, ...],
+                        build: Callable[[Any], T]) -> T | None:
+        """The record in the first column of the one row ``sql`` finds (None without a
+        row); UnreadableRecordError when it can't be served."""
+        def run() -> T | None:
+            row = self._db().execute(sql, args).fetchone()
+            return None if row is None else self.records.load(store, record_id, row[0], build)
+
+        return await self._run(run)
+
+    async def _read_kept(self, store: str, sql: str, args: tuple[Any, ...], build: Callable[[Any], T]) -> list[T]:
+        """The records of the ``(id, text)`` rows ``sql`` finds, without those that can't be served."""
+        return await self._run(lambda: kept(self._db().execute(sql, args), store, self.records, build))
 
     # -- plans ---------------------------------------------------------------------
     async def add_plan(self, plan: Plan) -> None:
@@ -172,19 +193,20 @@ class SqlitePlanQueries:
         await self._plan_write(lambda db: _update_plan(db, plan))
 
     async def get_plan(self, plan_id: str) -> Plan | None:
-        bodies = await self._plan_read("SELECT body FROM plans WHERE plan_id = ?", (plan_id,))
-        return Plan.from_dict(bodies[0]) if bodies else None
+        return await self._read_one("plans", plan_id, "SELECT body FROM plans WHERE plan_id = ?", (plan_id,),
+                                    Plan.from_dict)
 
     async def list_plans(
         self, *, session_id: str | None = None, limit: int, before: int | None = None
     ) -> list[tuple[int, Plan]]:
-        sql, args = newest_first("seq, body", "plans", {"session_id": session_id}, before, limit)
+        def fetch(below: int | None, n: int) -> list[tuple[int, tuple[str, str]]]:
+            sql, args = newest_first("seq, plan_id, body", "plans", {"session_id": session_id}, below, n)
+            return [(seq, (plan_id, body)) for seq, plan_id, body in self._db().execute(sql, args)]
 
-        def run() -> list[tuple[int, Plan]]:
-            rows = self._db().execute(sql, args)
-            return [(seq, Plan.from_dict(json.loads(body))) for seq, body in rows]
+        def decode(row: tuple[str, str]) -> Plan | None:
+            return self.records.skip("plans", row[0], row[1], Plan.from_dict)
 
-        return await self._run(run)
+        return await self._run(lambda: fill(fetch, decode, before, limit))
 
     async def count_plans(self, *, session_id: str | None = None) -> int:
         sql = "SELECT COUNT(*) FROM plans"
@@ -198,8 +220,8 @@ class SqlitePlanQueries:
             return []
         values = tuple(State(s).value for s in states)
         marks = ", ".join("?" * len(values))
-        sql = f"SELECT body FROM plans WHERE state IN ({marks}) ORDER BY seq"
-        return [Plan.from_dict(body) for body in await self._plan_read(sql, values)]
+        sql = f"SELECT plan_id, body FROM plans WHERE state IN ({marks}) ORDER BY seq"
+        return await self._read_kept("plans", sql, values, Plan.from_dict)
 
     async def save_plan_state(
         self, plan: Plan, decisions: list[Decision], overlay_records: list[dict[str, Any]] | None
@@ -224,13 +246,13 @@ class SqlitePlanQueries:
         await self._plan_write(work)
 
     async def list_decisions(self, plan_id: str) -> list[Decision]:
-        sql = "SELECT body FROM plan_decisions WHERE plan_id = ? ORDER BY seq"
-        return [Decision.from_dict(body) for body in await self._plan_read(sql, (plan_id,))]
+        sql = "SELECT plan_id || '/' || decision_id, body FROM plan_decisions WHERE plan_id = ? ORDER BY seq"
+        return await self._read_kept("plan_decisions", sql, (plan_id,), Decision.from_dict)
 
     async def get_decision(self, plan_id: str, decision_id: str) -> Decision | None:
         sql = "SELECT body FROM plan_decisions WHERE plan_id = ? AND decision_id = ?"
-        bodies = await self._plan_read(sql, (plan_id, decision_id))
-        return Decision.from_dict(bodies[0]) if bodies else None
+        return await self._read_one("plan_decisions", f"{plan_id}/{decision_id}", sql, (plan_id, decision_id),
+                                    Decision.from_dict)
 
     # -- overlay and checkpoint ----------------------------------------------------
     async def replace_overlay(self, plan_id: str, records: list[dict[str, Any]]) -> None:
@@ -243,8 +265,14 @@ class SqlitePlanQueries:
         await self._plan_write(work)
 
     async def load_overlay(self, plan_id: str) -> list[dict[str, Any]]:
-        sql = "SELECT record FROM plan_overlay WHERE plan_id = ? ORDER BY position"
-        return await self._plan_read(sql, (plan_id,))
+        """Every record, or UnreadableRecordError: an overlay missing a file would apply wrong."""
+        sql = "SELECT path, record FROM plan_overlay WHERE plan_id = ? ORDER BY position"
+
+        def run() -> list[dict[str, Any]]:
+            return [self.records.load("plan_overlay", f"{plan_id}/{path}", record, as_is)
+                    for path, record in self._db().execute(sql, (plan_id,))]
+
+        return await self._run(run)
 
     async def put_checkpoint(self, plan_id: str, checkpoint: dict[str, Any]) -> None:
         def work(db: sqlite3.Connection) -> None:
@@ -259,8 +287,7 @@ class SqlitePlanQueries:
 
     async def get_checkpoint(self, plan_id: str) -> dict[str, Any] | None:
         sql = "SELECT checkpoint FROM plan_checkpoints WHERE plan_id = ?"
-        values = await self._plan_read(sql, (plan_id,))
-        return values[0] if values else None
+        return await self._read_one("plan_checkpoints", plan_id, sql, (plan_id,), as_is)
 
     # -- artifacts index -----------------------------------------------------------
     async def add_plan_artifact(self, plan_id: str, record: dict[str, Any]) -> None:
@@ -279,8 +306,8 @@ class SqlitePlanQueries:
         await self._plan_write(work)
 
     async def list_plan_artifacts(self, plan_id: str) -> list[dict[str, Any]]:
-        sql = "SELECT record FROM plan_artifacts WHERE plan_id = ? ORDER BY seq"
-        return await self._plan_read(sql, (plan_id,))
+        sql = "SELECT plan_id || '/' || artifact_id, record FROM plan_artifacts WHERE plan_id = ? ORDER BY seq"
+        return await self._read_kept("plan_artifacts", sql, (plan_id,), as_is)
 
     # -- context pins --------------------------------------------------------------
     async def set_pin(self, scope: str, key: str, value: Any) -> None:
@@ -298,7 +325,4 @@ class SqlitePlanQueries:
     async def list_pins(self, scope: str) -> list[tuple[str, Any]]:
         sql = "SELECT key, value FROM context_pins WHERE scope = ? ORDER BY seq"
 
-        def run() -> list[tuple[str, Any]]:
-            return [(key, json.loads(value)) for key, value in self._db().execute(sql, (scope,))]
-
-        return await self._run(run)
+        return await self._run(lambda: pins_kept(self.records, scope, self._db().execute(sql, (scope,))))

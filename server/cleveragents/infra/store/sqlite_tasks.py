@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from cleveragents.domain.errors import ValidationError
 from cleveragents.domain.task import TERMINAL_STATES, PushConfig, Task, TaskState
 from cleveragents.infra.store._sql import transaction
+from cleveragents.infra.store.records import RecordReader, fill, kept
 
 T = TypeVar("T")
 
@@ -70,10 +71,6 @@ def _marks(values: Collection[Any]) -> str:
     return ", ".join("?" * len(values))
 
 
-def _task_row(seq: int, body: str) -> tuple[int, Task]:
-    return seq, Task.from_dict(json.loads(body))
-
-
 def _body(value: Task | PushConfig) -> str:
     return json.dumps(value.to_dict(), separators=(",", ":"))
 
@@ -115,7 +112,7 @@ def list_query(context_id: str | None, states: list[str] | None, status_after: s
     a ``status_after`` through the timestamp index, several states as a merge of
     per-state index walks: each reads about a page, never every task."""
     cursor = _NO_CURSOR if before is None else before
-    columns = "SELECT seq, body FROM tasks"
+    columns = "SELECT seq, task_id, body FROM tasks"
     if context_id is not None or status_after is not None:
         index = "tasks_by_context" if context_id is not None else "tasks_by_status_at"
         clauses, args = ["seq < ?"], [cursor]
@@ -162,6 +159,7 @@ class SqliteTaskMixin:
     """The task repository half of SqliteStore; it runs on the store's worker thread."""
 
     _terminal_cap: int
+    records: RecordReader
 
     if TYPE_CHECKING:
         def _db(self) -> sqlite3.Connection: ...
@@ -218,8 +216,8 @@ class SqliteTaskMixin:
 
     async def get_task(self, task_id: str) -> Task | None:
         def run() -> Task | None:
-            row = self._db().execute("SELECT seq, body FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
-            return _task_row(*row)[1] if row else None
+            row = self._db().execute("SELECT body FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+            return self.records.load("tasks", task_id, row[0], Task.from_dict) if row else None
 
         return await self._run(run)
 
@@ -232,8 +230,15 @@ class SqliteTaskMixin:
             raise ValueError(f"limit must be >= 0, not {limit}")
         if limit == 0 or values == []:
             return []
-        sql, args = list_query(context_id, values, status_after, limit, before)
-        return await self._run(lambda: [_task_row(*row) for row in self._db().execute(sql, args)])
+
+        def fetch(below: int | None, n: int) -> list[tuple[int, tuple[str, str]]]:
+            sql, args = list_query(context_id, values, status_after, n, below)
+            return [(seq, (task_id, body)) for seq, task_id, body in self._db().execute(sql, args)]
+
+        def decode(row: tuple[str, str]) -> Task | None:
+            return self.records.skip("tasks", row[0], row[1], Task.from_dict)
+
+        return await self._run(lambda: fill(fetch, decode, before, limit))
 
     async def count_tasks(
         self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,
@@ -247,8 +252,8 @@ class SqliteTaskMixin:
 
     async def live_tasks(self) -> list[Task]:
         live = [state.value for state in LIVE_STATES]
-        sql = f"SELECT seq, body FROM tasks INDEXED BY tasks_by_state WHERE state IN ({_marks(live)}) ORDER BY seq"
-        return await self._run(lambda: [_task_row(*row)[1] for row in self._db().execute(sql, live)])
+        sql = f"SELECT task_id, body FROM tasks INDEXED BY tasks_by_state WHERE state IN ({_marks(live)}) ORDER BY seq"
+        return await self._run(lambda: kept(self._db().execute(sql, live), "tasks", self.records, Task.from_dict))
 
     # -- push configs --------------------------------------------------------------
     async def put_push_config(self, cfg: PushConfig) -> None:
@@ -268,15 +273,18 @@ class SqliteTaskMixin:
         def run() -> PushConfig | None:
             row = self._db().execute("SELECT body FROM push_configs WHERE task_id = ? AND config_id = ?",
                                      (task_id, config_id)).fetchone()
-            return PushConfig.from_dict(json.loads(row[0])) if row else None
+            if row is None:
+                return None
+            return self.records.load("push_configs", f"{task_id}/{config_id}", row[0], PushConfig.from_dict)
 
         return await self._run(run)
 
     async def list_push_configs(self, task_id: str) -> list[PushConfig]:
         def run() -> list[PushConfig]:
-            rows = self._db().execute("SELECT body FROM push_configs WHERE task_id = ? ORDER BY rowid",
+            rows = self._db().execute("SELECT config_id, body FROM push_configs WHERE task_id = ? ORDER BY rowid",
                                       (task_id,))
-            return [PushConfig.from_dict(json.loads(body)) for (body,) in rows]
+            return kept(((f"{task_id}/{config_id}", body) for config_id, body in rows), "push_configs",
+                        self.records, PushConfig.from_dict)
 
         return await self._run(run)
 

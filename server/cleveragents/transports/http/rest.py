@@ -32,6 +32,7 @@ A2A_JSON = "application/a2a+json"
 # ErrorInfo reason -> (HTTP status, google.rpc.Code name).
 _STATUS_BY_REASON = {
     "TASK_NOT_FOUND": (404, "NOT_FOUND"),
+    "RECORD_UNREADABLE": (500, "DATA_LOSS"),  # the stored record is damaged: not the caller's fault
     "METHOD_NOT_FOUND": (404, "NOT_FOUND"),
     "INVALID_PARAMS": (400, "INVALID_ARGUMENT"),
     "INVALID_REQUEST": (400, "INVALID_ARGUMENT"),
