@@ -131,6 +131,20 @@ def test_a_file_with_a_syntax_error_is_a_problem_with_its_line(workspace):
     assert str(workspace) not in problem["message"]
 
 
+def test_a_file_nested_too_deep_is_a_problem_and_hides_nothing_else(workspace):
+    """Its values would become plan arguments that every plan list serves."""
+    write_action(workspace, "good.toml", GOOD)
+    write_action(workspace, "parser.toml", 'description = "x"\nv = ' + "[" * 5000 + "]" * 5000 + "\n")
+    deep = GOOD.replace('glob = "{{ glob }}"', 'glob = ' + "[" * 70 + '"x"' + "]" * 70)
+    write_action(workspace, "deep.toml", deep)
+    actions, problems = load_actions(workspace)
+    assert "rename" in {a.name for a in actions}
+    by_file = {p["file"].rsplit("/", 1)[1]: p for p in problems}
+    assert set(by_file) == {"parser.toml", "deep.toml"}
+    assert "nest deeper than 64 levels" in by_file["parser.toml"]["message"]
+    assert by_file["deep.toml"]["key"].startswith("steps.0.arguments.glob.0.0")
+
+
 def test_a_bad_key_is_a_problem_naming_the_key(workspace):
     write_action(workspace, "typo.toml", GOOD.replace('rationale = "whole words"', 'rationale = "x"\ntoll = "y"'))
     write_action(workspace, "type.toml", GOOD.replace('type = "string"\nrequired', 'type = "float"\nrequired'))

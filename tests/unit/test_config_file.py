@@ -133,6 +133,17 @@ def test_a_complete_file_is_read(tmp_path, no_user_file):
                                            "uri": "https://example.invalid/issues", "source": source}
 
 
+@pytest.mark.parametrize("value", ["[" * 5000 + "]" * 5000, "{ a = " + "[" * 70 + "]" * 70 + " }"])
+def test_a_file_nested_too_deep_is_one_line_of_error(tmp_path, no_user_file, value):
+    """The registries serve what the file declares (an actor's extra_body): it can't
+    hold what no client could read, nor stop the parser."""
+    workspace = tmp_path / "ws"
+    write(workspace, f'[actors."openai/x"]\nextra_body = {value}\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(workspace, PROVIDERS, no_user_file)
+    assert caught.value.message.endswith("config.toml: arrays or tables nest deeper than 64 levels")
+
+
 def test_resources_may_be_named_tables(tmp_path, no_user_file):
     write(tmp_path, '[resources.docs]\ntype_name = "repository"\nuri = "file:///docs"\n')
     assert load_config(tmp_path, PROVIDERS, no_user_file).resources["docs"]["name"] == "docs"

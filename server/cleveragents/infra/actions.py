@@ -39,6 +39,7 @@ from typing import Any, cast
 from cleveragents.config import STATE_DIRNAME
 from cleveragents.domain.actions import Action, ActionArgument, ActionStep, ArgumentType
 from cleveragents.domain.errors import ValidationError
+from cleveragents.domain.json_limits import MAX_DEPTH, first_too_deep
 
 ACTIONS_DIR = Path(STATE_DIRNAME) / "actions"
 _ACTION_KEYS = {"name", "description", "arguments", "steps"}
@@ -168,6 +169,14 @@ def load_action_file(path: Path, workspace: Path) -> Action:
         else:  # "at end of document"
             data["line"] = text.count("\n") + 1
         raise ValidationError(f"{source}: {exc}", data) from None
+    except RecursionError:
+        raise ValidationError(f"{source}: arrays or tables nest deeper than {MAX_DEPTH} levels",
+                              {"file": source}) from None
+    if (loc := first_too_deep(document, MAX_DEPTH)) is not None:
+        # Its values become plans' arguments, which every plan list serves.
+        key = ".".join(str(part) for part in loc[:8]) + ("..." if len(loc) > 8 else "")
+        raise ValidationError(f"{source}: {key}: arrays or tables nest deeper than {MAX_DEPTH} levels",
+                              {"file": source, "key": key})
     try:
         return _parse(document, path.stem, source)
     except _Problem as problem:

@@ -223,6 +223,13 @@ def read_config_file(path: Path, base: Path, providers: Iterable[str] | None = N
         reason = _TOML_POSITION.sub("", str(exc)).strip()
         raise ConfigError(f"{path}:{line}: {reason}",
                           {"file": str(path), "line": line, "column": column}) from None
+    except RecursionError:
+        document = None
+    from cleveragents.domain.json_limits import MAX_DEPTH, first_too_deep
+
+    if document is None or first_too_deep(document, MAX_DEPTH) is not None:
+        # The registries serve what the file declares (an actor's extra_body, say).
+        raise ConfigError(f"{path}: arrays or tables nest deeper than {MAX_DEPTH} levels", {"file": str(path)})
     from cleveragents.infra.config_schema import SchemaProblem, validate_document
 
     try:
