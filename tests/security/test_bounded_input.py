@@ -606,3 +606,35 @@ async def test_memory_store_skips_and_reports_records_that_cant_be_served(tmp_pa
         await container.aclose()
         facade.close()
 
+# -- a remote agent's answers are held to the same limits ----------------------------------
+async def test_a_remote_agent_answering_deep_json_is_an_invalid_response(tmp_path):
+    """What a remote agent answers becomes the local task, which every client lists."""
+    from starlette.responses import Response
+
+    from cleveragents.a2a.client import A2aClient, ServerConnectionConfig
+    from cleveragents.a2a.errors import InvalidAgentResponseError
+    from cleveragents.config import Settings
+    from cleveragents.transports.http.app import build_app
+    from tests.contract.runners import UvicornServer
+
+    task = {"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED"}, "metadata": nest(DEEP)}
+    answers = [json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"task": task}}).encode(),
+               b'{"jsonrpc":"2.0","id":1,"result":' + b"[" * 100_000 + b"]" * 100_000 + b"}"]
+    real = build_app(settings=Settings(workspace=tmp_path, memory=True))
+
+    async def hostile(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":  # the card is real, the answers are not
+            await Response(answers[0], media_type="application/json")(scope, receive, send)
+            return
+        await real(scope, receive, send)
+
+    server = UvicornServer(hostile)
+    await server.start()
+    try:
+        for expected in ("nested deeper than 64 levels", "not a JSON-RPC response"):
+            async with A2aClient(ServerConnectionConfig(url=server.url, token="unused")) as client:
+                with pytest.raises(InvalidAgentResponseError, match=expected):
+                    await client.send("hi")
+            answers.pop(0)
+    finally:
+        await server.stop()

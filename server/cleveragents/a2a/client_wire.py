@@ -20,6 +20,7 @@ from cleveragents.a2a.client_errors import (
 from cleveragents.a2a.errors import InvalidAgentResponseError
 from cleveragents.a2a.sse_parse import SseParser
 from cleveragents.domain.errors import ValidationError
+from cleveragents.domain.json_limits import MAX_DEPTH, first_too_deep
 
 T = TypeVar("T")
 SKIP: Any = object()  # an SSE event that carries no item
@@ -75,7 +76,7 @@ def answer(method: str, url: str, status: int, body: str) -> Any:
     status) raised as the matching exception."""
     try:
         message = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past what the parser takes
         message = None
     if isinstance(message, dict) and message.get("error") is not None:
         exc = remote_error(message["error"], url=url, method=method, standard=method in STANDARD_METHODS,
@@ -105,7 +106,7 @@ def stream_item(method: str, url: str, data: str) -> Any:
     """One SSE ``data:``: a response's result, a notification's params, or SKIP."""
     try:
         message = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         message = None
     if isinstance(message, dict) and "method" in message and "id" not in message:
         return message.get("params")  # a notification, as `_cleveragents/event/subscribe` sends
@@ -115,7 +116,14 @@ def stream_item(method: str, url: str, data: str) -> Any:
 
 
 def decode(method: str, decoder: Callable[[Any], T], value: Any) -> T:
-    """A result through a codec; a malformed one is the peer's fault, and says so."""
+    """A result through a codec; a malformed one is the peer's fault, and says so. What
+    a peer answers may be stored and served again, so it is held to the limits a
+    request's params are."""
+    if (loc := first_too_deep(value, MAX_DEPTH)) is not None:
+        raise InvalidAgentResponseError(
+            f"{method} answered with JSON nested deeper than {MAX_DEPTH} levels",
+            {"method": method, "errors": [{"loc": loc, "msg": f"nested deeper than {MAX_DEPTH} levels",
+                                           "type": "too_deep", "limit": MAX_DEPTH}]})
     try:
         return decoder(value)
     except ValidationError as exc:
