@@ -111,3 +111,12 @@ def test_settings_give_the_limits_from_the_environment_and_the_file(tmp_path, mo
         assert container.json_limits == JsonLimits(16, MAX_METADATA_SIZE)
     finally:
         container.close()
+
+
+def test_what_the_quick_proof_cannot_settle_is_walked():
+    LIMITS.check_params({"text": "{[" * 1000})  # brackets inside strings are no levels
+    LIMITS.check_params({"text": "\udc80", "m": nest(10)})  # a lone surrogate: the fast encoder refuses it
+    assert refusal({"text": "\udc80", "m": nest(MAX_DEPTH)})["type"] == "too_deep"
+    big = {"metadata": {"k": "\udc80" * (MAX_METADATA_SIZE // 3)}}  # three bytes each, as UTF-8 would take
+    assert refusal(big)["type"] == "too_large"
+    LIMITS.check_params({"metadata": {"k": "\udc80" * (MAX_METADATA_SIZE // 3 - 10)}})

@@ -14,8 +14,11 @@ checked in two places only, each covering every field at once:
   parsers commonly refuse (128 levels), so a record the server serves can be read by
   every client.
 
-The walk descends only into objects and arrays, stops at the first value past the
-limit, and recurses at most ``max_depth`` levels.
+Most values can't be past a limit, and that is cheap to prove: their compact JSON
+(serialized in native code) has fewer opening brackets than levels allowed and fewer
+bytes than a metadata object may hold. Only the others are walked: the walk descends
+only into objects and arrays, stops at the first value past the limit, and recurses at
+most ``max_depth`` levels.
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ class JsonLimits:
 
     def check_params(self, params: Mapping[str, Any], method: str | None = None) -> None:
         """``ValidationError`` naming the first value of ``params`` past a limit."""
+        if _clearly_within(params, self.max_depth, self.max_metadata_size):
+            return
         try:
             _walk(params, 1, self.max_depth, self.max_metadata_size)
         except _Past as past:
@@ -73,7 +78,7 @@ class JsonLimits:
 def first_too_deep(value: Any, max_depth: int = MAX_RECORD_DEPTH) -> Loc | None:
     """Where ``value`` first nests deeper than ``max_depth`` levels (``value`` itself is
     level 1), or None when it doesn't."""
-    if not _is_container(value):
+    if not _is_container(value) or _clearly_within(value, max_depth, None):
         return None
     try:
         _walk(value, 1, max_depth, 0)
@@ -89,6 +94,26 @@ class _Past(Exception):
         super().__init__()
         self.loc: Loc = [key]
         self.too_deep = too_deep
+
+
+def _compact_json(value: Any) -> bytes | None:
+    """``value`` as compact UTF-8 JSON, or None when the fast encoder can't write it (a
+    lone surrogate, or nesting past its own limit)."""
+    import pydantic_core  # here, not at import: the stdio server's start doesn't need it
+
+    try:
+        return pydantic_core.to_json(value, fallback=str, inf_nan_mode="constants")
+    except (ValueError, TypeError, pydantic_core.PydanticSerializationError):
+        return None
+
+
+def _clearly_within(value: Any, max_depth: int, max_size: int | None) -> bool:
+    """Whether ``value`` is within both limits on evidence that costs no walk: each
+    level needs an opening bracket, and no part of it is larger than all of it."""
+    text = _compact_json(value)
+    if text is None or (max_size is not None and len(text) > max_size):
+        return False
+    return text.count(b"{") + text.count(b"[") <= max_depth
 
 
 def _is_container(value: Any) -> bool:
@@ -116,14 +141,14 @@ def _walk(value: Any, level: int, max_depth: int, metadata_size: int) -> None:
         except _Past as past:
             past.loc.append(key)
             raise
-        if is_metadata and json_size(child, metadata_size) > metadata_size:
+        if is_metadata and json_size(child) > metadata_size:
             raise _Past(key, too_deep=False)
 
 
-def json_size(value: Any, limit: int) -> int:
-    """The size of ``value`` as compact UTF-8 JSON, measured exactly when it is near
-    ``limit`` (a string's characters take one to four bytes)."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    if len(text) > limit or len(text) * 4 <= limit:
+def json_size(value: Any) -> int:
+    """The size of ``value`` as compact UTF-8 JSON."""
+    if (text := _compact_json(value)) is not None:
         return len(text)
-    return len(text.encode("utf-8", "surrogatepass"))
+    # A lone surrogate (text read from a file, in process): as many bytes as it would take.
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+               .encode("utf-8", "surrogatepass"))

@@ -59,12 +59,11 @@ def _bounded(value: Any) -> Any:
     return value
 
 
-def parse(text: str | bytes) -> Any:
+def parse(text: str) -> Any:
     """JSON text as a value that can be served; raises when it can't be."""
     value = json.loads(text)
     # Nesting needs an opening bracket per level: most records have too few to matter.
-    brackets = text.count("{") + text.count("[") if isinstance(text, str) else text.count(b"{") + text.count(b"[")
-    return _bounded(value) if brackets > MAX_RECORD_DEPTH else value
+    return _bounded(value) if text.count("{") + text.count("[") > MAX_RECORD_DEPTH else value
 
 
 class RecordReader:
@@ -78,7 +77,7 @@ class RecordReader:
         self._full = False
 
     # -- decoding ------------------------------------------------------------------
-    def load(self, store: str, record_id: str, text: str | bytes, build: Callable[[Any], T]) -> T:
+    def load(self, store: str, record_id: str, text: str, build: Callable[[Any], T]) -> T:
         """The record made by ``build`` from the JSON ``text``, or UnreadableRecordError."""
         try:
             record = build(parse(text))
@@ -88,12 +87,16 @@ class RecordReader:
             self._forget(store, record_id)
         return record
 
-    def skip(self, store: str, record_id: str, text: str | bytes, build: Callable[[Any], T]) -> T | None:
-        """``load``, with None for a record a list skips."""
+    def skip(self, store: str, record_id: str, text: str, build: Callable[[Any], T]) -> T | None:
+        """``load``, with None for a record a list skips (a list reads many: no detour)."""
         try:
-            return self.load(store, record_id, text, build)
-        except UnreadableRecordError:
+            record = build(parse(text))
+        except Exception as exc:
+            self._unreadable_error(store, record_id, exc)
             return None
+        if self._unreadable:
+            self._forget(store, record_id)
+        return record
 
     def problem(self, store: str, record_id: str, to_json: Callable[[], Any]) -> str | None:
         """Why a record kept as an object (the in-memory store) can't be served, or None
@@ -167,7 +170,7 @@ def fill(fetch: Callable[[int | None, int], list[tuple[int, R]]], decode: Callab
         batch = max(limit - len(found), _READ_AHEAD)
 
 
-def kept(rows: Iterable[tuple[str, str | bytes]], store: str, reader: RecordReader,
+def kept(rows: Iterable[tuple[str, str]], store: str, reader: RecordReader,
          build: Callable[[Any], T]) -> list[T]:
     """The records of ``(id, text)`` rows that can be served, in order."""
     return [record for record_id, text in rows
