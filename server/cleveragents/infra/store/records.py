@@ -149,24 +149,25 @@ def as_is(value: Any) -> Any:
     return value
 
 
-def fill(fetch: Callable[[int | None, int], list[tuple[int, R]]], decode: Callable[[R], T | None],
+def fill(fetch: Callable[[int | None, int], list[R]], decode: Callable[[R], T | None],
          before: int | None, limit: int) -> list[tuple[int, T]]:
     """Up to ``limit`` (position, record) pairs, newest first, from ``fetch(before,
-    n)`` (the next ``n`` rows below position ``before``), reading on past the rows
-    ``decode`` skips so a page is as full as the records allow. The first read is
-    exactly the page; only after a skip are rows read ahead, a batch at a time."""
+    n)`` (the next ``n`` rows below position ``before``, each row's position first),
+    reading on past the rows ``decode`` skips so a page is as full as the records
+    allow. The first read is exactly the page; only after a skip are rows read ahead,
+    a batch at a time."""
     found: list[tuple[int, T]] = []
     batch = limit
     while True:
         rows = fetch(before, batch)
-        for position, raw in rows:
-            if (record := decode(raw)) is not None:
-                found.append((position, record))
+        for row in rows:
+            if (record := decode(row)) is not None:
+                found.append((row[0], record))  # type: ignore[index]
                 if len(found) == limit:
                     return found
         if len(rows) < batch:
             return found
-        before = rows[-1][0]
+        before = rows[-1][0]  # type: ignore[index]
         batch = max(limit - len(found), _READ_AHEAD)
 
 

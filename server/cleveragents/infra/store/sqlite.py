@@ -253,9 +253,8 @@ class SqliteStore(SqliteTaskMixin, SqlitePlanQueries):
     async def list_sessions(
         self, status: SessionStatus | None, limit: int, before: int | None
     ) -> list[tuple[int, Session]]:
-        def fetch(below: int | None, n: int) -> list[tuple[int, tuple[Any, ...]]]:
-            sql, args = newest_first(_SESSION_COLUMNS, "sessions", {"status": status}, below, n)
-            return [(row[0], row) for row in self._db().execute(sql, args)]
+        def fetch(below: int | None, n: int) -> list[tuple[Any, ...]]:
+            return self._db().execute(*newest_first(_SESSION_COLUMNS, "sessions", {"status": status}, below, n)).fetchall()
 
         def decode(row: tuple[Any, ...]) -> Session | None:
             try:

@@ -199,12 +199,12 @@ class SqlitePlanQueries:
     async def list_plans(
         self, *, session_id: str | None = None, limit: int, before: int | None = None
     ) -> list[tuple[int, Plan]]:
-        def fetch(below: int | None, n: int) -> list[tuple[int, tuple[str, str]]]:
-            sql, args = newest_first("seq, plan_id, body", "plans", {"session_id": session_id}, below, n)
-            return [(seq, (plan_id, body)) for seq, plan_id, body in self._db().execute(sql, args)]
+        def fetch(below: int | None, n: int) -> list[tuple[int, str, str]]:
+            return self._db().execute(*newest_first("seq, plan_id, body", "plans", {"session_id": session_id},
+                                                    below, n)).fetchall()
 
-        def decode(row: tuple[str, str]) -> Plan | None:
-            return self.records.skip("plans", row[0], row[1], Plan.from_dict)
+        def decode(row: tuple[int, str, str]) -> Plan | None:
+            return self.records.skip("plans", row[1], row[2], Plan.from_dict)
 
         return await self._run(lambda: fill(fetch, decode, before, limit))
 

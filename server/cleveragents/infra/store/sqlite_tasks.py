@@ -231,12 +231,11 @@ class SqliteTaskMixin:
         if limit == 0 or values == []:
             return []
 
-        def fetch(below: int | None, n: int) -> list[tuple[int, tuple[str, str]]]:
-            sql, args = list_query(context_id, values, status_after, n, below)
-            return [(seq, (task_id, body)) for seq, task_id, body in self._db().execute(sql, args)]
+        def fetch(below: int | None, n: int) -> list[tuple[int, str, str]]:
+            return self._db().execute(*list_query(context_id, values, status_after, n, below)).fetchall()
 
-        def decode(row: tuple[str, str]) -> Task | None:
-            return self.records.skip("tasks", row[0], row[1], Task.from_dict)
+        def decode(row: tuple[int, str, str]) -> Task | None:
+            return self.records.skip("tasks", row[1], row[2], Task.from_dict)
 
         return await self._run(lambda: fill(fetch, decode, before, limit))
 
