@@ -120,3 +120,10 @@ def test_what_the_quick_proof_cannot_settle_is_walked():
     big = {"metadata": {"k": "\udc80" * (MAX_METADATA_SIZE // 3)}}  # three bytes each, as UTF-8 would take
     assert refusal(big)["type"] == "too_large"
     LIMITS.check_params({"metadata": {"k": "\udc80" * (MAX_METADATA_SIZE // 3 - 10)}})
+
+
+def test_metadata_with_more_brackets_than_levels_left_is_still_judged_by_its_depth():
+    spans = {"trace": {"spans": [{"n": n, "tags": {"k": "v"}} for n in range(200)]}}  # 402 brackets, 4 levels
+    LIMITS.check_params({"message": {"metadata": spans, "parts": [{"metadata": spans}]}})
+    deep_inside = {"trace": {"spans": [*spans["trace"]["spans"], nest(MAX_DEPTH)]}}
+    assert refusal({"message": {"metadata": deep_inside}})["loc"][:5] == ["message", "metadata", "trace", "spans", 200]

@@ -14,11 +14,12 @@ checked in two places only, each covering every field at once:
   parsers commonly refuse (128 levels), so a record the server serves can be read by
   every client.
 
-Most values can't be past a limit, and that is cheap to prove: their compact JSON
-(serialized in native code) has fewer opening brackets than levels allowed and fewer
-bytes than a metadata object may hold. Only the others are walked: the walk descends
-only into objects and arrays, stops at the first value past the limit, and recurses at
-most ``max_depth`` levels.
+A value is checked level by level, one flat pass per level over its objects and
+arrays (strings are never read, so a long text costs nothing), and each metadata object
+is measured by serializing it in native code, which also proves most of them shallow
+enough without a pass over their insides. Only a value past a limit (or one this can't
+settle) is walked again, recursively and at most ``max_depth`` levels deep, to name
+the first place past it.
 """
 
 from __future__ import annotations
@@ -96,24 +97,68 @@ class _Past(Exception):
         self.too_deep = too_deep
 
 
-def _compact_json(value: Any) -> bytes | None:
-    """``value`` as compact UTF-8 JSON, or None when the fast encoder can't write it (a
-    lone surrogate, or nesting past its own limit)."""
-    import pydantic_core  # here, not at import: the stdio server's start doesn't need it
-
-    try:
-        return pydantic_core.to_json(value, fallback=str, inf_nan_mode="constants")
-    except (ValueError, TypeError, pydantic_core.PydanticSerializationError):
-        return None
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_CONTAINERS = (Mapping, list, tuple)
 
 
 def _clearly_within(value: Any, max_depth: int, max_size: int | None) -> bool:
-    """Whether ``value`` is within both limits on evidence that costs no walk: each
-    level needs an opening bracket, and no part of it is larger than all of it."""
-    text = _compact_json(value)
-    if text is None or (max_size is not None and len(text) > max_size):
+    """Whether ``value`` is within both limits, found level by level: each level is one
+    flat pass over its objects and arrays, and strings are never read. A metadata
+    object is serialized in native code instead (its size is needed anyway): when its
+    JSON has fewer opening brackets than the levels left, it can't be too deep;
+    otherwise it is walked alone. False also when this can't tell (``_walk`` decides)."""
+    level: list[Any] = [value]
+    depth = 1  # of the containers in `level`
+    while level:
+        below: list[Any] = []
+        for node in level:
+            if type(node) is list:
+                for child in node:
+                    kind = type(child)
+                    if kind is dict or kind is list:
+                        below.append(child)
+                    elif kind not in _SCALARS and isinstance(child, _CONTAINERS):
+                        return False  # not plain JSON: the walk decides
+                continue
+            if not isinstance(node, Mapping):
+                return False
+            for key, child in node.items():
+                kind = type(child)
+                if kind is list:
+                    below.append(child)
+                elif kind is dict:
+                    if key != METADATA or max_size is None or not child:
+                        below.append(child)
+                    elif not _metadata_within(child, max_size, max_depth - depth):
+                        return False
+                elif kind not in _SCALARS and isinstance(child, _CONTAINERS):
+                    return False
+        if below:
+            depth += 1
+            if depth > max_depth:
+                return False
+        level = below
+    return True
+
+
+def _metadata_within(metadata: Any, max_size: int, levels_left: int) -> bool:
+    """Whether a metadata object is at most ``max_size`` bytes of JSON and nests at most
+    ``levels_left`` levels (itself the first)."""
+    import pydantic_core  # here, not at import: the stdio server's start doesn't need it
+
+    try:
+        text = pydantic_core.to_json(metadata, fallback=str, inf_nan_mode="constants")
+    except (ValueError, TypeError, pydantic_core.PydanticSerializationError):
+        return False  # a lone surrogate, or nesting past the encoder's own limit
+    if len(text) > max_size:
         return False
-    return text.count(b"{") + text.count(b"[") <= max_depth
+    if text.count(b"{") + text.count(b"[") <= levels_left:
+        return True
+    try:  # more brackets than levels: count the levels (the size is known to be small)
+        _walk(metadata, 1, levels_left, 0)
+    except _Past:
+        return False
+    return True
 
 
 def _is_container(value: Any) -> bool:
@@ -146,9 +191,12 @@ def _walk(value: Any, level: int, max_depth: int, metadata_size: int) -> None:
 
 
 def json_size(value: Any) -> int:
-    """The size of ``value`` as compact UTF-8 JSON."""
-    if (text := _compact_json(value)) is not None:
-        return len(text)
-    # A lone surrogate (text read from a file, in process): as many bytes as it would take.
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-               .encode("utf-8", "surrogatepass"))
+    """The size of ``value`` (nested within the limits) as compact UTF-8 JSON."""
+    import pydantic_core  # here, not at import: the stdio server's start doesn't need it
+
+    try:
+        return len(pydantic_core.to_json(value, fallback=str, inf_nan_mode="constants"))
+    except (ValueError, TypeError, pydantic_core.PydanticSerializationError):
+        # A lone surrogate (text read from a file, in process): as many bytes as it would take.
+        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+                   .encode("utf-8", "surrogatepass"))
