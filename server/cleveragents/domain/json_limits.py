@@ -24,13 +24,10 @@ the first place past it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from cleveragents.domain.errors import ValidationError
-
+# Nothing else at import: config.py imports the defaults on the stdio server's start.
 MAX_DEPTH = 64
 MAX_DEPTH_CEILING = 100  # the most a configuration may allow: records must stay below MAX_RECORD_DEPTH
 MAX_METADATA_SIZE = 256 * 1024
@@ -41,15 +38,15 @@ METADATA = "metadata"
 Loc = list[str | int]
 
 
-@dataclass(frozen=True, slots=True)
 class JsonLimits:
     """The limits on a request's params (``max_json_depth`` and ``max_metadata_size`` in
     the configuration)."""
 
-    max_depth: int = MAX_DEPTH
-    max_metadata_size: int = MAX_METADATA_SIZE
+    __slots__ = ("max_depth", "max_metadata_size")
 
-    def __post_init__(self) -> None:
+    def __init__(self, max_depth: int = MAX_DEPTH, max_metadata_size: int = MAX_METADATA_SIZE):
+        self.max_depth = max_depth
+        self.max_metadata_size = max_metadata_size
         if not (isinstance(self.max_depth, int) and 8 <= self.max_depth <= MAX_DEPTH_CEILING):
             raise ValueError(f"max_json_depth must be an integer from 8 to {MAX_DEPTH_CEILING}, "
                              f"not {self.max_depth!r}")
@@ -57,6 +54,16 @@ class JsonLimits:
                 <= MAX_METADATA_SIZE_CEILING):
             raise ValueError(f"max_metadata_size must be an integer from 1024 to {MAX_METADATA_SIZE_CEILING}, "
                              f"not {self.max_metadata_size!r}")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JsonLimits) and (self.max_depth, self.max_metadata_size) == (
+            other.max_depth, other.max_metadata_size)
+
+    def __hash__(self) -> int:
+        return hash((self.max_depth, self.max_metadata_size))
+
+    def __repr__(self) -> str:
+        return f"JsonLimits(max_depth={self.max_depth}, max_metadata_size={self.max_metadata_size})"
 
     def check_params(self, params: Mapping[str, Any], method: str | None = None) -> None:
         """``ValidationError`` naming the first value of ``params`` past a limit."""
@@ -72,6 +79,8 @@ class JsonLimits:
             else:
                 error = {"loc": loc, "msg": f"larger than {self.max_metadata_size} bytes of JSON (the limit of "
                                             "a metadata object)", "type": "too_large", "limit": self.max_metadata_size}
+            from cleveragents.domain.errors import ValidationError
+
             data: dict[str, Any] = {"method": method} if method else {}
             raise ValidationError("Invalid params", {**data, "errors": [error]}) from None
 
@@ -197,6 +206,8 @@ def json_size(value: Any) -> int:
     try:
         return len(pydantic_core.to_json(value, fallback=str, inf_nan_mode="constants"))
     except (ValueError, TypeError, pydantic_core.PydanticSerializationError):
+        import json
+
         # A lone surrogate (text read from a file, in process): as many bytes as it would take.
         return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
                    .encode("utf-8", "surrogatepass"))
