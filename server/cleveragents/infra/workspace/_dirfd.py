@@ -91,14 +91,14 @@ class Dirs:
             self._open.move_to_end(directory)
             return fd
         parts = components(directory, self._room)
-        depth = len(parts) - 1
-        while depth > 0 and "/".join(parts[:depth]) not in self._open:
-            depth -= 1
-        prefix = "/".join(parts[:depth])
+        known = len(parts) - 1  # how many leading parts an open descriptor covers
+        while known > 0 and "/".join(parts[:known]) not in self._open:
+            known -= 1
+        prefix = "/".join(parts[:known])
         if prefix:
             self._open.move_to_end(prefix)
         fd = self._open[prefix] if prefix else self._root
-        for depth in range(depth, len(parts)):
+        for depth in range(known, len(parts)):
             relative = "/".join(parts[: depth + 1])
             child = _open_child(fd, parts[depth], relative, relative in create)
             if child is None:
