@@ -48,6 +48,15 @@ async def test_health(store):
     assert (await store.check())["ok"] is True
 
 
+async def test_health_checks_run_beside_other_work(store):
+    """Two checks (``_cleveragents/diagnostics/run`` twice at once) share the SQLite
+    store's batch, and so its transaction: each must still report ok."""
+    import asyncio
+
+    results = await asyncio.gather(store.check(), store.check(), store.add_session(make_session("x")))
+    assert [r["ok"] for r in results[:2]] == [True, True] and results[2] is True
+
+
 async def test_sqlite_is_wal_and_survives_reopening(tmp_path):
     store = SqliteStore.open_in(tmp_path)
     await store.add_session(make_session("kept"))

@@ -211,8 +211,9 @@ class SqliteStore(SqliteTaskMixin, SqlitePlanQueries):
             started = time.perf_counter()
             integrity = db.execute("PRAGMA quick_check").fetchone()[0]
             mode = db.execute("PRAGMA journal_mode").fetchone()[0]
-            db.execute("BEGIN IMMEDIATE")  # proves the file is writable, then undone
-            db.execute("ROLLBACK")
+            if not db.in_transaction:  # in a batch, its BEGIN IMMEDIATE proved it already
+                db.execute("BEGIN IMMEDIATE")  # proves the file is writable, then undone
+                db.execute("ROLLBACK")
             return {
                 "ok": integrity == "ok",
                 "integrity": integrity,
