@@ -22,10 +22,12 @@ def frame(body: bytes | dict[str, Any]) -> bytes:
 
 
 class StdioServer:
-    def __init__(self, *args: str):
+    def __init__(self, *args: str, command: list[str] | None = None, memory: bool = True, **popen: Any):
+        """``command`` and ``popen`` (``subprocess.Popen`` keywords) start the server
+        another way, e.g. as another user (``tests/security/identities.py``)."""
         self.stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([*SERVER_COMMAND, "--memory", *args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.stderr)
+        argv = [*(command or SERVER_COMMAND), *(["--memory"] if memory else []), *args]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, **popen)
         self.messages: queue.Queue[Any] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
