@@ -66,7 +66,9 @@ NOTIFICATION_TEXT = {
 EXAMPLE_WIDTH = 120
 
 JSONRPC_CODES = [
-    (errors.PARSE_ERROR, "Parse error", "The message is not valid JSON. The response has `id: null`."),
+    (errors.PARSE_ERROR, "Parse error", "The message is not valid JSON (RFC 8259: `NaN`, `Infinity`, a number "
+     "out of range, a lone UTF-16 surrogate and a name given twice in one object are refused too), or its "
+     "frame could not be read (stdio). The response has `id: null`."),
     (errors.INVALID_REQUEST, "Invalid request", "The JSON-RPC envelope is wrong (missing `method`, "
      "`params` that is not an object, ...)."),
     (errors.METHOD_NOT_FOUND, "Method not found", "No method of that name; `data` names the method."),

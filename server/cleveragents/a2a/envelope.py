@@ -6,6 +6,7 @@ Kept free of pydantic so the stdio server can use it before its services load.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Literal
 
@@ -17,6 +18,43 @@ Kind = Literal["request", "notification", "response"]
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
+class _NotJson(ValueError):
+    """Text Python's parser takes but JSON (RFC 8259) does not: what it is, in ``data``."""
+
+    def __init__(self, message: str, data: dict[str, Any]):
+        super().__init__(message)
+        self.data = data
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotJson(f"{name} is not a JSON number", {"reason": "non-standard number", "literal": name})
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):  # 1e999: what it meant is lost
+        raise _NotJson("a number is out of range", {"reason": "number out of range", "number": text[:40]})
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object, refusing a name given twice: which one counts differs between parsers
+    (Python keeps the last), so a proxy and this server could read different requests."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        name = twice[:200].encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate is no text
+        raise _NotJson(f"the name {name[:40]!r} is given twice in an object",
+                       {"reason": "duplicate name", "name": name})
+    return obj
+
+
+# Strict JSON: no NaN or Infinity, no number that overflows, no name twice in an object.
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float,
+                            object_pairs_hook=_unique_keys)
+
+
 def decode(body: bytes | str) -> Any:
     """JSON from bytes; bad UTF-8 or bad JSON raise ParseError."""
     try:
@@ -24,7 +62,9 @@ def decode(body: bytes | str) -> Any:
     except UnicodeDecodeError as exc:
         raise ParseError("Parse error: the body is not valid UTF-8", {"position": exc.start}) from exc
     try:
-        message = json.loads(text)
+        message = _DECODER.decode(text)
+    except _NotJson as exc:
+        raise ParseError(f"Parse error: {exc}", exc.data) from None
     except json.JSONDecodeError as exc:
         raise ParseError(
             f"Parse error: {exc.msg}", {"line": exc.lineno, "column": exc.colno}
