@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcMethodNotFound
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInternalError,
+    JsonRpcInvalidParams,
+    JsonRpcMethodNotFound,
+)
 from pygls.protocol import (
     JsonRPCNotification,
     JsonRPCRequestMessage,
@@ -23,7 +28,8 @@ from pygls.protocol import (
     lsp_method,
 )
 
-from cleveragents.a2a import envelope
+from cleveragents.a2a import dialects, envelope
+from cleveragents.a2a.errors import error_payload, internal_error_payload, is_known
 from cleveragents.transports.lsp.framing import frame_body
 from cleveragents.transports.lsp.handshake import initialize_response
 
@@ -62,6 +68,23 @@ def plain_dict_converter() -> Converter:
     return converter
 
 
+def error_for(exc: BaseException, where: str) -> dict[str, Any]:
+    """The JSON-RPC error for an exception out of a handler pygls runs. pygls's own
+    answer to an unexpected one (``JsonRpcInternalError.of``) carries the traceback,
+    with the server's paths, in ``data``: here a bug is -32603 with an error id, and
+    the traceback goes to stderr under that id. A JSON-RPC error the handler raised on
+    purpose (bad params, an unknown command) is the client's mistake: one log line."""
+    if isinstance(exc, JsonRpcException) and exc.code != JsonRpcInternalError.CODE:
+        logger.warning("%s: %s", where, exc.message)
+        payload: dict[str, Any] = {"code": exc.code, "message": exc.message}
+        if exc.data is not None:
+            payload["data"] = exc.data
+        return payload
+    if is_known(exc):
+        return error_payload(exc, dialects.EXTENSION)
+    return internal_error_payload(exc, dialects.EXTENSION, where)
+
+
 class A2aProtocol(LanguageServerProtocol):
     _server: A2aLanguageServer
 
@@ -70,21 +93,20 @@ class A2aProtocol(LanguageServerProtocol):
         self._suppressed: set[Any] = set()
         super().__init__(server, converter)
         self._after_response: dict[Any, list[Callable[[], None]]] = {}
+        self._methods: dict[Any, str] = {}  # request id -> method, for pygls-run requests in flight
         self.exit_code: int | None = None
 
     def structure_message(self, data: Any) -> Any:
         """pygls logs a whole traceback at ERROR for every message it can't structure.
         Params of the wrong shape are the client's mistake (answered -32602, or dropped
-        for a notification): one warning line. Anything else is still logged as a bug."""
+        for a notification): one warning line. Anything else is a bug, which the caller
+        logs under an error id (``error_for``)."""
         level = _pygls_logger.level
         _pygls_logger.setLevel(logging.CRITICAL)
         try:
             return super().structure_message(data)
         except JsonRpcInvalidParams as exc:
             logger.warning("invalid params for %s: %s", data.get("method"), exc.__cause__)
-            raise
-        except JsonRpcException as exc:
-            logger.error("cannot read a message for %s", data.get("method"), exc_info=exc.__cause__ or exc)
             raise
         finally:
             _pygls_logger.setLevel(level)
@@ -156,9 +178,51 @@ class A2aProtocol(LanguageServerProtocol):
         return self._draining
 
     def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
+        """pygls's, except that an error is answered by ``error_for``, not with a traceback."""
         if method_name == types.SHUTDOWN:
             self._draining = True
-        super()._handle_request(msg_id, method_name, params)
+        try:
+            handler = self._get_handler(method_name)
+            self._ctx_msg_id.set(msg_id)
+            self._methods[msg_id] = method_name
+            self._execute_handler(msg_id=msg_id, handler=handler, args=(params,),
+                                  callback=functools.partial(self._send_handler_result, msg_id=msg_id))
+        except Exception as exc:
+            self._methods.pop(msg_id, None)
+            self.send_error(msg_id, error_for(exc, method_name))
+
+    def _check_handler_result(self, future: Future[Any]) -> None:
+        """A notification's handler failed: nobody waits for an answer, so a bug is
+        logged under an error id and the user is told that id (``report_server_error``)."""
+        if not future.cancelled() and (exc := future.exception()) is not None:
+            self._server.report_server_error(exc, "a notification")
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(  # type: ignore[override]
+        self, params: types.DidChangeTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        if not self._document_is_open(self.workspace.text_documents, params.text_document.uri, "textDocument"):
+            return
+        yield from super().lsp_text_document__did_change(params)
+
+    @lsp_method(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def lsp_notebook_document__did_change(  # type: ignore[override]
+        self, params: types.DidChangeNotebookDocumentParams
+    ) -> Generator[Any, Any, None]:
+        if not self._document_is_open(self.workspace.notebook_documents, params.notebook_document.uri, "notebook"):
+            return
+        yield from super().lsp_notebook_document__did_change(params)
+
+    @staticmethod
+    def _document_is_open(documents: dict[str, Any], uri: str, kind: str) -> bool:
+        """A change to a document the client never opened is its mistake: one warning
+        line (pygls would fail with a KeyError)."""
+        from urllib.parse import unquote
+
+        if unquote(uri) in documents:
+            return True
+        logger.warning("%s/didChange for a document that is not open: %s", kind, uri[:200])
+        return False
 
     def start_request(self, msg_id: Any, work: Coroutine[Any, Any, Any]) -> None:
         """Run a request as pygls runs a coroutine handler (``$/cancelRequest`` and
@@ -184,11 +248,15 @@ class A2aProtocol(LanguageServerProtocol):
         self._after_response.setdefault(msg_id, []).append(action)
 
     def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
+        method = self._methods.pop(msg_id, None)
         try:
             if msg_id in self._suppressed:
                 self._suppressed.discard(msg_id)
                 self._request_futures.pop(msg_id, None)
-            elif not future.cancelled() and future.exception() is None and isinstance(future.result(), WireResponse):
+            elif not future.cancelled() and (exc := future.exception()) is not None:
+                self._request_futures.pop(msg_id, None)
+                self.send_error(msg_id, error_for(exc, method or f"request {msg_id!r}"))
+            elif not future.cancelled() and isinstance(future.result(), WireResponse):
                 self._request_futures.pop(msg_id, None)
                 wire = future.result()
                 if wire.body is not None:
@@ -216,4 +284,5 @@ class A2aProtocol(LanguageServerProtocol):
         self._send_data(envelope.error_response(msg_id, error))
 
 
-__all__ = ["A2aProtocol", "JsonRpcException", "WireResponse", "plain_dict_converter"]
+__all__ = ["A2aProtocol", "JsonRpcException", "JsonRpcInternalError", "WireResponse", "error_for",
+           "plain_dict_converter"]

@@ -23,7 +23,14 @@ from cleveragents.a2a.errors import A2aError, error_payload, internal_error_payl
 from cleveragents.config import Settings
 from cleveragents.transports.lsp.framing import DEFAULT_MAX_MESSAGE_SIZE, FrameError, PipeWriter, read_frames
 from cleveragents.transports.lsp.notifications import pump_events
-from cleveragents.transports.lsp.protocol import A2aProtocol, JsonRpcException, WireResponse, plain_dict_converter
+from cleveragents.transports.lsp.protocol import (
+    A2aProtocol,
+    JsonRpcException,
+    JsonRpcInternalError,
+    WireResponse,
+    error_for,
+    plain_dict_converter,
+)
 
 logger = logging.getLogger("cleveragents.lsp")
 
@@ -238,10 +245,12 @@ class A2aLanguageServer(LanguageServer):
         try:
             structured = self.protocol.structure_message(message)
         except JsonRpcException as exc:
+            if exc.code == JsonRpcInternalError.CODE:  # not the params' shape: a bug, logged under an id
+                payload = error_for(exc.__cause__ or exc, f"reading {message.get('method', 'a response')}")
+            else:
+                payload = {"code": exc.code, "message": exc.message, "data": {"method": message.get("method")}}
             if kind == "request":
-                self.protocol.send_error(message["id"], {
-                    "code": exc.code, "message": exc.message, "data": {"method": message["method"]},
-                })
+                self.protocol.send_error(message["id"], payload)
             return
         try:
             self.protocol.handle_message(structured)
@@ -249,6 +258,29 @@ class A2aLanguageServer(LanguageServer):
             payload = internal_error_payload(exc, dialects.EXTENSION, message.get("method", "a response"))
             if kind == "request":
                 self.protocol.send_error(message["id"], payload)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """An error nobody waits for (a notification's handler, a failed write). pygls
+        would show the user ``Error in server: <the exception>``, whose text may hold
+        the server's paths: a bug is logged under an error id, and only that id is
+        shown. A JSON-RPC error a handler raised on purpose is the client's mistake:
+        one log line. Request errors are answered already (``error_for``)."""
+        from pygls.exceptions import FeatureRequestError
+
+        if source is FeatureRequestError:
+            return
+        where = source if isinstance(source, str) else getattr(source, "__name__", str(source))
+        if isinstance(error, JsonRpcException) and error.code != JsonRpcInternalError.CODE:
+            logger.warning("%s: %s", where, error.message)
+            return
+        payload = internal_error_payload(error, dialects.EXTENSION, where)
+        if source is JsonRpcInternalError:  # a write to the client failed: telling it would fail too
+            return
+        self.protocol.notify(types.WINDOW_SHOW_MESSAGE, {
+            "type": types.MessageType.Error.value,
+            "message": f"{payload['message']} in the CleverAgents server (error id {payload['data']['error_id']}); "
+                       "its log has the details",
+        })
 
     def on_frame_error(self, error: FrameError) -> None:
         logger.warning("bad frame: %s", error.message)

@@ -1,0 +1,176 @@
+"""Malformed input to the stdio server, as an attacker (or a broken client) sends it.
+
+Each test drives a real server process, started as root and as an unprivileged user
+(the ``identity`` fixture), with a real workspace and SQLite store, and reads its raw
+stdout. What every answer must respect:
+
+- no traceback and no absolute path (the server's source, the workspace, the
+  interpreter's prefix, ``/home``, ``/root``, ``/tmp``) in an error or a notification;
+- bad input is the client's mistake: never -32603, and no traceback on stderr;
+- a bad frame is answered (id null) and the next frame is read: the server never
+  stalls without a word.
+
+The same wrong-typed values go through the HTTP binding (JSON-RPC, REST, SSE) and the
+in-process facade at the end of the file.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+
+import cleveragents
+from tests.conftest import REPO
+from tests.fuzz.stdio_client import StdioServer, frame
+from tests.security.identities import Identity
+
+SOURCE = Path(cleveragents.__file__).resolve().parent.parent
+BUGGY_SERVER = Path(__file__).resolve().parent / "lsp_server_with_a_bug.py"
+PRIVATE = "/srv/cleveragents-private"
+ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
+BAD_REQUEST = "type.googleapis.com/google.rpc.BadRequest"
+# Wrong-typed values as they come off the wire (JSON text, so NaN and friends can be sent).
+WRONG_TYPED = ["{}", "[1]", "[]", "1.5", "true", "false", '{"a": [1]}', str(2**70)]
+WRONG_VERSIONS = ["1.0", "true", "false", "1", "0", "[1]", '["1.0"]', "{}", str(2**70), '"1.\\u00b2"', '"' + "1" * 5000 + '"']
+_ids = itertools.count(1)
+
+
+def forbidden(*paths: Path | str) -> list[str]:
+    return ["Traceback", 'File "', str(SOURCE), str(REPO), sys.prefix, sys.base_prefix, "/home/", "/root/", "/tmp/",
+            *map(str, paths)]
+
+
+def strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (k, *strings(v))]
+    if isinstance(value, list):
+        return [s for item in value for s in strings(item)]
+    return []
+
+
+def assert_clean(messages: list[dict[str, Any]], bad: list[str]) -> None:
+    """No error and no notification carries a forbidden string; no message at all
+    carries a traceback. (Results may name the workspace: the editor asked for it.)"""
+    for message in messages:
+        checked = message.get("error") if "error" in message else message if "method" in message else None
+        for text in strings(checked) + strings(message.get("result")):
+            for word in bad if checked is not None else bad[:2]:
+                assert word not in text, f"{word!r} reached the client: {json.dumps(message)[:400]}"
+
+
+def assert_well_formed(message: dict[str, Any]) -> None:
+    assert message.get("jsonrpc") == "2.0", message
+    if "method" in message:
+        return
+    assert "id" in message and ("result" in message) != ("error" in message), message
+    if "error" in message:
+        error = message["error"]
+        assert isinstance(error["code"], int) and isinstance(error["message"], str) and error["message"], message
+        assert error["code"] != -32603, message
+
+
+class Client:
+    """A server process started as ``identity``, its answers and its stderr."""
+
+    def __init__(self, identity: Identity, *args: str, script: Path | None = None, initialize: bool = True):
+        self.workspace = identity.directory(f"ws-{next(_ids)}")
+        (self.workspace / "README.md").write_text("hello\n")
+        identity.own(self.workspace)
+        command = [*identity.python, str(script)] if script else identity.server_command()
+        self.server = StdioServer("--workspace", str(self.workspace), *args, command=command, memory=False,
+                                  cwd=self.workspace, **identity.popen_options())
+        self.bad = forbidden(self.workspace, identity.base, PRIVATE)
+        self.seen: list[dict[str, Any]] = []
+        if initialize:
+            self.send(frame({"jsonrpc": "2.0", "id": "init", "method": "initialize",
+                             "params": {"processId": None, "capabilities": {}}}))
+            assert "result" in self.until("init")[-1]
+            self.send(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+
+    def send(self, data: bytes) -> None:
+        self.server.send(data)
+
+    def until(self, *ids: Any) -> list[dict[str, Any]]:
+        messages = self.server.until(set(ids))
+        self.seen += messages
+        return messages
+
+    def call(self, method: str, params: Any = None, *, raw_params: str | None = None) -> dict[str, Any]:
+        msg_id = f"c{next(_ids)}"
+        self.send(frame(request_text(msg_id, method, params, raw_params).encode()))
+        return self.until(msg_id)[-1]
+
+    def exchange(self, data: bytes) -> list[dict[str, Any]]:
+        """Send ``data`` then a probe; every message that came before the probe's answer."""
+        probe = f"probe{next(_ids)}"
+        self.send(data + frame({"jsonrpc": "2.0", "id": probe, "method": "_cleveragents/health/check"}))
+        messages = self.until(probe)
+        assert "result" in messages[-1], messages[-1]
+        return messages[:-1]
+
+    def finish(self) -> str:
+        """End input, expect a clean exit; stderr. Every answer is checked for leaks."""
+        try:
+            code, stderr = self.server.finish()
+        finally:
+            self.server.kill()
+        assert code == 0, stderr[-3000:]
+        assert_clean(self.seen, self.bad)
+        return stderr
+
+    def close(self) -> None:
+        self.server.kill()
+
+
+def request_text(msg_id: Any, method: str, params: Any = None, raw_params: str | None = None) -> str:
+    text = '{"jsonrpc": "2.0", "id": %s, "method": %s' % (json.dumps(msg_id), json.dumps(method))
+    if raw_params is not None:
+        return text + ', "params": ' + raw_params + "}"
+    return text + ("}" if params is None else ', "params": ' + json.dumps(params) + "}")
+
+
+def with_key(params: dict[str, Any], key: str, raw_value: str) -> str:
+    """``params`` as JSON text with ``key`` set to the raw JSON text ``raw_value``."""
+    inner = json.dumps({k: v for k, v in params.items() if k != key})[1:-1]
+    return "{" + inner + (", " if inner else "") + json.dumps(key) + ": " + raw_value + "}"
+
+
+# -- a bug reaches the client as an error id only; the traceback goes to stderr -------------
+def test_an_unexpected_error_gives_the_client_an_error_id_and_stderr_the_traceback(identity):
+    """A bug stays a -32603, but the client gets only the error id; the traceback is on
+    stderr under that id: in a pygls-run request and notification, and in the facade."""
+    client = Client(identity, script=BUGGY_SERVER)
+    try:
+        hover = client.call("textDocument/hover", {"textDocument": {"uri": "file:///x.py"},
+                                                   "position": {"line": 0, "character": 0}})
+        saved = client.exchange(frame({"jsonrpc": "2.0", "method": "textDocument/didSave",
+                                       "params": {"textDocument": {"uri": "file:///x.py"}}}))
+        # The state database overwritten under the running server (what a stray write does).
+        assert "result" in client.call("session.create", {})
+        state = client.workspace / ".cleveragents"
+        for path in state.glob("state.db*"):
+            with open(path, "r+b") as db:
+                db.write(b"not a database " * 300)
+        listed = client.call("session.list", {})
+        tasks = client.call("ListTasks", {})
+    finally:
+        stderr = client.finish()
+    assert hover["error"]["code"] == -32603 and hover["error"]["message"] == "Internal error"
+    assert set(hover["error"]["data"]) == {"error_id"}, hover
+    assert [m["method"] for m in saved] == ["window/showMessage"]
+    assert listed["error"]["code"] == -32603 and set(listed["error"]["data"]) == {"error_id"}, listed
+    assert tasks["error"]["code"] == -32603
+    assert [d["metadata"] for d in tasks["error"]["data"]] == [{"error_id": tasks["error"]["data"][0]["metadata"]["error_id"]}]
+    notified = re.search(r"error id (\w+)", saved[0]["params"]["message"])
+    assert notified, saved
+    for error_id in (hover["error"]["data"]["error_id"], notified.group(1), listed["error"]["data"]["error_id"]):
+        logged = stderr[stderr.index(error_id):]
+        assert logged.splitlines()[1].startswith("Traceback"), logged[:500]
+    assert PRIVATE in stderr, "the detail is the server owner's to read"
