@@ -351,7 +351,8 @@ def intro() -> list[str]:
         "- Every method below is a custom request. `params` is a JSON object (a params array is "
         "refused with -32602) and the result is a JSON object.",
         "- Two keys in `params` belong to the transport and are removed before validation: "
-        "`A2A-Version` and `workDoneToken`.",
+        "`A2A-Version` (a string) and `workDoneToken` (LSP's ProgressToken: a string or a 32-bit "
+        "integer; anything else is -32602 with the location `workDoneToken`).",
         "",
         "## Dialects and versions",
         "",

@@ -142,6 +142,31 @@ def with_key(params: dict[str, Any], key: str, raw_value: str) -> str:
     return "{" + inner + (", " if inner else "") + json.dumps(key) + ": " + raw_value + "}"
 
 
+# -- a wrong-typed workDoneToken is -32602 -------------------------------------------------
+def test_a_wrong_typed_work_done_token_is_invalid_params_with_its_location(identity):
+    client = Client(identity)
+    try:
+        for raw in WRONG_TYPED:
+            health = client.call("_cleveragents/health/check", raw_params=with_key({}, "workDoneToken", raw))
+            assert health["error"]["code"] == -32602, (raw, health)
+            assert [e["loc"] for e in health["error"]["data"]["errors"]] == [["workDoneToken"]], health
+            listed = client.call("ListTasks", raw_params=with_key({"pageSize": 5}, "workDoneToken", raw))
+            assert listed["error"]["code"] == -32602, (raw, listed)
+            violations = [d for d in listed["error"]["data"] if d["@type"] == BAD_REQUEST][0]["fieldViolations"]
+            assert [v["field"] for v in violations] == ["workDoneToken"], listed
+            legacy = client.call("tasks/list", raw_params=with_key({}, "workDoneToken", raw))
+            assert legacy["error"]["code"] == -32602 and legacy["error"]["data"]["errors"][0]["loc"] == ["workDoneToken"]
+        for token in ("progress-1", 7, None):
+            assert "result" in client.call("_cleveragents/health/check", {"workDoneToken": token})
+        # A cancel for a token of the wrong type is the client's mistake too: nothing breaks.
+        for raw in WRONG_TYPED:
+            body = '{"jsonrpc": "2.0", "method": "window/workDoneProgress/cancel", "params": {"token": %s}}' % raw
+            assert client.exchange(frame(body.encode())) == []
+    finally:
+        stderr = client.finish()
+    assert "Traceback" not in stderr and " ERROR " not in stderr, stderr[-3000:]
+
+
 # -- a bug reaches the client as an error id only; the traceback goes to stderr -------------
 def test_an_unexpected_error_gives_the_client_an_error_id_and_stderr_the_traceback(identity):
     """A bug stays a -32603, but the client gets only the error id; the traceback is on

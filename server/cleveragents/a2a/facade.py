@@ -40,6 +40,7 @@ __all__ = ["A2aLocalFacade", "CallContext", "PendingResponse"]
 # Params keys that belong to the transport, not to the method.
 VERSION_PARAM = "A2A-Version"
 PROGRESS_PARAM = "workDoneToken"
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1  # LSP's integer
 
 
 def _service_map(source: Any) -> dict[str, Any]:
@@ -84,6 +85,18 @@ def _plain_request(raw: Any) -> tuple[Any, str, dict[str, Any]] | None:
     if type(msg_id) is not int and (type(msg_id) is not str or not msg_id):
         return None
     return msg_id, method, params
+
+
+def _check_progress_token(method: str, token: Any) -> None:
+    """LSP's ProgressToken is a string or an integer (LSP's, 32 bits); anything else is
+    -32602 naming it."""
+    if isinstance(token, str) or (type(token) is int and _INT32_MIN <= token <= _INT32_MAX):
+        return
+    raise ValidationError("Invalid params: workDoneToken must be a string or a 32-bit integer", {
+        "method": method,
+        "errors": [{"loc": [PROGRESS_PARAM], "msg": "must be a string or a 32-bit integer (an LSP ProgressToken)",
+                    "type": "progress_token_type"}],
+    })
 
 
 def _field_errors(exc: pydantic.ValidationError) -> list[dict[str, Any]]:
@@ -232,6 +245,8 @@ class A2aLocalFacade:
             progress_token = raw.pop(PROGRESS_PARAM, None)
         requested_version = requested_version or (context.a2a_version if context else None)
         version = self.negotiator.negotiate(requested_version) if requested_version else None
+        if progress_token is not None:
+            _check_progress_token(spec.name, progress_token)
         if spec.deprecated and spec.name not in self._warned:
             self._warned.add(spec.name)
             logger.warning("method %s is deprecated; use %s", spec.name, spec.replaced_by)

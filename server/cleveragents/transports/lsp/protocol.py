@@ -136,8 +136,12 @@ class A2aProtocol(LanguageServerProtocol):
 
     @lsp_method(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     def lsp_work_done_progress_cancel(self, params: types.WorkDoneProgressCancelParams) -> None:  # type: ignore[override]
-        if not self._server.cancel_progress(params.token):
-            logger.info("work done progress cancel for an unknown token %s", params.token)
+        token = params.token
+        if type(token) not in (str, int):  # pygls passes any JSON through
+            logger.warning("window/workDoneProgress/cancel: the token must be a string or an integer, not %s",
+                           type(token).__name__)
+        elif not self._server.cancel_progress(token):
+            logger.info("work done progress cancel for an unknown token %s", token)
 
     @lsp_method(types.INITIALIZED)
     def lsp_initialized(self, *args: Any) -> None:

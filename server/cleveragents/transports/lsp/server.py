@@ -138,8 +138,11 @@ class A2aLanguageServer(LanguageServer):
         from cleveragents.a2a.facade import CallContext
 
         token = params.get("workDoneToken") if isinstance(params, dict) else None
-        if token is not None and (current := asyncio.current_task()) is not None:
-            self._progress_requests[token] = current
+        current = asyncio.current_task()
+        # A token of another type than LSP's (an integer or a string) is refused by the facade.
+        tracked = type(token) in (str, int) and current is not None
+        if tracked:
+            self._progress_requests[token] = current  # type: ignore[index]
         try:
             facade = await self.facade()
             context = CallContext(
@@ -160,8 +163,8 @@ class A2aLanguageServer(LanguageServer):
                        else internal_error_payload(exc, dialects.EXTENSION, f"{method} (stdio transport)"))
             return WireResponse(envelope.error_response(msg_id, payload))
         finally:
-            if token is not None:
-                self._progress_requests.pop(token, None)
+            if tracked and self._progress_requests.get(token) is current:  # type: ignore[arg-type]
+                del self._progress_requests[token]  # type: ignore[arg-type]
 
     def _client_editor(self) -> Any:
         """An ``app.calls.Editor`` when the client applies workspace edits, else ``None``
