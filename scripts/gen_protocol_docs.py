@@ -364,8 +364,9 @@ def intro() -> list[str]:
         "`cleveragents`). The old dotted names (dialect `legacy`) still work as deprecated aliases.",
         f"- A client may name an A2A version ({versions}; `Major.Minor`, the patch is ignored) "
         "once in `initialize` as `initializationOptions.a2aVersion`, or per request as "
-        "`params[\"A2A-Version\"]`. An unsupported version is refused with "
-        f"{version_code(True)} on standard methods and {version_code(False)} on extension methods.",
+        "`params[\"A2A-Version\"]`. An unsupported version, or a value that is not a string (`1.0`, "
+        f"`true`), is refused with {version_code(True)} on standard methods and {version_code(False)} on "
+        "extension methods, with the value as sent in `data.requested`.",
         "",
         "## Notifications",
         "",

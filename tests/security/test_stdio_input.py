@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 
 import cleveragents
 from tests.conftest import REPO
@@ -199,3 +200,44 @@ def test_an_unexpected_error_gives_the_client_an_error_id_and_stderr_the_traceba
         logged = stderr[stderr.index(error_id):]
         assert logged.splitlines()[1].startswith("Traceback"), logged[:500]
     assert PRIVATE in stderr, "the detail is the server owner's to read"
+
+
+# -- a wrong-typed version gets the version error -------------------------------------------
+def test_a_wrong_typed_version_gets_the_version_error(identity):
+    client = Client(identity)
+    try:
+        for raw in WRONG_VERSIONS:
+            sent = json.loads(raw)
+            ext = client.call("_cleveragents/health/check", raw_params=with_key({}, "A2A-Version", raw))
+            assert ext["error"]["code"] == -32007 and ext["error"]["data"]["requested"] == sent, ext
+            v1 = client.call("ListTasks", raw_params=with_key({}, "A2A-Version", raw))
+            info = v1["error"]["data"][0]
+            assert v1["error"]["code"] == -32009 and info["reason"] == "VERSION_NOT_SUPPORTED", v1
+            requested = info["metadata"]["requested"]  # ErrorInfo metadata holds strings: JSON for the rest
+            assert requested == sent if isinstance(sent, str) else json.loads(requested) == sent, v1
+            v03 = client.call("message/send", raw_params=with_key({"message": {}}, "A2A-Version", raw))
+            assert v03["error"]["code"] == -32009 and v03["error"]["data"]["requested"] == sent, v03
+        assert "result" in client.call("ListTasks", {"A2A-Version": "1.0"})
+        # initialize again (the late path): the same values in initializationOptions.
+        for raw in WRONG_VERSIONS:
+            params = '{"capabilities": {}, "initializationOptions": {"a2aVersion": %s}}' % raw
+            answer = client.call("initialize", raw_params=params)
+            assert answer["error"]["code"] == -32009, (raw, answer)
+            assert answer["error"]["data"]["requested"] == json.loads(raw), answer
+    finally:
+        stderr = client.finish()
+    assert "Traceback" not in stderr, stderr[-3000:]
+
+
+@pytest.mark.parametrize("raw", ["1.0", "true"])
+def test_a_wrong_typed_version_in_the_first_initialize_is_refused(identity, raw):
+    """The first ``initialize`` is answered before the server proper loads."""
+    client = Client(identity, initialize=False)
+    try:
+        params = '{"processId": null, "capabilities": {}, "initializationOptions": {"a2aVersion": %s}}' % raw
+        answer = client.call("initialize", raw_params=params)
+        assert answer["error"]["code"] == -32009 and answer["error"]["data"]["requested"] == json.loads(raw), answer
+        assert "result" in client.call("initialize", {"capabilities": {}, "initializationOptions": {"a2aVersion": "1.0"}})
+    finally:
+        stderr = client.finish()
+    assert "Traceback" not in stderr, stderr[-3000:]

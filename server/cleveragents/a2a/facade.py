@@ -243,8 +243,9 @@ class A2aLocalFacade:
             raw = dict(params)
             requested_version = raw.pop(VERSION_PARAM, None)
             progress_token = raw.pop(PROGRESS_PARAM, None)
-        requested_version = requested_version or (context.a2a_version if context else None)
-        version = self.negotiator.negotiate(requested_version) if requested_version else None
+        version = self.negotiator.check_requested(requested_version)
+        if version is None and context is not None and context.a2a_version:
+            version = self.negotiator.negotiate(context.a2a_version)  # the transport's: a header, initialize
         if progress_token is not None:
             _check_progress_token(spec.name, progress_token)
         if spec.deprecated and spec.name not in self._warned:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable
 
 from cleveragents.a2a import dialects
@@ -13,6 +15,23 @@ DEFAULT_VERSION = "1.0"
 EMPTY_HEADER_VERSION = "0.3"
 
 _DIALECT_BY_VERSION = {version: dialect for dialect, version in dialects.PROTOCOL_VERSION.items()}
+# Major[.Minor[.Patch]], ASCII digits only (``str.isdigit`` also takes "²", which int() refuses),
+# nine at most: a longer number is no version, and int() refuses more than 4,300 digits.
+_VERSION = re.compile(r"[vV]*([0-9]{1,9})(?:\.([0-9]{1,9})(?:\.[0-9]{1,9})?)?")
+_SHOWN = 40  # characters of a bad value quoted in a message (the data holds all of it)
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
+
+
+def _malformed(value: object, supported: Iterable[str]) -> A2aVersionMismatchError:
+    """The error for a version that is not ``Major.Minor`` text; the data holds the value as sent."""
+    if isinstance(value, str):
+        message = f"Malformed A2A version {_clip(value)!r}: expected Major.Minor"
+    else:
+        message = f"Malformed A2A version {_clip(json.dumps(value, default=repr))}: expected a string such as \"1.0\""
+    return A2aVersionMismatchError(message, {"requested": value, "supported": list(supported)})
 
 
 class A2aVersionNegotiator:
@@ -26,16 +45,22 @@ class A2aVersionNegotiator:
 
     @staticmethod
     def normalize(version: str) -> str:
-        """``"1.0.1"`` -> ``"1.0"``; ``"1"`` -> ``"1.0"``. Raises on anything else."""
-        text = str(version).strip().lstrip("vV")
-        parts = text.split(".")
-        if not 1 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
-            raise A2aVersionMismatchError(
-                f"Malformed A2A version {version!r}: expected Major.Minor",
-                {"requested": str(version)},
-            )
-        major, minor = int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
-        return f"{major}.{minor}"
+        """``"1.0.1"`` -> ``"1.0"``; ``"1"`` -> ``"1.0"``. Raises on anything else,
+        a value that is not a string included."""
+        match = _VERSION.fullmatch(version.strip()) if isinstance(version, str) else None
+        if match is None:
+            raise _malformed(version, SUPPORTED_VERSIONS)
+        return f"{int(match[1])}.{int(match[2] or 0)}"
+
+    def check_requested(self, value: object) -> str | None:
+        """A version as a client sent it (an ``A2A-Version`` param, ``a2aVersion`` in
+        ``initialize``): ``None`` when none was given, else the version to speak. A
+        value that is not a string is refused like an unknown version, with its value."""
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise _malformed(value, self.supported)
+        return self.negotiate(value) if value.strip() else None
 
     def is_supported(self, version: str) -> bool:
         try:
@@ -49,7 +74,9 @@ class A2aVersionNegotiator:
         if requested is None:
             return self.default
         offers = requested.split(",") if isinstance(requested, str) else list(requested)
-        offers = [o.strip() for o in offers if str(o).strip()]
+        if not all(isinstance(offer, str) for offer in offers):
+            raise _malformed(requested, self.supported)
+        offers = [o.strip() for o in offers if o.strip()]
         if not offers:
             return self.default
         for version in self.supported:
@@ -57,8 +84,8 @@ class A2aVersionNegotiator:
                 if self.is_supported(offer) and self.normalize(offer) == version:
                     return version
         raise A2aVersionMismatchError(
-            f"A2A version {', '.join(offers)} is not supported; supported: {', '.join(self.supported)}",
-            {"requested": ", ".join(offers), "supported": list(self.supported)},
+            f"A2A version {_clip(', '.join(offers))} is not supported; supported: {', '.join(self.supported)}",
+            {"requested": requested if isinstance(requested, str) else offers, "supported": list(self.supported)},
         )
 
     @staticmethod

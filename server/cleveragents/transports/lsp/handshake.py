@@ -65,6 +65,7 @@ def early_initialize(body: bytes) -> tuple[Any, dict[str, Any]] | None:
     if isinstance(options, dict) and options.get("a2aVersion") is not None:
         from cleveragents.a2a.version import A2aVersionNegotiator
 
-        if not A2aVersionNegotiator().is_supported(str(options["a2aVersion"])):
-            return None
+        version = options["a2aVersion"]
+        if not isinstance(version, str) or not A2aVersionNegotiator().is_supported(version):
+            return None  # the ordinary path answers with the version error
     return message["id"], params

@@ -73,11 +73,11 @@ class A2aLanguageServer(LanguageServer):
     # -- configuration from the client ---------------------------------------------
     def configure_from_initialize(self, params: types.InitializeParams) -> None:
         options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
-        if version := options.get("a2aVersion"):
+        if options.get("a2aVersion") is not None:
             from cleveragents.a2a.version import A2aVersionNegotiator
 
             try:
-                self.a2a_version = A2aVersionNegotiator().negotiate(str(version))
+                self.a2a_version = A2aVersionNegotiator().check_requested(options["a2aVersion"])
             except A2aError as exc:
                 raise JsonRpcException(message=exc.message, code=-32009, data=exc.data) from None
         if params.process_id and self._watchdog is None:
