@@ -28,7 +28,7 @@ from cleveragents.a2a.facade import A2aLocalFacade
 from cleveragents.config import Settings
 from cleveragents.container import Container
 from cleveragents.domain.errors import ValidationError
-from cleveragents.transports.lsp.framing import FrameError, read_frames
+from cleveragents.transports.lsp.framing import FrameError, FrameReader, read_frames
 
 MAX_MESSAGE_SIZE = 4096
 # Bad frames are logged as warnings; internal errors (ERROR) still show.
@@ -59,7 +59,7 @@ def fuzz_framing(data: bytes) -> None:
         reader = asyncio.StreamReader(limit=1 << 16)
         reader.feed_data(data)
         reader.feed_eof()
-        await asyncio.wait_for(read_frames(reader, bodies.append, errors.append, MAX_MESSAGE_SIZE), 5)
+        await asyncio.wait_for(read_frames(FrameReader(reader, MAX_MESSAGE_SIZE), bodies.append, errors.append), 5)
 
     LOOP.run_until_complete(go())
     assert all(len(body) <= MAX_MESSAGE_SIZE for body in bodies)

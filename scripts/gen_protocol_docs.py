@@ -344,7 +344,10 @@ def intro() -> list[str]:
         "## Transport",
         "",
         "- The backend speaks JSON-RPC 2.0 over stdio with LSP framing: each message is "
-        "`Content-Length: N`, a blank line (`\\r\\n\\r\\n`), then N bytes of UTF-8 JSON.",
+        "`Content-Length: N`, a blank line (`\\r\\n\\r\\n`), then N bytes of UTF-8 JSON. A frame "
+        "that can't be read is answered with `id: null` (-32700, or -32600 over the size limit) and the "
+        "reader goes on at the next `Content-Length` header; two different `Content-Length` values in one "
+        "frame are refused (the same one twice is accepted). `docs/architecture.md` gives the rule.",
         "- The client sends the LSP `initialize` request first. Its result declares the A2A "
         "support in `capabilities.experimental.a2a`: supported versions, the agent card, the "
         "method names per dialect and the notifications.",

@@ -20,6 +20,7 @@ import itertools
 import json
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -238,6 +239,125 @@ def test_a_wrong_typed_version_in_the_first_initialize_is_refused(identity, raw)
         answer = client.call("initialize", raw_params=params)
         assert answer["error"]["code"] == -32009 and answer["error"]["data"]["requested"] == json.loads(raw), answer
         assert "result" in client.call("initialize", {"capabilities": {}, "initializationOptions": {"a2aVersion": "1.0"}})
+    finally:
+        stderr = client.finish()
+    assert "Traceback" not in stderr, stderr[-3000:]
+
+
+# -- after a bad header the reader finds the next frame ----------------------------------------
+def _good(n: int) -> tuple[bytes, list[str]]:
+    ids = [f"g{next(_ids)}" for _ in range(n)]
+    return b"".join(frame({"jsonrpc": "2.0", "id": i, "method": "_cleveragents/health/check"}) for i in ids), ids
+
+
+BAD_HEADERS = {
+    "letters": b"Content-Length: abc\r\n",
+    "a decimal": b"Content-Length: 2.0\r\n",
+    "negative": b"Content-Length: -5\r\n",
+    "signed": b"Content-Length: +5\r\n",
+    "exponent": b"Content-Length: 1e3\r\n",
+    "two numbers": b"Content-Length: 5 5\r\n",
+    "empty": b"Content-Length:\r\n",
+    "missing": b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n",
+    "no colon": b"Content-Length 60\r\n",
+    "junk line": b"this is not a header\r\nContent-Length: %d\r\n",
+    "non-ASCII digit": "Content-Length: \u0663\r\n".encode(),
+    "non-ASCII header": "Content-Type: caf\u00e9\r\nContent-Length: %d\r\n".encode(),
+    "superscript": b"Content-Length: \xb2\r\n",
+    "NUL in a value": b"Content-Length: 6\x000\r\n",
+    "33 header lines": b"Content-Length: %d\r\n" + b"".join(b"X-%d: %d\r\n" % (n, n) for n in range(33)),
+}
+
+
+@pytest.mark.parametrize("with_body", [True, False], ids=["with a body", "without a body"])
+def test_after_a_bad_header_the_reader_finds_the_next_frame(identity, with_body):
+    client = Client(identity)
+    try:
+        for name, header in [*BAD_HEADERS.items(), ("absurdly large", b"Content-Length: 99999999999\r\n"),
+                             ("larger than any message", b"Content-Length: 999999999999999999\r\n")]:
+            lost = f"lost{next(_ids)}"
+            body = request_text(lost, "session.create", {}).encode() if with_body else b""
+            head = header % len(body) if b"%d" in header else header
+            good, ids = _good(10)
+            answers = client.exchange(head + b"\r\n" + body + good)
+            errors = [m for m in answers if "error" in m]
+            assert len(errors) == 1 and errors[0]["id"] is None, (name, answers)
+            assert errors[0]["error"]["code"] == (-32600 if "large" in name else -32700), (name, errors)
+            assert [m["id"] for m in answers if "result" in m] == ids, (name, answers)
+            assert lost not in json.dumps(answers), f"{name}: the refused frame's request ran"
+    finally:
+        stderr = client.finish()
+    assert "Traceback" not in stderr, stderr[-3000:]
+
+
+def test_a_content_length_that_does_not_match_the_body(identity):
+    """A length larger than the body swallows the next frame's header: the reader finds
+    that header inside the body. A shorter one leaves the body's tail before the next
+    header. Either way the frames after it are served; only a length that cuts into the
+    next header (a few bytes too many) costs that next frame too."""
+    client = Client(identity)
+    try:
+        for extra in (200, 5, -5, -30):
+            body = request_text(f"odd{next(_ids)}", "session.list", {}).encode()
+            good, ids = _good(10)
+            answers = client.exchange(b"Content-Length: %d\r\n\r\n" % (len(body) + extra) + body + good)
+            served = [m["id"] for m in answers if "result" in m]
+            assert served == (ids[1:] if extra == 5 else ids), (extra, answers)
+            assert {m["error"]["code"] for m in answers if "error" in m} == {-32700}, (extra, answers)
+            assert all(m["id"] is None for m in answers if "error" in m)
+    finally:
+        stderr = client.finish()
+    assert "Traceback" not in stderr, stderr[-3000:]
+
+
+def test_a_body_that_stops_short_is_answered_or_reported(identity):
+    """The client sent less than its Content-Length and waits. When what came is a whole
+    JSON message, the frame is answered -32700 after a pause; otherwise one line on
+    stderr says what the reader waits for. It never waits without a word."""
+    client = Client(identity)
+    try:
+        whole = request_text("short", "session.list", {}).encode()
+        client.send(b"Content-Length: %d\r\n\r\n" % (len(whole) + 500) + whole)
+        error = client.server.next_message()
+        assert error["id"] is None and error["error"]["code"] == -32700, error
+        assert error["error"]["data"] == {"reason": "Content-Length is larger than the body",
+                                          "content_length": len(whole) + 500, "received": len(whole)}, error
+        assert "result" in client.call("_cleveragents/health/check")
+        client.send(b"Content-Length: 500\r\n\r\n" + whole[:20])
+        deadline = time.monotonic() + 10
+        while "waiting for" not in client.server.stderr_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        line = [x for x in client.server.stderr_text().splitlines() if "waiting for" in x]
+        assert len(line) == 1 and "20 of 500 bytes" in line[0], client.server.stderr_text()[-2000:]
+        good, ids = _good(3)
+        answers = client.exchange(b" " * 480 + good)  # the rest of the 500 bytes: not JSON
+        assert [m["error"]["code"] for m in answers if "error" in m] == [-32700]
+        assert [m["id"] for m in answers if "result" in m] == ids
+    finally:
+        stderr = client.finish()
+    assert "Traceback" not in stderr, stderr[-3000:]
+
+
+# -- duplicate lengths ----------------------------------------------------------------------
+def test_conflicting_content_length_headers_are_refused(identity):
+    client = Client(identity)
+    try:
+        for order in ((5, None), (None, 5), (None, 0), (None, 10**6)):
+            lost = f"dup{next(_ids)}"
+            body = request_text(lost, "session.create", {}).encode()
+            lengths = [len(body) if n is None else n for n in order]
+            head = b"".join(b"Content-Length: %d\r\n" % n for n in lengths)
+            good, ids = _good(3)
+            answers = client.exchange(head + b"\r\n" + body + good)
+            errors = [m for m in answers if "error" in m]
+            assert len(errors) == 1 and errors[0]["error"]["code"] == -32700 and errors[0]["id"] is None, answers
+            assert errors[0]["error"]["data"] == {"reason": "conflicting Content-Length headers",
+                                                  "values": [str(n) for n in lengths]}
+            assert [m["id"] for m in answers if "result" in m] == ids and lost not in json.dumps(answers)
+        # The same length twice is one length: the frame is served.
+        same = request_text("twice", "_cleveragents/health/check").encode()
+        client.send(b"Content-Length: %d\r\ncontent-length: %d\r\n\r\n" % (len(same), len(same)) + same)
+        assert "result" in client.until("twice")[-1]
     finally:
         stderr = client.finish()
     assert "Traceback" not in stderr, stderr[-3000:]

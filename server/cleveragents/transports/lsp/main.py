@@ -60,9 +60,9 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
 async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Settings | None = None,
                  container_options: dict[str, Any] | None = None) -> int:
     loading = asyncio.ensure_future(asyncio.to_thread(importlib.import_module, SERVER_MODULE))
-    reader = await framing.open_stdin(stdin)
+    frames = framing.FrameReader(await framing.open_stdin(stdin), args.max_message_size)
     writer = await framing.PipeWriter.open(stdout, getattr(args, "max_output_buffer", None))
-    first = await framing.read_frame(reader, args.max_message_size)
+    first = await frames.next()
     card = (container_options or {}).get("card")
     agent_card = card.agent_card("1.0") if card is not None else None
     early = handshake.early_initialize(first) if isinstance(first, bytes) else None
@@ -72,13 +72,13 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
     if settings is None:
         settings = settings_from(args)
     server = server_module.A2aLanguageServer(
-        settings, workspace_fixed=args.workspace is not None, max_message_size=args.max_message_size,
+        settings, workspace_fixed=args.workspace is not None,
         container_options=container_options or {}, agent_card=agent_card,
     )
     gc_policy.tune_for_serving()
     if early is not None:
-        return await server.serve(reader, writer, first, answered=early[0])
-    return await server.serve(reader, writer, first)
+        return await server.serve(frames, writer, first, answered=early[0])
+    return await server.serve(frames, writer, first)
 
 
 def settings_from(args: argparse.Namespace) -> Settings:

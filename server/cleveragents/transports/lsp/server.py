@@ -21,7 +21,7 @@ from cleveragents._version import __version__
 from cleveragents.a2a import dialects, envelope, methods
 from cleveragents.a2a.errors import A2aError, error_payload, internal_error_payload, is_known
 from cleveragents.config import Settings
-from cleveragents.transports.lsp.framing import DEFAULT_MAX_MESSAGE_SIZE, FrameError, PipeWriter, read_frames
+from cleveragents.transports.lsp.framing import FrameError, FrameReader, PipeWriter, read_frames
 from cleveragents.transports.lsp.notifications import pump_events
 from cleveragents.transports.lsp.protocol import (
     A2aProtocol,
@@ -44,14 +44,12 @@ class A2aLanguageServer(LanguageServer):
     protocol: A2aProtocol
 
     def __init__(self, settings: Settings, *, workspace_fixed: bool = False,
-                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, container_options: dict[str, Any] | None = None,
-                 agent_card: dict[str, Any] | None = None):
+                 container_options: dict[str, Any] | None = None, agent_card: dict[str, Any] | None = None):
         super().__init__(
             "cleveragents", __version__, protocol_cls=A2aProtocol,
             converter_factory=plain_dict_converter,
         )
         self.settings = settings
-        self.max_message_size = max_message_size
         self._workspace_fixed = workspace_fixed
         # Passed to the Container: a published agent's actor and card (``A2A(...)``).
         self._container_options = container_options or {}
@@ -303,7 +301,7 @@ class A2aLanguageServer(LanguageServer):
         self.request_stop()
         self._orphaned.set()
 
-    async def serve(self, reader: Any, writer: PipeWriter, first: bytes | FrameError | None,
+    async def serve(self, frames: FrameReader, writer: PipeWriter, first: bytes | FrameError | None,
                     answered: Any = _UNANSWERED) -> int:
         """Serve until ``exit`` or end of input. ``first`` is the frame the entry point
         already read; ``answered`` is its id when the entry point already answered it."""
@@ -317,8 +315,7 @@ class A2aLanguageServer(LanguageServer):
                     self.protocol.suppress_response(answered)
                 self.on_frame(first) if isinstance(first, bytes) else self.on_frame_error(first)
                 reading = asyncio.ensure_future(read_frames(
-                    reader, self.on_frame, self.on_frame_error, self.max_message_size,
-                    should_stop=lambda: self._stopping,
+                    frames, self.on_frame, self.on_frame_error, should_stop=lambda: self._stopping,
                 ))
                 orphaned = asyncio.ensure_future(self._orphaned.wait())
                 await asyncio.wait({reading, orphaned}, return_when=asyncio.FIRST_COMPLETED)
