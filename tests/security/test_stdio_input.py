@@ -24,11 +24,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import cleveragents
+from cleveragents.a2a import methods
+from cleveragents.config import Settings
+from cleveragents.transports.http.app import build_app
 from tests.conftest import REPO
+from tests.contract.runners import UvicornServer
 from tests.fuzz.stdio_client import StdioServer, frame
+from tests.fuzz.strategies import SCALE, json_values
 from tests.security.identities import Identity
 
 SOURCE = Path(cleveragents.__file__).resolve().parent.parent
@@ -361,3 +369,141 @@ def test_conflicting_content_length_headers_are_refused(identity):
     finally:
         stderr = client.finish()
     assert "Traceback" not in stderr, stderr[-3000:]
+
+
+# -- the class: any malformed input, any method --------------------------------------------------
+TRANSPORT_KEYS = ["workDoneToken", "partialResultToken", "A2A-Version", "_meta"]
+SPECIAL = ["NaN", "Infinity", "-Infinity", "1e999", '"\\ud800"', '"x\\udfff"', str(2**64), str(-(2**70)),
+           '{"a": 1, "a": 2}', "[" * 40 + "]" * 40, '"' + "x" * 3000 + '"', "-0", "1E400", '"\\u0000"']
+ODD_IDS = ["1.5", "true", "false", "[]", "{}", "[1]", str(2**64), '""', "NaN", "1e999", '"\\ud800"', "null"]
+
+
+def _raw(value: Any) -> str:
+    return json.dumps(value)
+
+
+raw_values = st.sampled_from(SPECIAL + WRONG_TYPED) | json_values.map(_raw)
+
+
+@st.composite
+def malformed_request(draw: st.DrawFn) -> str:
+    """One JSON-RPC request (as text) with something of the wrong type or shape."""
+    name = draw(st.sampled_from(sorted(methods.METHODS)))
+    spec = methods.METHODS[name]
+    base = dict(spec.example)
+    kind = draw(st.integers(0, 4))
+    msg_id = json.dumps(f"f{next(_ids)}")
+    if kind == 0:  # params of the wrong shape
+        params = draw(st.sampled_from(["[]", "[1]", "1", '"x"', "true", "null", "NaN"]))
+    elif kind == 1:  # an odd id
+        return '{"jsonrpc": "2.0", "id": %s, "method": %s, "params": %s}' % (
+            draw(st.sampled_from(ODD_IDS)), json.dumps(name), json.dumps(base))
+    elif kind == 2:  # an odd top-level field
+        field = draw(st.sampled_from(["jsonrpc", "method", "params", "extra"]))
+        fields = {"jsonrpc": '"2.0"', "id": msg_id, "method": json.dumps(name), "params": json.dumps(base)}
+        fields[field] = draw(raw_values)
+        return "{" + ", ".join(f'"{k}": {v}' for k, v in fields.items()) + "}"
+    else:  # one param key, a transport key or the method's own, with an odd value
+        keys = TRANSPORT_KEYS if kind == 3 else sorted({*base, *TRANSPORT_KEYS})
+        params = with_key(base, draw(st.sampled_from(keys)), draw(raw_values))
+    return '{"jsonrpc": "2.0", "id": %s, "method": %s, "params": %s}' % (msg_id, json.dumps(name), params)
+
+
+bad_header_frames = st.sampled_from(list(BAD_HEADERS.values())).flatmap(
+    lambda header: malformed_request().map(
+        lambda text: (header % len(text.encode()) if b"%d" in header else header) + b"\r\n" + text.encode()))
+malformed_input = st.one_of(
+    malformed_request().map(lambda text: frame(text.encode("utf-8", "surrogatepass"))),
+    bad_header_frames,
+    st.binary(max_size=64).map(lambda junk: b"Content-Length: %d\r\n\r\n" % len(junk) + junk),
+)
+FIXTURE_OK = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+
+
+def test_no_malformed_input_gets_an_internal_error_or_a_leak(identity):
+    client = Client(identity)
+    try:
+        @settings(max_examples=60 * SCALE, deadline=None, suppress_health_check=FIXTURE_OK, database=None)
+        @given(data=st.lists(malformed_input, min_size=1, max_size=3))
+        def check(data):
+            for message in client.exchange(b"".join(data)):
+                assert_well_formed(message)
+                assert_clean([message], client.bad)
+
+        check()
+    finally:
+        stderr = client.finish()
+    assert "Traceback" not in stderr and "internal error" not in stderr, stderr[-3000:]
+
+
+# -- the same values over HTTP and in process --------------------------------------------------------
+async def test_http_and_the_facade_refuse_wrong_typed_transport_keys(tmp_path):
+    from cleveragents.a2a.facade import A2aLocalFacade
+    from cleveragents.container import Container
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    bad = forbidden(workspace, PRIVATE)
+    server = UvicornServer(build_app(settings=Settings(workspace=workspace, memory=True)))
+    await server.start()
+    answers: list[dict[str, Any]] = []
+    try:
+        async with httpx.AsyncClient(base_url=server.url, timeout=20) as http:
+            async def rpc(method: str, raw_params: str, **headers: str) -> dict[str, Any]:
+                response = await http.post("/a2a", content=request_text(1, method, raw_params=raw_params).encode(),
+                                           headers={"Content-Type": "application/json", **headers})
+                answers.append(response.json())
+                return answers[-1]
+
+            for raw in WRONG_TYPED:
+                for method in ("_cleveragents/health/check", "ListTasks", "SendStreamingMessage"):
+                    answer = await rpc(method, with_key({}, "workDoneToken", raw), Accept="text/event-stream")
+                    assert answer["error"]["code"] == -32602, answer
+            for raw in WRONG_VERSIONS:
+                assert (await rpc("_cleveragents/health/check", with_key({}, "A2A-Version", raw)))["error"]["code"] == -32007
+                for method in ("ListTasks", "SendStreamingMessage"):
+                    answer = await rpc(method, with_key({}, "A2A-Version", raw), Accept="text/event-stream")
+                    assert answer["error"]["code"] == -32009, answer
+                rest = await http.post("/message:send", content=with_key({"message": {}}, "A2A-Version", raw).encode(),
+                                       headers={"Content-Type": "application/json"})
+                assert rest.status_code == 400 and rest.json()["error"]["details"][0]["reason"] == "VERSION_NOT_SUPPORTED"
+                answers.append(rest.json())
+            for header in (b"1.\xb2", b"1" * 5000, b"\xe9", b"1.0.0.0"):
+                response = await http.post("/a2a", json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks"},
+                                           headers=[(b"A2A-Version", header)])
+                answers.append(response.json())
+                assert answers[-1]["error"]["code"] == -32009, answers[-1]
+
+            @settings(max_examples=60 * SCALE, deadline=None, suppress_health_check=FIXTURE_OK, database=None)
+            @given(text=malformed_request())
+            def bodies(text):
+                collected.append(text)
+
+            collected: list[str] = []
+            bodies()
+            for text in collected:
+                response = await http.post("/a2a", content=text.encode("utf-8", "surrogatepass"),
+                                           headers={"Content-Type": "application/json"})
+                assert response.status_code < 500, (text, response.text)
+                answers.append(response.json())
+                assert_well_formed(answers[-1])
+    finally:
+        await server.stop()
+    assert_clean(answers, bad)
+
+    container = Container(Settings(workspace=workspace, memory=True))
+    await container.start()
+    facade = A2aLocalFacade(container)
+    try:
+        for raw in WRONG_TYPED:
+            answer = await facade.handle_raw(request_text(1, "session.list", raw_params=with_key({}, "workDoneToken", raw)))
+            assert answer["error"]["code"] == -32602, answer
+        for raw in WRONG_VERSIONS:
+            answer = await facade.handle_raw(request_text(1, "GetTask", raw_params=with_key({"id": "x"}, "A2A-Version", raw)))
+            assert answer["error"]["code"] == -32009, answer
+            response = await facade.dispatch({"jsonrpc": "2.0", "id": 2, "method": "session.list",
+                                              "params": {"A2A-Version": json.loads(raw)}})
+            assert response.error is not None and response.error.code == -32007, response
+    finally:
+        await container.aclose()
+        facade.close()
