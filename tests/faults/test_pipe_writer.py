@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from cleveragents.transports.lsp.framing import PipeWriter
+from cleveragents.transports.lsp.pipe_writer import PipeWriter
 
 LIMIT = 100_000
 

@@ -23,6 +23,7 @@ from cleveragents._version import __version__
 from cleveragents.config import Settings
 from cleveragents.transports import gc_policy, output_limit
 from cleveragents.transports.lsp import framing, handshake
+from cleveragents.transports.lsp.pipe_writer import PipeWriter, claim_stdout
 
 SERVER_MODULE = "cleveragents.transports.lsp.server"
 
@@ -61,7 +62,7 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
                  container_options: dict[str, Any] | None = None) -> int:
     loading = asyncio.ensure_future(asyncio.to_thread(importlib.import_module, SERVER_MODULE))
     frames = framing.FrameReader(await framing.open_stdin(stdin), args.max_message_size)
-    writer = await framing.PipeWriter.open(stdout, getattr(args, "max_output_buffer", None))
+    writer = await PipeWriter.open(stdout, getattr(args, "max_output_buffer", None))
     first = await frames.next()
     card = (container_options or {}).get("card")
     agent_card = card.agent_card("1.0") if card is not None else None
@@ -95,7 +96,7 @@ def run_stdio(args: argparse.Namespace, settings: Settings | None = None,
     if (problem := configuration_problem(settings or settings_from(args))) is not None:
         print(f"cleveragents-lsp: {problem}", file=sys.stderr)  # one line; nothing was started
         return 2
-    protocol_out = framing.claim_stdout()
+    protocol_out = claim_stdout()
     try:
         return asyncio.run(_serve(args, sys.stdin.buffer, protocol_out, settings, container_options))
     except KeyboardInterrupt:

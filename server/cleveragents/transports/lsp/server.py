@@ -21,8 +21,9 @@ from cleveragents._version import __version__
 from cleveragents.a2a import dialects, envelope, methods
 from cleveragents.a2a.errors import A2aError, error_payload, internal_error_payload, is_known
 from cleveragents.config import Settings
-from cleveragents.transports.lsp.framing import FrameError, FrameReader, PipeWriter, read_frames
+from cleveragents.transports.lsp.framing import FrameError, FrameReader, read_frames
 from cleveragents.transports.lsp.notifications import pump_events
+from cleveragents.transports.lsp.pipe_writer import PipeWriter
 from cleveragents.transports.lsp.protocol import (
     A2aProtocol,
     JsonRpcException,
