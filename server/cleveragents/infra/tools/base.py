@@ -50,7 +50,7 @@ class ModelTool(abc.ABC, Generic[ArgumentsT]):
             return self.Arguments.model_validate(dict(arguments))
         except pydantic.ValidationError as exc:
             errors = [
-                {"loc": list(err["loc"]), "msg": err["msg"], "type": err["type"]}
+                {"loc": list(err["loc"]), "msg": err["msg"], "type": err["type"], **_details(err)}
                 for err in exc.errors(include_url=False, include_input=False)
             ]
             raise ValidationError(f"Invalid arguments for {self.name}", {"tool": self.name, "errors": errors}) from None
@@ -60,6 +60,13 @@ class ModelTool(abc.ABC, Generic[ArgumentsT]):
 
     @abc.abstractmethod
     def execute(self, arguments: ArgumentsT, context: ToolContext) -> ToolResult: ...
+
+
+def _details(error: Any) -> dict[str, Any]:
+    """What an error's context says in plain values (a limit, the construct a pattern
+    lacks); an exception object in it stays out."""
+    return {key: value for key, value in (error.get("ctx") or {}).items()
+            if isinstance(value, (str, int, float, bool)) and key not in ("loc", "msg", "type")}
 
 
 def without_titles(schema: Any) -> Any:

@@ -1,6 +1,8 @@
 """File tools: read, glob, search, write and replace, all through the plan's view.
 
-Line and column numbers are 1-based; columns count characters. A file is text when
+Patterns are RE2's (``infra/regex.py``): they match in time linear in the text, and a
+construct RE2 lacks (a backreference, a lookaround) is refused, naming it. Line and
+column numbers are 1-based; columns count characters. A file is text when
 it decodes as UTF-8 and has no NUL byte (the plan diff's rule, ``workspace.text``);
 other files are binary: ``fs.read`` refuses them and ``fs.search``/``fs.replace``
 skip them. A file over the guards' ``max_read_bytes``, or one that is no regular
@@ -10,12 +12,12 @@ list it under ``skipped``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
 import pydantic
 from pydantic import Field
+from pydantic_core import PydanticCustomError
 
 from cleveragents.domain.errors import (
     BudgetExceededError,
@@ -23,10 +25,13 @@ from cleveragents.domain.errors import (
     ValidationError,
 )
 from cleveragents.domain.tools import ToolContext, ToolResult, WorkspaceView
+from cleveragents.infra.regex import MAX_PATTERN_CHARS, PatternError, Template, compile_pattern, search_lines
 from cleveragents.infra.tools.base import ModelTool, StrictArguments
-from cleveragents.infra.workspace.text import decode_text, split_lines
+from cleveragents.infra.workspace.text import decode_text, is_text, split_lines
 
 MAX_LINE_TEXT = 1000  # a match's line is cut here: minified files have huge lines
+MAX_GLOB_CHARS = 4096
+SYNTAX = "RE2 syntax (docs/tools.md): no backreferences or lookarounds; \\w, \\d, \\s and \\b are ASCII."
 
 
 def read_text(view: WorkspaceView, path: str, tool: str) -> str:
@@ -44,15 +49,15 @@ def read_text(view: WorkspaceView, path: str, tool: str) -> str:
 
 def _text_files(
     view: WorkspaceView, pattern: str, context: ToolContext, skipped: list[dict[str, str]]
-) -> Iterator[tuple[str, str]]:
-    """``(path, text)`` for each text file matching ``pattern``, checking for a
-    cancel between files. Files too big or not regular go to ``skipped``."""
+) -> Iterator[tuple[str, bytes]]:
+    """``(path, data)`` for each text file matching ``pattern``, checking for a cancel
+    and the deadline between files. Files too big or not regular go to ``skipped``."""
     for path in view.glob(pattern):
         context.check_cancelled()
         if context.progress is not None:
             context.progress(path)
         try:
-            text = decode_text(view.read_bytes(path))
+            data = view.read_bytes(path)
         except FileNotFoundError:  # listed, then deleted by an earlier write
             continue
         except BudgetExceededError as exc:
@@ -65,20 +70,22 @@ def _text_files(
                 raise
             skipped.append({"path": path, "reason": "not_a_regular_file"})
             continue
-        if text is not None:
-            yield path, text
+        if is_text(data):
+            yield path, data
 
 
-def _regex_flags(ignore_case: bool, multiline: bool = False, dotall: bool = False) -> int:
-    return (re.IGNORECASE if ignore_case else 0) | (re.MULTILINE if multiline else 0) | (re.DOTALL if dotall else 0)
-
-
-def _valid_regex(pattern: str) -> str:
+def _checked_pattern(pattern: str) -> str:
     try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+        compile_pattern(pattern)
+    except PatternError as exc:
+        raise _pattern_error(exc) from None
     return pattern
+
+
+def _pattern_error(exc: PatternError) -> PydanticCustomError:
+    if exc.construct is not None:
+        return PydanticCustomError("unsupported_syntax", str(exc), {"construct": exc.construct, "syntax": "RE2"})
+    return PydanticCustomError("invalid_pattern", str(exc), {"syntax": "RE2"})
 
 
 class ReadArguments(StrictArguments):
@@ -114,7 +121,7 @@ class ReadTool(ModelTool[ReadArguments]):
 
 
 class GlobArguments(StrictArguments):
-    pattern: str = Field(min_length=1, description="Glob; `**` crosses directories.")
+    pattern: str = Field(min_length=1, max_length=MAX_GLOB_CHARS, description="Glob; `**` crosses directories.")
     max_results: int = Field(1000, ge=1, le=100_000)
 
 
@@ -133,37 +140,33 @@ class GlobTool(ModelTool[GlobArguments]):
 
 
 class SearchArguments(StrictArguments):
-    pattern: str = Field(min_length=1, description="Python regular expression, matched line by line.")
-    glob: str = Field("**/*", min_length=1, description="Which files to search.")
+    pattern: str = Field(min_length=1, max_length=MAX_PATTERN_CHARS,
+                         description="Regular expression, matched within each line. " + SYNTAX)
+    glob: str = Field("**/*", min_length=1, max_length=MAX_GLOB_CHARS, description="Which files to search.")
     max_results: int = Field(100, ge=1, le=10_000)
     ignore_case: bool = False
 
-    _check_pattern = pydantic.field_validator("pattern")(_valid_regex)
+    _check_pattern = pydantic.field_validator("pattern")(_checked_pattern)
 
 
 class SearchTool(ModelTool[SearchArguments]):
     name = "fs.search"
-    description = "Search text files for a regular expression; binary files are skipped."
+    description = "Search text files for a regular expression (RE2 syntax); binary files are skipped."
     Arguments = SearchArguments
 
     def execute(self, arguments: SearchArguments, context: ToolContext) -> ToolResult:
-        regex = re.compile(arguments.pattern, _regex_flags(arguments.ignore_case))
+        pattern = compile_pattern(arguments.pattern, ignore_case=arguments.ignore_case, lines=True)
         results: list[dict[str, Any]] = []
         searched: list[str] = []
         skipped: list[dict[str, str]] = []
         truncated = False
-        for path, text in _text_files(context.view, arguments.glob, context, skipped):
+        for path, data in _text_files(context.view, arguments.glob, context, skipped):
             searched.append(path)
-            for number, line in enumerate(split_lines(text), start=1):
-                line = line.rstrip("\r\n")
-                for match in regex.finditer(line):
-                    if len(results) == arguments.max_results:
-                        truncated = True
-                        break
-                    results.append({"path": path, "line": number, "column": match.start() + 1,
-                                    "text": line[:MAX_LINE_TEXT]})
-                if truncated:
+            for match in search_lines(pattern, data, MAX_LINE_TEXT, context.check_cancelled):
+                if len(results) == arguments.max_results:
+                    truncated = True
                     break
+                results.append({"path": path, "line": match.line, "column": match.column, "text": match.text})
             if truncated:
                 break
         return ToolResult(
@@ -197,15 +200,16 @@ class WriteTool(ModelTool[WriteArguments]):
 
 
 class ReplaceArguments(StrictArguments):
-    pattern: str = Field(min_length=1, description="Python regular expression, matched against each whole file.")
+    pattern: str = Field(min_length=1, max_length=MAX_PATTERN_CHARS,
+                         description="Regular expression, matched against each whole file. " + SYNTAX)
     replacement: str = Field(description="`re.sub` replacement: `\\1` or `\\g<name>` refer to groups.")
-    glob: str = Field("**/*", min_length=1, description="Which files to change.")
+    glob: str = Field("**/*", min_length=1, max_length=MAX_GLOB_CHARS, description="Which files to change.")
     count: int = Field(0, ge=0, description="Most replacements per file; 0 replaces every match.")
     ignore_case: bool = False
     multiline: bool = Field(False, description="`^` and `$` match at each line.")
     dotall: bool = Field(False, description="`.` matches newlines too.")
 
-    _check_pattern = pydantic.field_validator("pattern")(_valid_regex)
+    _check_pattern = pydantic.field_validator("pattern")(_checked_pattern)
 
     @pydantic.field_validator("replacement")
     @classmethod
@@ -213,31 +217,33 @@ class ReplaceArguments(StrictArguments):
         pattern = info.data.get("pattern")
         if pattern is not None:  # else the pattern already failed
             try:
-                re.compile(pattern).sub(replacement, "")  # parses the template even without a match
-            except re.error as exc:
-                raise ValueError(f"invalid replacement {replacement!r}: {exc}") from None
+                Template.parse(replacement, compile_pattern(pattern))
+            except PatternError as exc:
+                raise PydanticCustomError("invalid_replacement", str(exc)) from None
         return replacement
 
 
 class ReplaceTool(ModelTool[ReplaceArguments]):
     name = "fs.replace"
-    description = "Replace a regular expression in the text files matching a glob; only changed files are written."
+    description = ("Replace a regular expression (RE2 syntax) in the text files matching a glob; "
+                   "only changed files are written.")
     Arguments = ReplaceArguments
 
     def execute(self, arguments: ReplaceArguments, context: ToolContext) -> ToolResult:
-        flags = _regex_flags(arguments.ignore_case, arguments.multiline, arguments.dotall)
-        regex = re.compile(arguments.pattern, flags)
+        pattern = compile_pattern(arguments.pattern, ignore_case=arguments.ignore_case,
+                                  multiline=arguments.multiline, dotall=arguments.dotall)
+        template = Template.parse(arguments.replacement, pattern)
         scanned: list[str] = []
         skipped: list[dict[str, str]] = []
-        changed: list[tuple[str, str, int]] = []
-        for path, text in _text_files(context.view, arguments.glob, context, skipped):
+        changed: list[tuple[str, bytes, int]] = []
+        for path, data in _text_files(context.view, arguments.glob, context, skipped):
             scanned.append(path)
-            new_text, replacements = regex.subn(arguments.replacement, text, count=arguments.count)
-            if new_text != text:
-                changed.append((path, new_text, replacements))
+            new_data, replacements = pattern.subn(template, data, arguments.count, context.check_cancelled)
+            if new_data != data:
+                changed.append((path, new_data, replacements))
         # Every file is computed before the first write, so a cancel writes nothing.
-        for path, new_text, _ in changed:
-            context.view.write_bytes(path, new_text.encode("utf-8"))
+        for path, new_data, _ in changed:
+            context.view.write_bytes(path, new_data)
         files = [{"path": path, "replacements": replacements} for path, _, replacements in changed]
         total = sum(replacements for _, _, replacements in changed)
         return ToolResult(

@@ -3,6 +3,10 @@ and the plan diff, so a file ``fs.read`` shows is never "binary" in a plan's dif
 
 from __future__ import annotations
 
+import codecs
+
+CHECK_CHUNK = 1 << 20  # bytes decoded at a time by is_text: the GIL is let go between chunks
+
 
 def decode_text(data: bytes) -> str | None:
     """The text of a file, or ``None`` when it is binary: a NUL byte anywhere in it
@@ -13,6 +17,25 @@ def decode_text(data: bytes) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def is_text(data: bytes) -> bool:
+    """Whether ``decode_text(data)`` would give text, without building the text: a
+    search needs only the bytes. Decoded a chunk at a time, so a big file never holds
+    the GIL for long (other threads, the event loop's among them, get their turn)."""
+    if b"\x00" in data:
+        return False
+    if data.isascii():
+        return True
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    try:
+        for start in range(0, len(data), CHECK_CHUNK):
+            decoder.decode(view[start:start + CHECK_CHUNK])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def split_lines(text: str) -> list[str]:
