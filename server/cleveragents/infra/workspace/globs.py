@@ -3,16 +3,36 @@
 ``**`` as a whole segment matches any number of directories (none included); ``*``
 and ``?`` stay within one segment; ``[abc]`` and ``[!abc]`` are character classes.
 Dotfiles match like any other name: the guards, not the pattern, hide what is private.
+
+A glob becomes an RE2 pattern (``infra/regex.py``), so matching it costs time linear in
+the path: with a backtracking engine, ``*a*a*a*a*a*a*a*b`` against a long name of
+``a``s takes hours. The libraries that match globs were weighed: wcmatch compiles to
+Python's ``re`` (with atomic groups, which still backtrack across ``**``), and pathspec
+speaks gitignore's language (a name without a slash matches at any depth, a directory
+matches everything below it), a different contract from this one.
 """
 
 from __future__ import annotations
 
 import re
 
+from cleveragents.domain.errors import ValidationError
+from cleveragents.infra.regex import Pattern, PatternError, compile_pattern
+
 _SPECIAL = frozenset("*?[")
 
 
-def compile_glob(pattern: str) -> re.Pattern[str]:
+def compile_glob(pattern: str) -> Pattern:
+    """The pattern's matcher (``fullmatch(path)``); ``ValidationError`` for a glob
+    that is not one (a class with a reversed range, ``[z-a]``)."""
+    try:
+        return compile_pattern(_translate(pattern))
+    except PatternError as exc:
+        raise ValidationError(f"invalid glob {pattern!r}: {exc}",
+                              {"field": "pattern", "pattern": pattern, "reason": "invalid_glob"}) from None
+
+
+def _translate(pattern: str) -> str:
     segments = pattern.split("/")
     parts: list[str] = []
     for index, segment in enumerate(segments):
@@ -21,7 +41,7 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
             parts.append(".*" if last else "(?:[^/]+/)*")
         else:
             parts.append(_segment(segment) + ("" if last else "/"))
-    return re.compile("".join(parts))
+    return "".join(parts)
 
 
 def literal_prefix(pattern: str) -> list[str]:
@@ -50,8 +70,8 @@ def _segment(segment: str) -> str:
             body = segment[i + 1:end]
             negate = body[:1] == "!"
             body = (body[1:] if negate else body).replace("\\", "\\\\").replace("[", "\\[")
-            if body.startswith("^"):
-                body = "\\" + body  # a literal caret, as in fnmatch
+            if body.startswith(("^", "]")):
+                body = "\\" + body  # a literal caret or bracket, as in fnmatch
             out.append("[" + ("^/" if negate else "") + body + "]")
             i = end
         else:
