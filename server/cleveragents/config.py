@@ -13,6 +13,7 @@ from typing import Literal
 from cleveragents.domain.json_limits import MAX_DEPTH, MAX_METADATA_SIZE
 
 STATE_DIRNAME = ".cleveragents"
+DEFAULT_TOOL_TIMEOUT = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +55,9 @@ class Settings:
     ollama_base_url: str | None = None  # default http://127.0.0.1:11434/v1
     actor_timeout: float = 120.0
     max_tool_rounds: int = 8
+    # Seconds a tool call (a plan step's, or one an agent task makes) may run before it
+    # fails with a BudgetExceededError naming this limit.
+    tool_timeout: float = DEFAULT_TOOL_TIMEOUT
     # Budgets from the usage providers report; None is no limit.
     session_max_tokens: int | None = None
     session_max_cost: float | None = None
@@ -134,11 +138,15 @@ _NUMBERS: tuple[tuple[str, str, type], ...] = (
     ("max_metadata_size", "CLEVERAGENTS_MAX_METADATA_SIZE", int),
     ("actor_timeout", "CLEVERAGENTS_ACTOR_TIMEOUT", float),
     ("max_tool_rounds", "CLEVERAGENTS_MAX_TOOL_ROUNDS", int),
+    ("tool_timeout", "CLEVERAGENTS_TOOL_TIMEOUT", float),
     ("session_max_tokens", "CLEVERAGENTS_SESSION_MAX_TOKENS", int),
     ("session_max_cost", "CLEVERAGENTS_SESSION_MAX_COST", float),
     ("plan_max_tokens", "CLEVERAGENTS_PLAN_MAX_TOKENS", int),
     ("plan_max_cost", "CLEVERAGENTS_PLAN_MAX_COST", float),
 )
+
+
+POSITIVE = frozenset({"tool_timeout"})  # settings that must be above 0 (a file's [defaults] too)
 
 
 def _actor_env() -> dict[str, object]:
@@ -165,4 +173,6 @@ def _numbers_env() -> dict[str, object]:
                 env[key] = kind(value)
             except ValueError:
                 raise ValueError(f"{name} must be a number, not {value!r}") from None
+            if key in POSITIVE and not env[key] > 0:  # type: ignore[operator]
+                raise ValueError(f"{name} must be more than 0, not {value!r}")
     return env

@@ -143,8 +143,11 @@ class Container:
         from cleveragents.domain.guards import GuardPolicy
         from cleveragents.infra.actions import actions_fingerprint, load_actions
         from cleveragents.infra.tools.builtin import builtin_tools
+        from cleveragents.infra.tools.runner import ToolRunner
         from cleveragents.infra.workspace.plan_workspace import PlanWorkspace
 
+        # Every tool call (a plan step's, an agent task's) runs here: off the event loop, within tool_timeout.
+        self.tool_runner = ToolRunner(self.settings.tool_timeout)
         self.guard_policy = _guard_policy(GuardPolicy(), self.workspace, self.blob_dir,
                                           self.config.protected_paths)
         self.plan_workspace = PlanWorkspace(self.workspace, self.blob_dir, self.guard_policy)
@@ -154,7 +157,7 @@ class Container:
         )
         self.plan_service = PlanLifecycleService(
             self.store, self.plan_workspace, self.tool_registry, self.action_registry, self.event_bus,
-            max_steps=self.guard_policy.max_steps, actor_for=self._plan_actor,
+            call_tool=self.tool_runner.call, max_steps=self.guard_policy.max_steps, actor_for=self._plan_actor,
             plan_budget=Budget(self.settings.plan_max_tokens, self.settings.plan_max_cost),
             may_repair=self._owns_state, tool_settings=self.config.tool_settings(),
         )
@@ -174,7 +177,7 @@ class Container:
 
         tools = self.tool_registry
         return LocalActor(tools=lambda: [tools.get(n) for n in tools.names()], view=self.plan_workspace.overlay,
-                          workspace=str(self.workspace), name=name)
+                          workspace=str(self.workspace), name=name, runner=self.tool_runner)
 
     def _remote_client(self, url: str) -> Any:
         """The outbound A2A client of a remote agent (``a2a/<url>`` actors); the token,
@@ -216,7 +219,7 @@ class Container:
             actor.actor = self.resolve_actor(actor.actor_name)  # an Agent naming its model actor
         self.actor = actor or self.resolve_actor(self.settings.default_actor)
         # Agent tasks read the workspace; changes go through plans, where they are reviewed.
-        toolbox = ToolBox(lambda: [tools.get(name) for name in tools.names()])
+        toolbox = ToolBox(lambda: [tools.get(name) for name in tools.names()], runner=self.tool_runner)
         infos: list[ToolInfo] = []
 
         def tool_infos() -> list[ToolInfo]:
@@ -303,6 +306,7 @@ class Container:
         await self.task_service.aclose()
         await self.plan_service.aclose()
         await self.push_sender.aclose()
+        self.tool_runner.close()
         self.bridge.stop()
         self.event_queue.close()
         await self.store.close()
@@ -314,6 +318,7 @@ class Container:
         if self._closed:
             return
         self._closed = True
+        self.tool_runner.close()
         self.bridge.stop()
         self.event_queue.close()
         self.store.close_sync()

@@ -13,7 +13,7 @@ import inspect
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,12 +24,14 @@ from cleveragents.domain import events
 from cleveragents.domain.actor import Budget, ToolCall
 from cleveragents.domain.errors import BudgetExceededError, PlanError, StructuredError
 from cleveragents.domain.plan import Decision, Plan
-from cleveragents.domain.tools import ToolCancelled, ToolContext
+from cleveragents.domain.tools import Tool, ToolCancelled, ToolContext, ToolResult
 from cleveragents.ids import new_id, utc_now
 
 logger = logging.getLogger(__name__)
 
 MAX_OUTPUT_CHARS = 8_000  # a decision keeps a bounded copy of its tool's output
+# Runs a tool call off the event loop within its time limit (infra's ToolRunner.call).
+CallTool = Callable[[Tool, dict[str, Any], ToolContext], Awaitable[ToolResult]]
 
 
 @dataclass
@@ -57,9 +59,10 @@ class StepFailed(Exception):
 
 class PlanRunner:
     def __init__(self, store: Any, workspace: PlanWorkspace, tools: Any, bus: events.EventBus,
-                 max_steps: int, tool_settings: dict[str, Any] | None = None,
+                 max_steps: int, call_tool: CallTool, tool_settings: dict[str, Any] | None = None,
                  actor_for: Callable[[Plan], Any] | None = None, plan_budget: Budget | None = None):
         self._store = store
+        self._call_tool = call_tool
         self._workspace = workspace
         self._tools = tools
         self._bus = bus
@@ -114,9 +117,12 @@ class PlanRunner:
         actor = await self._step_actor(execution)
         context = ToolContext(view=overlay, workspace=self._workspace.root, cancelled=execution.cancelled,
                               guidance=guidance, settings=self._tool_settings, actor=actor)
+        if actor is not None:
+            actor.check = context.check_cancelled  # the step's time limit holds while it waits on its actor
         try:
             tool = self._tools.get(step.tool)
-            result = await asyncio.to_thread(tool.run, step.arguments, context)  # run() validates
+            result = await self._call_tool(tool, step.arguments, context)  # run() validates
+            output = await asyncio.to_thread(_bounded, result.output)  # a big output is serialized off the loop
         except (Exception, asyncio.CancelledError) as exc:
             # The step's partial writes go (the overlay is as before the step), except
             # when an actor's budget ran out: what it edited so far is kept.
@@ -141,7 +147,7 @@ class PlanRunner:
             await self._store_artifact(plan, decision.decision_id, artifact)
         decision = replace(
             decision, outcome="succeeded", summary=result.summary, reads=tuple(result.reads),
-            writes=tuple(result.writes), output=_bounded(result.output), ended_at=utc_now(),
+            writes=tuple(result.writes), output=output, ended_at=utc_now(),
             duration_ms=_ms(started),
         )
         return decision, overlay, self._actor_calls(execution, decision, actor)

@@ -19,7 +19,7 @@ from cleveragents.app.calls import CallContext
 from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
 from cleveragents.app.plan_edits import EDITOR_RESTART_REASON, apply_files, rollback_files
-from cleveragents.app.plan_runner import Execution, PlanRunner, StepFailed
+from cleveragents.app.plan_runner import CallTool, Execution, PlanRunner, StepFailed
 from cleveragents.app.progress import Progress
 from cleveragents.app.workspace import PlanWorkspace
 from cleveragents.domain import events
@@ -40,14 +40,16 @@ class PlanLifecycleService:
     default_profile = "supervised"
 
     def __init__(self, store: Any, workspace: PlanWorkspace, tools: Any, actions: Any,
-                 bus: events.EventBus, *, max_steps: int = 200, tool_settings: dict[str, Any] | None = None,
+                 bus: events.EventBus, *, call_tool: CallTool, max_steps: int = 200,
+                 tool_settings: dict[str, Any] | None = None,
                  actor_for: Callable[[Plan], Any] | None = None, plan_budget: Budget | None = None,
                  may_repair: Callable[[], bool] | None = None):
         self._store = store
         self._workspace = workspace
         self._actions = actions
         self._bus = bus
-        self._runner = PlanRunner(store, workspace, tools, bus, max_steps, tool_settings, actor_for, plan_budget)
+        self._runner = PlanRunner(store, workspace, tools, bus, max_steps, call_tool, tool_settings, actor_for,
+                                  plan_budget)
         self._running: dict[str, Execution] = {}
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         # Start-up repair, run once before the first call is served (if this process owns the state).
@@ -136,7 +138,8 @@ class PlanLifecycleService:
         await self._ready()
         if session_id is not None and await self._store.get_session(session_id) is None:
             raise ResourceNotFoundError("Session not found", {"session_id": session_id})
-        resolved = self._actions.resolve(action_name, arguments or {})
+        # Reads the action files when they changed, and checks every step's arguments: off the loop.
+        resolved = await asyncio.to_thread(self._actions.resolve, action_name, arguments or {})
         profile = Profile(automation_profile or self.default_profile)
         now = utc_now()
         plan = Plan(

@@ -14,6 +14,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from cleveragents.domain.actor import Actor, ActorEvent, Budget, ToolCall, Turn, Usage
@@ -35,9 +36,13 @@ class StepActor:
         self._plan_id = plan_id
         self.calls: list[ToolCall] = []
         self.usage = Usage()
+        self.check: Callable[[], None] | None = None
 
     def run(self, turn: Turn) -> list[ActorEvent]:
-        """The turn's events (tool calls and usage included), from a worker thread."""
+        """The turn's events (tool calls and usage included), from a worker thread.
+        ``check`` (the step's ``check_cancelled``) is asked while it waits: what it
+        raises (the step's time limit) stops the turn."""
+        check = self.check
         future = asyncio.run_coroutine_threadsafe(self._collect(turn), self._loop)
         while True:
             try:
@@ -46,6 +51,12 @@ class StepActor:
                 if self._cancelled.is_set():
                     future.cancel()
                     raise ToolCancelled() from None
+                if check is not None:
+                    try:
+                        check()
+                    except BaseException:
+                        future.cancel()
+                        raise
 
     async def _collect(self, turn: Turn) -> list[ActorEvent]:
         events: list[ActorEvent] = []

@@ -2,16 +2,20 @@
 
 A plan step calls a tool. The tool sees the workspace only through a
 ``WorkspaceView`` (the plan's overlay over the files on disk), so execution never
-writes the workspace itself. Tools are synchronous: the plan service runs each call
-in a worker thread, so blocking file I/O never reaches the event loop.
+writes the workspace itself. Tools are synchronous: each call runs in a worker thread,
+so blocking file I/O never reaches the event loop, and each has a time limit: its
+context's ``deadline``, which the tool's loops check (``check_cancelled``).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from cleveragents.domain.errors import BudgetExceededError
 
 
 class WorkspaceView(Protocol):
@@ -60,7 +64,12 @@ class ToolResult:
 class ToolContext:
     """What a tool call may use. ``actor`` is the session's actor when a step asks
     it for edits (the actors work); ``None`` otherwise. ``guidance`` holds the
-    corrections and prompts given for this step."""
+    corrections and prompts given for this step.
+
+    ``deadline`` is the ``time.monotonic()`` by which the call must be over (``None``:
+    no limit), set by whoever runs the call from its ``time_limit`` in seconds. A tool
+    checks it in its loops through ``check_cancelled``; one that waits on something
+    else (a child process, a model) waits at most ``remaining()``."""
 
     view: WorkspaceView
     workspace: str
@@ -69,14 +78,52 @@ class ToolContext:
     guidance: tuple[str, ...] = ()
     settings: Mapping[str, Any] = field(default_factory=dict)
     progress: Callable[[str], None] | None = None
+    deadline: float | None = None
+    time_limit: float | None = None
+    tool: str = ""  # the name of the tool being called, for the time limit's error
 
     def check_cancelled(self) -> None:
+        """``ToolCancelled`` once the call is cancelled, ``ToolTimeoutError`` once its
+        deadline has passed."""
         if self.cancelled.is_set():
             raise ToolCancelled()
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise self.timeout_error()
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline (never below 0), or ``None`` without one."""
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+
+    def start_clock(self, time_limit: float | None, tool: str = "") -> None:
+        """Give the call ``time_limit`` seconds from now; a deadline already set (a
+        step's, for the tools its actor calls) stays when it is sooner."""
+        self.tool = tool or self.tool
+        if time_limit is None:
+            return
+        deadline = time.monotonic() + time_limit
+        if self.deadline is None or deadline < self.deadline:
+            self.deadline, self.time_limit = deadline, time_limit
+
+    def timeout_error(self) -> ToolTimeoutError:
+        return ToolTimeoutError.of(self.tool, self.time_limit)
 
 
 class ToolCancelled(Exception):
     """Raised inside a tool when its plan was cancelled."""
+
+
+class ToolTimeoutError(BudgetExceededError):
+    """A tool call ran past its time limit. ``data``: ``limit`` (``tool_timeout``),
+    ``seconds`` (the limit) and ``tool``."""
+
+    default_message = "Tool time limit exceeded"
+
+    @classmethod
+    def of(cls, tool: str, seconds: float | None) -> ToolTimeoutError:
+        name = tool or "the tool"
+        limit = f" of {seconds:g} s" if seconds is not None else ""
+        return cls(f"{name} ran past its time limit{limit} (the tool_timeout setting)",
+                   {"limit": "tool_timeout", "seconds": seconds, "tool": tool})
 
 
 class Tool(Protocol):

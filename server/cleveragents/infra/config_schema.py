@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, create_model
 from pydantic import ValidationError as PydanticError
 
-from cleveragents.config import Settings
+from cleveragents.config import POSITIVE, Settings
 
 # Where the backend works can't come from a file inside it.
 NOT_IN_FILE = frozenset({"workspace", "state_dir", "memory", "explicit"})
@@ -235,6 +235,9 @@ def validate_document(document: dict[str, Any], base: Path, providers: set[str] 
     # Whether its provider is known is checked once the files are merged: it may be declared in the other one.
     if (actor := defaults.get("default_actor")) is not None and not re.match(ACTOR_NAME, actor):
         raise SchemaProblem(("defaults", "default_actor"), "an actor's name is provider/model")
+    for key in sorted(POSITIVE.intersection(defaults)):
+        if not defaults[key] > 0:
+            raise SchemaProblem(("defaults", key), "must be more than 0")
     return {
         "defaults": defaults,
         "actors": _actors(document, providers),

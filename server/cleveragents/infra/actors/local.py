@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from cleveragents.domain.actor import ActorEvent, TextChunk, ToolCall, Turn
 from cleveragents.domain.errors import StructuredError
 from cleveragents.domain.tools import Tool, ToolContext, WorkspaceView
+from cleveragents.infra.tools.runner import ToolRunner
 
 NAME = "local/default"
 READ_ONLY_TOOLS = frozenset({"fs.read", "fs.glob", "fs.search"})
@@ -27,15 +28,17 @@ ToolT = TypeVar("ToolT", bound=Tool)
 
 class LocalActor:
     def __init__(self, tools: Callable[[], Sequence[Tool]], view: Callable[[], WorkspaceView],
-                 workspace: str, name: str = NAME):
+                 workspace: str, name: str = NAME, runner: ToolRunner | None = None):
         self.name = name
         self._tools = tools
         self._view = view
         self._workspace = workspace
+        self._runner = runner or ToolRunner()
 
     async def respond(self, turn: Turn) -> AsyncIterator[ActorEvent]:
         tools = {tool.name: tool for tool in self._tools()}
-        call = tool_call_from_text(tools, turn.message.text(), refuse=_needs_plan)
+        # Reading the message (shlex) and checking the arguments cost time in its size: off the loop.
+        call = await asyncio.to_thread(tool_call_from_text, tools, turn.message.text(), refuse=_needs_plan)
         if call is None:
             yield TextChunk(self._introduction(tools))
             return
@@ -45,12 +48,12 @@ class LocalActor:
         tool, arguments = call
         try:
             context = ToolContext(view=self._view(), workspace=self._workspace)
-            result = await asyncio.to_thread(tool.run, arguments, context)
+            result = await self._runner.call(tool, arguments, context)
         except StructuredError as exc:
             yield TextChunk(_refused(tool.name, exc))
             return
         yield ToolCall(tool.name, arguments, result.output)
-        yield TextChunk(_render(tool.name, result.summary, result.output))
+        yield TextChunk(await asyncio.to_thread(_render, tool.name, result.summary, result.output))
 
     def _introduction(self, tools: dict[str, Tool]) -> str:
         lines = [
@@ -128,7 +131,14 @@ def _scalar(value: str) -> Any:
 
 
 def _render(name: str, summary: str, output: dict[str, Any]) -> str:
-    body = json.dumps(output, indent=2, ensure_ascii=False, default=str)
+    # Encoded piece by piece and stopped at the cap: a result of 10,000 matches costs no more than a page.
+    pieces, size = [], 0
+    for piece in json.JSONEncoder(indent=2, ensure_ascii=False, default=str).iterencode(output):
+        pieces.append(piece)
+        size += len(piece)
+        if size > MAX_REPLY_CHARS:
+            break
+    body = "".join(pieces)
     if len(body) > MAX_REPLY_CHARS:
         body = body[:MAX_REPLY_CHARS] + "\n... (truncated)"
     return f"{name}: {summary}\n{body}" if summary else f"{name}:\n{body}"

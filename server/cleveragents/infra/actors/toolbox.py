@@ -1,28 +1,31 @@
 """Our tools as a turn's tools: their descriptions, and the invoker that runs them.
 
-A tool runs in a worker thread (tools are synchronous) against the view it is given:
+A tool runs in a worker thread of the ``ToolRunner`` (tools are synchronous), within
+its time limit, against the view it is given:
 for an agent task, the workspace as it is, with only the read-only tools; in a plan
 step, the plan's overlay, where writes land for review.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from cleveragents.domain.actor import ToolInfo, ToolInvoker
 from cleveragents.domain.errors import AuthorizationError
 from cleveragents.domain.tools import Tool, ToolContext
+from cleveragents.infra.tools.runner import ToolRunner
 
 READ_ONLY = frozenset({"fs.read", "fs.glob", "fs.search"})
 EDITING = READ_ONLY | {"fs.write", "fs.replace", "patch.apply"}
 
 
 class ToolBox:
-    def __init__(self, tools: Callable[[], Sequence[Tool]], allowed: Collection[str] = READ_ONLY):
+    def __init__(self, tools: Callable[[], Sequence[Tool]], allowed: Collection[str] = READ_ONLY,
+                 runner: ToolRunner | None = None):
         self._tools = tools
         self._allowed = frozenset(allowed)
+        self._runner = runner or ToolRunner()
 
     def available(self) -> dict[str, Tool]:
         return {tool.name: tool for tool in self._tools() if tool.name in self._allowed}
@@ -40,7 +43,7 @@ class ToolBox:
             if tool is None:
                 raise AuthorizationError(f"{name} is not available to this actor here",
                                          {"tool": name, "available": sorted(self.available())})
-            result = await asyncio.to_thread(tool.run, dict(arguments), context())
+            result = await self._runner.call(tool, dict(arguments), context())
             if on_result is not None:
                 on_result(name, result)
             return {"summary": result.summary, **result.output}

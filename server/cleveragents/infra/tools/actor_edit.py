@@ -9,6 +9,8 @@ makes becomes a decision node under the step's, with the rationale it stated.
 
 from __future__ import annotations
 
+import dataclasses
+
 from pydantic import Field
 
 from cleveragents.domain.actor import InputRequired, TextChunk, ToolCall, Turn
@@ -20,7 +22,12 @@ from cleveragents.infra.actors.toolbox import EDITING, ToolBox
 from cleveragents.infra.tools.base import ModelTool, StrictArguments
 from cleveragents.infra.tools.fs import GlobTool, ReadTool, ReplaceTool, SearchTool, WriteTool, read_text
 from cleveragents.infra.tools.patch import PatchApplyTool
+from cleveragents.infra.tools.runner import ToolRunner
 
+# The actor's tool calls run in a pool apart from the steps': a step waiting on its
+# actor holds a thread, and its calls must never queue behind it. They keep the step's
+# deadline (no limit of their own).
+_CALLS = ToolRunner(None, name="actor-tool")
 MAX_FILES_CHARS = 100_000  # what the actor is shown of the files up front; it can read more
 EDIT_INSTRUCTIONS = (
     "You edit files in a software workspace to carry out the user's instruction. The files "
@@ -57,11 +64,11 @@ class ActorEditTool(ModelTool[ActorEditArguments]):
             writes.extend(p for p in result.writes if p not in writes)
 
         tools = [ReadTool(), GlobTool(), SearchTool(), WriteTool(), ReplaceTool(), PatchApplyTool()]
-        toolbox = ToolBox(lambda: tools, EDITING)
+        toolbox = ToolBox(lambda: tools, EDITING, _CALLS)
         message = Message(new_id(), Role.USER, (Part.of_text(arguments.instruction),))
         turn = Turn(new_id(), new_id(), message, (), toolbox.infos(), {
             "instructions": EDIT_INSTRUCTIONS, "guidance": list(context.guidance), "files": files,
-        }, toolbox.invoker(lambda: context, seen))
+        }, toolbox.invoker(lambda: dataclasses.replace(context), seen))
         try:
             events = context.actor.run(turn)
         except BudgetExceededError:
