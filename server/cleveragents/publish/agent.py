@@ -128,7 +128,8 @@ class Agent:
                        context={**turn.context, "agent": persona}, invoke=invoke if own or outer else None)
 
     async def _deterministic(self, turn: Turn) -> AsyncIterator[ActorEvent]:
-        call = tool_call_from_text({t.name: t for t in self.tools}, turn.message.text())
+        # Reading the message (shlex) and checking the arguments cost time in its size: off the loop.
+        call = await asyncio.to_thread(tool_call_from_text, {t.name: t for t in self.tools}, turn.message.text())
         if call is None:
             yield TextChunk(self.introduction())
             return
