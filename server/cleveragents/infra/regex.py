@@ -171,11 +171,12 @@ def search_lines(pattern: Pattern, data: bytes, max_text: int,
     ``workspace.text.split_lines`` cuts lines; one RE2 search runs over the whole file,
     so the GIL is free while it looks. Line numbers and columns are counted as the
     matches go, so a giant line with many matches costs its length, once."""
+    if not data:  # no line at all
+        return
+    last_ends = data.endswith(b"\n")  # then the last line ends before that newline
     if b"\r" in data:  # "a\r\n" is the line "a": `a$` matches it
         data = b"\n".join([line.rstrip(b"\r") for line in data.split(b"\n")])
-    end = len(data) - 1 if data.endswith(b"\n") else len(data)  # the last line ends there
-    if not data:
-        return
+    end = len(data) - 1 if last_ends else len(data)
     line, counted, line_start, column, column_at, text = 1, 0, 0, 1, 0, None
     for match in pattern.finditer(data, end):
         if check is not None:
