@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -120,7 +121,8 @@ def _parse_hunk(lines: list[str], start: int, match: re.Match[str]) -> tuple[Hun
         index += 1
 
 
-def parse_patch(text: str) -> list[FilePatch]:
+def parse_patch(text: str, check: Callable[[], None] = lambda: None) -> list[FilePatch]:
+    """The patch's files; ``check`` (a deadline, a cancel) is called every few thousand lines."""
     if text and not text.endswith("\n"):
         text += "\n"  # a patch pasted without its last newline still means one
     lines = split_lines(text)
@@ -128,6 +130,8 @@ def parse_patch(text: str) -> list[FilePatch]:
     current: FilePatch | None = None
     index = 0
     while index < len(lines):
+        if not index % 4096:
+            check()
         line = lines[index].rstrip("\r\n")
         number = index + 1
         index += 1
@@ -179,13 +183,24 @@ def _git_header(patch: FilePatch, line: str, number: int) -> None:
                               {"tool": TOOL, "line": number, "path": patch.path, "reason": "binary"})
 
 
-def _locate(lines: list[str], old: list[str], expected: int, lowest: int) -> tuple[int | None, str]:
-    """Where ``old`` matches: at ``expected`` if it can, else the nearest match."""
+def _locate(lines: list[str], old: list[str], expected: int, lowest: int,
+            check: Callable[[], None]) -> tuple[int | None, str]:
+    """Where ``old`` matches: at ``expected`` if it can, else the nearest match. A file
+    of many equal lines makes this quadratic, so ``check`` is called at each place the
+    first line matches: the tool's time limit ends it."""
     if not old:  # pure insertion with no context: only the line number says where
         return (expected, "") if lowest <= expected <= len(lines) else (None, "out_of_range")
     size, first = len(old), old[0]
-    matches = [at for at in range(lowest, len(lines) - size + 1)
-               if lines[at] == first and lines[at:at + size] == old]
+    matches, at, end = [], lowest, len(lines) - size + 1
+    while at < end:
+        try:
+            at = lines.index(first, at, end)
+        except ValueError:
+            break
+        check()
+        if lines[at:at + size] == old:
+            matches.append(at)
+        at += 1
     if not matches:
         return None, "context_mismatch"
     best = min(matches, key=lambda at: abs(at - expected))
@@ -194,14 +209,15 @@ def _locate(lines: list[str], old: list[str], expected: int, lowest: int) -> tup
     return best, ""
 
 
-def apply_hunks(lines: list[str], patch: FilePatch) -> tuple[list[str], list[int]]:
+def apply_hunks(lines: list[str], patch: FilePatch,
+                check: Callable[[], None] = lambda: None) -> tuple[list[str], list[int]]:
     """The patched lines and each hunk's offset from its header's line number."""
     result: list[str] = []
     cursor = drift = 0
     offsets = []
     for number, hunk in enumerate(patch.hunks, start=1):
         stated = hunk.old_start if hunk.old_count == 0 else hunk.old_start - 1
-        at, reason = _locate(lines, hunk.old, max(stated + drift, 0), cursor)
+        at, reason = _locate(lines, hunk.old, max(stated + drift, 0), cursor, check)
         if at is None:
             raise ValidationError(
                 f"hunk {number} ({hunk.header}) of {patch.path} does not apply: {reason.replace('_', ' ')}",
@@ -240,7 +256,7 @@ class _Pending:
         self.files[path] = (text, mode)
 
 
-def _apply_file(patch: FilePatch, pending: _Pending) -> dict[str, Any]:
+def _apply_file(patch: FilePatch, pending: _Pending, check: Callable[[], None]) -> dict[str, Any]:
     if patch.old_path is None:
         target = patch.path
         if pending.text(target) is not None:
@@ -255,7 +271,7 @@ def _apply_file(patch: FilePatch, pending: _Pending) -> dict[str, Any]:
             raise ResourceNotFoundError(f"{target} does not exist", {"tool": TOOL, "path": target})
         lines = split_lines(text)
         change = "deleted" if patch.new_path is None else "renamed" if patch.rename else "modified"
-    result, offsets = apply_hunks(lines, patch)
+    result, offsets = apply_hunks(lines, patch, check)
     if patch.new_path is None:
         if result:
             raise ValidationError(f"the patch deletes {target} but does not remove all of it",
@@ -283,9 +299,9 @@ class PatchApplyTool(ModelTool[PatchArguments]):
     def execute(self, arguments: PatchArguments, context: ToolContext) -> ToolResult:
         pending = _Pending(context.view)
         files = []
-        for patch in parse_patch(arguments.patch):
+        for patch in parse_patch(arguments.patch, context.check_cancelled):
             context.check_cancelled()
-            files.append(_apply_file(patch, pending))
+            files.append(_apply_file(patch, pending, context.check_cancelled))
         for path in pending.files:
             context.view.exists(path)  # a rename's target is never read: the guards see it here, before any write
         for path, (text, mode) in pending.files.items():
