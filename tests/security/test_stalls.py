@@ -43,6 +43,9 @@ REPRODUCER = "fs.search (.|.)*QQQ glob=src/long.py"
 LONG_NAME = "a" * 200 + ".txt"
 BIG_FILES, BIG_FILE_BYTES = 16, 1536 * 1024
 GIANT_LINE_BYTES = 8 * 1024 * 1024
+# Files whose rewrite makes a diff near its caps (1 MiB a file, 8 MiB in all), in text
+# that JSON must escape: the answer is about 15 MiB.
+WIDE_FILES, WIDE_LINES = 12, 6000
 # Patterns that take exponential or high-polynomial time in a backtracking engine, on
 # the giant line of `a`s.
 BACKTRACKING = [
@@ -67,6 +70,10 @@ def build_workspace(identity: Identity) -> Path:
     (ws / "giant.txt").write_bytes(b"a" * GIANT_LINE_BYTES)
     (ws / "names").mkdir()
     (ws / "names" / LONG_NAME).write_text("x\n")
+    (ws / "wide").mkdir()
+    wide = "".join(f"é ligne {n}\tavec \"des guillemets\" et du texte en plus\n" for n in range(WIDE_LINES))
+    for index in range(WIDE_FILES):
+        (ws / "wide" / f"page_{index}.txt").write_text(wide)
     identity.own(ws)
     return ws
 
@@ -226,6 +233,27 @@ async def test_many_concurrent_heavy_searches_leave_the_health_check_fast(server
         stop.set()
         await asyncio.wait_for(asyncio.gather(*workers), 120)
     assert len(done) >= 4, "the searches ran while the health check was sampled"
+    assert_fast(latencies)
+
+
+# -- huge answers ------------------------------------------------------------------------------
+async def test_a_huge_diff_is_encoded_without_stalling_the_server(servers):
+    # Over HTTP: on stdio every answer shares one pipe, so a health answer written after
+    # megabytes of diff waits for the client to read them, however idle the server is.
+    server = await servers("http")
+    plan = await server.call("_cleveragents/plan/use", {
+        "action_name": "replace", "automation_profile": "autonomous",
+        "arguments": {"pattern": "é", "replacement": "è", "glob": "wide/*"}})
+    plan_id = plan["result"]["plan_id"]
+    executed = await server.call("_cleveragents/plan/execute", {"plan_id": plan_id})
+    assert executed["result"]["state"] == "completed", executed
+
+    async def diffs() -> list[dict[str, Any]]:
+        return [await server.call("_cleveragents/plan/diff", {"plan_id": plan_id}) for _ in range(3)]
+
+    (answers,), latencies = await under_attack(server.call, [diffs()])
+    for answer in answers:
+        assert len(answer["raw"]) > 12 * 1024 * 1024 and b'"diff":' in answer["raw"], "the answer is as big as meant"
     assert_fast(latencies)
 
 

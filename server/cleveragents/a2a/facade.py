@@ -219,7 +219,10 @@ class A2aLocalFacade:
             raise
         except Exception as exc:
             return self._error(msg_id, exc, spec.dialect, method=spec.name)
-        return A2aResponse(id=msg_id, result=result)
+        response = A2aResponse(id=msg_id, result=result)
+        if spec.bulk:  # megabytes are encoded in a worker thread, a piece at a time
+            response.keep_encoded(await asyncio.to_thread(response.json_bytes_in_pieces))
+        return response
 
     def _coerce(self, raw: Mapping[str, Any]) -> A2aRequest | A2aResponse:
         msg_id = envelope.echo_id(raw)

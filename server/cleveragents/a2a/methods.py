@@ -30,6 +30,9 @@ class MethodSpec:
     streaming: bool = False
     # The handler also receives the caller's context (notification sink, progress).
     with_context: bool = False
+    # Its answer can run to megabytes (a diff, pinned files, tasks' artifacts): the facade
+    # encodes it in a worker thread, a piece at a time (bulk_json), not on the event loop.
+    bulk: bool = False
 
     @property
     def deprecated(self) -> bool:
@@ -49,34 +52,34 @@ def _add(*specs: MethodSpec) -> None:
 
 def _standard(v1: str, v03: tuple[str, ...], params: str, call: str, summary: str, result: str,
               errors: tuple[str, ...] = (), example: dict[str, Any] | None = None,
-              streaming: bool = False, service: str = "task_service") -> None:
+              streaming: bool = False, service: str = "task_service", bulk: bool = False) -> None:
     base = MethodSpec(v1, A2A_V1, params, service, call, summary, result, errors,
-                      example or {}, streaming=streaming, with_context=True)
+                      example or {}, streaming=streaming, with_context=True, bulk=bulk)
     _add(base, *(replace(base, name=name, dialect=A2A_V03) for name in v03))
 
 
 def _ext(name: str, params: str, service: str, call: str, summary: str, result: str,
          errors: tuple[str, ...] = (), example: dict[str, Any] | None = None,
-         with_context: bool = False) -> None:
+         with_context: bool = False, bulk: bool = False) -> None:
     _add(MethodSpec(name, EXTENSION, params, service, call, summary, result, errors,
-                    example or {}, with_context=with_context))
+                    example or {}, with_context=with_context, bulk=bulk))
 
 
 # --- Standard A2A methods: the 1.0 name, then its 0.3 / seed names -------------------
 _message = {"message": {"role": "ROLE_USER", "messageId": _ULID, "parts": [{"text": "fs.search TODO"}]}}
 _standard("SendMessage", ("message/send",), "SendMessageParams", "send",
           "Send a message to the agent; returns the task (or a direct message).",
-          "Task or Message", ("ValidationError", "TaskNotFoundError"), _message)
+          "Task or Message", ("ValidationError", "TaskNotFoundError"), _message, bulk=True)
 _standard("SendStreamingMessage", ("message/stream",), "SendMessageParams", "stream",
           "Send a message and stream the task's updates.",
           "Stream of Task / Message / status and artifact updates", ("ValidationError",),
           _message, streaming=True)
 _standard("GetTask", ("tasks/get",), "GetTaskParams", "get",
           "Get a task with up to historyLength messages of history.", "Task",
-          ("TaskNotFoundError",), {"id": _ULID, "historyLength": 10})
+          ("TaskNotFoundError",), {"id": _ULID, "historyLength": 10}, bulk=True)
 _standard("ListTasks", ("tasks/list",), "ListTasksParams", "list",
           "List tasks, newest first, with cursor pagination.",
-          "{tasks, nextPageToken, pageSize, totalSize}", (), {"pageSize": 20})
+          "{tasks, nextPageToken, pageSize, totalSize}", (), {"pageSize": 20}, bulk=True)
 _standard("CancelTask", ("tasks/cancel",), "TaskIdParams", "cancel",
           "Cancel a running task.", "Task", ("TaskNotFoundError", "TaskNotCancelableError"),
           {"id": _ULID})
@@ -146,9 +149,9 @@ _ext("_cleveragents/plan/correct", "PlanCorrectParams", _PLAN, "correct",
      with_context=True)
 _ext("_cleveragents/plan/diff", "PlanIdParams", _PLAN, "diff",
      "The overlay against the workspace: a unified diff and per-file hunks.",
-     "{plan_id, diff, files}", _PLAN_STATE, {"plan_id": _ULID})
+     "{plan_id, diff, files}", _PLAN_STATE, {"plan_id": _ULID}, bulk=True)
 _ext("_cleveragents/plan/artifacts", "PlanIdParams", _PLAN, "artifacts", "The plan's artifacts.",
-     "{plan_id, artifacts}", _NOT_FOUND, {"plan_id": _ULID})
+     "{plan_id, artifacts}", _NOT_FOUND, {"plan_id": _ULID}, bulk=True)
 _ext("_cleveragents/plan/prompt", "PlanPromptParams", _PLAN, "prompt",
      "Queue guidance for the next steps of a running plan.", "{plan_id, queued}", _PLAN_STATE,
      {"plan_id": _ULID, "guidance": "Keep the public API unchanged"})
@@ -190,7 +193,7 @@ _CONTEXT_ERRORS = ("ResourceNotFoundError", "ValidationError")
 _ext("_cleveragents/context/show", "ContextScopeParams", "context_service", "show",
      "The context an actor would get for a session or a plan, assembled in tiers: pinned files "
      "and values, the plan's decisions, the session's history.",
-     "{scope, tiers, size_chars, tokens}", _CONTEXT_ERRORS, {"session_id": _ULID})
+     "{scope, tiers, size_chars, tokens}", _CONTEXT_ERRORS, {"session_id": _ULID}, bulk=True)
 _ext("_cleveragents/context/inspect", "ContextScopeParams", "context_service", "inspect",
      "The context's tiers with size estimates, without their content.",
      "{scope, tiers, size_chars, tokens}", _CONTEXT_ERRORS, {"session_id": _ULID})

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_serializer, model_validator
 from pydantic_core import PydanticSerializationError
 
 from cleveragents.ids import format_utc, new_id, utc_now
@@ -98,6 +98,7 @@ class A2aResponse(BaseModel):
     id: JsonRpcId = None
     result: Any = None
     error: A2aErrorDetail | None = None
+    _encoded: bytes | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -133,10 +134,29 @@ class A2aResponse(BaseModel):
         """The wire form as JSON text (see ``json_bytes``)."""
         return self.json_bytes().decode("utf-8")
 
+    def keep_encoded(self, data: bytes) -> None:
+        """Keep ``json_bytes()``'s answer, worked out earlier (off the event loop)."""
+        self._encoded = data
+
+    def json_bytes_in_pieces(self) -> bytes:
+        """``json_bytes()``, the result encoded a piece at a time (``bulk_json``), so a
+        worker thread encoding megabytes lets the event loop's run between pieces."""
+        from cleveragents.a2a import bulk_json
+
+        if self.error is None:
+            try:
+                head = pydantic_core.to_json({"jsonrpc": self.jsonrpc, "id": self.id, "result": None})
+                return head[:-len(b"null}")] + bulk_json.encode(self.result) + b"}"
+            except (PydanticSerializationError, UnicodeEncodeError):
+                pass
+        return self.json_bytes()
+
     def json_bytes(self) -> bytes:
         """The wire form as UTF-8 JSON, in one pass of pydantic's serializer: what
         transports write. Text it can't encode (a lone surrogate from a file read)
         goes through ``json``, escaped."""
+        if self._encoded is not None:
+            return self._encoded
         try:
             if self.error is not None:
                 return self.model_dump_json().encode("utf-8")

@@ -1,0 +1,36 @@
+"""Bulky answers are encoded a piece at a time (a2a.bulk_json), to the same bytes as one
+call of pydantic's encoder."""
+
+import pydantic_core
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cleveragents.a2a import bulk_json
+from cleveragents.a2a.models import A2aResponse
+
+LEAVES = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20)
+VALUES = st.recursive(
+    LEAVES, lambda inner: st.lists(inner, max_size=8) | st.dictionaries(st.text(max_size=5), inner, max_size=20),
+    max_leaves=60)
+
+
+@pytest.fixture(scope="module")
+def tiny_pieces():
+    # Pieces this small split every string and list the strategy makes.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bulk_json, "PIECE_CHARS", 3)
+        patch.setattr(bulk_json, "BATCH", 2)
+        yield
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=VALUES)
+def test_pieces_give_the_bytes_of_one_call(tiny_pieces, value):
+    assert bulk_json.encode(value) == pydantic_core.to_json(value, inf_nan_mode="null")
+
+
+def test_a_response_in_pieces_is_the_response():
+    for response in (A2aResponse(id=1, result={"diff": "é" * 10, "files": [{"hunks": [["+a"] * 3]}]}),
+                     A2aResponse(id="x", result=None), A2aResponse(id=None, result=["\ud800"])):
+        assert response.json_bytes_in_pieces() == response.json_bytes()
