@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from cleveragents.domain.actor import ActorEvent, TextChunk, ToolCall, Turn
 from cleveragents.domain.errors import StructuredError
 from cleveragents.domain.tools import Tool, ToolContext, WorkspaceView
+from cleveragents.infra.actors.toolbox import bounded
 from cleveragents.infra.tools.runner import ToolRunner
 
 NAME = "local/default"
@@ -131,9 +132,11 @@ def _scalar(value: str) -> Any:
 
 
 def _render(name: str, summary: str, output: dict[str, Any]) -> str:
-    # Encoded piece by piece and stopped at the cap: a result of 10,000 matches costs no more than a page.
+    # Cut to the cap first, then encoded piece by piece: a result of 10,000 matches, or a
+    # file of 32 MiB, costs no more than a page.
     pieces, size = [], 0
-    for piece in json.JSONEncoder(indent=2, ensure_ascii=False, default=str).iterencode(output):
+    encoder = json.JSONEncoder(indent=2, ensure_ascii=False, default=str)
+    for piece in encoder.iterencode(bounded(output, MAX_REPLY_CHARS)):
         pieces.append(piece)
         size += len(piece)
         if size > MAX_REPLY_CHARS:
