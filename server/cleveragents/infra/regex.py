@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import re2
+from re2 import _re2
 
 MAX_PATTERN_CHARS = 20_000
 MAX_REPEAT = 1000  # RE2's largest {n}
@@ -35,6 +36,7 @@ _OPERATORS = {  # RE2's "invalid perl operator: <fragment>", for what Python has
     "(?>": "atomic group", "(?(": "conditional", "(?#": "comment group", "(?|": "branch reset group",
     "(?R": "recursion", "(?P=": "backreference", "(?P>": "recursion",
 }
+_UNANCHORED, _ANCHOR_BOTH = _re2.RE2.Anchor.UNANCHORED, _re2.RE2.Anchor.ANCHOR_BOTH
 _ESCAPES = {"\\a": 7, "\\b": 8, "\\f": 12, "\\n": 10, "\\r": 13, "\\t": 9, "\\v": 11, "\\\\": 92}
 _OCTAL = "01234567"
 
@@ -49,34 +51,38 @@ class PatternError(ValueError):
 
 
 class Pattern:
-    """A compiled pattern, matched against bytes."""
+    """A compiled pattern, matched against bytes. A match is the list of its groups'
+    ``(start, end)`` byte spans, group 0 first; ``(-1, -1)`` for a group that did not
+    take part."""
 
-    __slots__ = ("source", "groups", "groupindex", "_regexp")
+    __slots__ = ("source", "groups", "groupindex", "_match")
 
     def __init__(self, source: str, regexp: Any):
         self.source = source
-        self._regexp = regexp
-        self.groups: int = regexp.groups
-        self.groupindex: dict[str, int] = {
-            name.decode("utf-8") if isinstance(name, bytes) else name: index
-            for name, index in regexp.groupindex.items()}
+        self._match = regexp.Match
+        self.groups: int = regexp.NumberOfCapturingGroups()
+        self.groupindex: dict[str, int] = {name.decode("utf-8"): index for name, index in regexp.NamedCapturingGroups()}
 
-    def search(self, data: bytes, pos: int = 0, endpos: int | None = None) -> Any:
-        """The first match in ``data[pos:endpos]``, or ``None``; its ``span(group)`` is in bytes."""
-        return self._regexp.search(data, pos, len(data) if endpos is None else endpos)
+    def search(self, data: bytes, pos: int = 0, endpos: int | None = None) -> list[tuple[int, int]] | None:
+        """The first match in ``data[pos:endpos]``, or ``None``."""
+        spans = self._match(_UNANCHORED, data, pos, len(data) if endpos is None else endpos)
+        return None if spans[0][0] < 0 else spans
 
     def fullmatch(self, text: str | bytes) -> bool:
-        return self._regexp.fullmatch(text if isinstance(text, bytes) else text.encode("utf-8", "surrogateescape")) \
-            is not None
+        data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogateescape")
+        return self._match(_ANCHOR_BOTH, data, 0, len(data))[0][0] >= 0
 
-    def finditer(self, data: bytes, endpos: int | None = None) -> Iterator[Any]:
+    def finditer(self, data: bytes, endpos: int | None = None) -> Iterator[list[tuple[int, int]]]:
         """The matches left to right, none overlapping; after an empty match the search
         goes on at the next character, as Python's does."""
         end = len(data) if endpos is None else endpos
-        pos = 0
-        while pos <= end and (match := self._regexp.search(data, pos, end)) is not None:
-            yield match
-            start, stop = match.span()
+        pos, match = 0, self._match
+        while pos <= end:
+            spans = match(_UNANCHORED, data, pos, end)
+            start, stop = spans[0]
+            if start < 0:
+                return
+            yield spans
             pos = stop if stop > start else _next_character(data, stop)
 
     def subn(self, template: Template, data: bytes, count: int = 0,
@@ -85,12 +91,12 @@ class Pattern:
         ``check`` is called between matches (a deadline, a cancel)."""
         pieces: list[bytes] = []
         done = last = 0
-        for match in self.finditer(data):
+        for spans in self.finditer(data):
             if check is not None:
                 check()
-            start, stop = match.span()
+            start, stop = spans[0]
             pieces.append(data[last:start])
-            pieces.append(template.expand(data, match))
+            pieces.append(template.expand(data, spans))
             last, done = stop, done + 1
             if done == count:
                 break
@@ -113,19 +119,17 @@ def compile_pattern(source: str, *, ignore_case: bool = False, multiline: bool =
     options.never_nl = lines
     options.never_capture = lines  # a line search needs no groups, and is quicker without
     prefix = "(?m)" if multiline or lines else ""
-    try:
-        regexp = re2.compile(_utf8(prefix + source, "pattern"), options)
-    except re2.error as exc:
-        raise _explain(_text(exc), source) from None
-    finally:
-        # The module keeps its last 128 patterns (and their DFAs) alive; ours are used once.
-        re2.purge()
+    # The binding itself, not the module's re-like wrapper: that one keeps its last 128
+    # patterns (and their DFAs, up to 8 MiB each) alive, and costs a generator and a
+    # match object per match, a third of a search with many matches.
+    regexp = _re2.RE2(_utf8(prefix + source, "pattern"), options)
+    if not regexp.ok():
+        raise _explain(_text(regexp.error()), source)
     return Pattern(source, regexp)
 
 
-def _text(exc: Exception) -> str:
-    message = exc.args[0] if exc.args else ""
-    return message.decode("utf-8", "replace") if isinstance(message, bytes) else str(message)
+def _text(message: bytes | str) -> str:
+    return message.decode("utf-8", "replace") if isinstance(message, bytes) else message
 
 
 def _explain(error: str, source: str) -> PatternError:
@@ -177,17 +181,18 @@ def search_lines(pattern: Pattern, data: bytes, max_text: int,
     if b"\r" in data:  # "a\r\n" is the line "a": `a$` matches it
         data = b"\n".join([line.rstrip(b"\r") for line in data.split(b"\n")])
     end = len(data) - 1 if last_ends else len(data)
+    ascii = data.isascii()  # then a column is a count of bytes
     line, counted, line_start, column, column_at, text = 1, 0, 0, 1, 0, None
-    for match in pattern.finditer(data, end):
+    for spans in pattern.finditer(data, end):
         if check is not None:
             check()
-        start = match.start()
+        start = spans[0][0]
         if newlines := data.count(b"\n", counted, start):
             line += newlines
             line_start = data.rfind(b"\n", counted, start) + 1
             column, column_at, text = 1, line_start, None
         counted = start
-        column += len(data[column_at:start].decode("utf-8"))
+        column += start - column_at if ascii else len(data[column_at:start].decode("utf-8"))
         column_at = start
         if text is None:
             stop = data.find(b"\n", start, end)
@@ -280,13 +285,13 @@ class Template:
         pieces.append(_utf8("".join(literal), "replacement"))
         return cls(pieces)
 
-    def expand(self, data: bytes, match: Any) -> bytes:
+    def expand(self, data: bytes, spans: list[tuple[int, int]]) -> bytes:
         if len(self.pieces) == 1:
             return self.pieces[0]  # type: ignore[return-value]
         out = []
         for piece in self.pieces:
             if isinstance(piece, int):
-                start, stop = match.span(piece)
+                start, stop = spans[piece]
                 if start >= 0:
                     out.append(data[start:stop])
             else:
