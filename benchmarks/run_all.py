@@ -57,6 +57,7 @@ BENCHES = (
           quick=("--sizes", "1000,10000", "--reps", "51")),
     Bench("http", "bench_http.py", "plain a2a-sdk server (DefaultRequestHandler)"),
     Bench("sandbox", "bench_sandbox.py", "the same server with [shell] sandbox = \"off\", paired per repetition"),
+    Bench("search", "bench_search.py", "the same walk matching Python's re line by line"),
 )
 
 
