@@ -33,3 +33,42 @@ def test_the_configuration_pages_config_file_example_loads(tmp_path):
     assert sorted(config.actors) == ["openai/gpt-4o", "team/reviewer"]
     assert config.defaults["default_actor"] == "openai/gpt-4o"
     assert list(config.projects) == ["api"] and list(config.resources) == ["docs"]
+
+
+def _table_after(text: str, heading: str) -> list[list[str]]:
+    """The rows of the first table after ``heading``, cells unescaped (``\\|``)."""
+    lines = text.split(heading, 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = re.split(r"(?<!\\)\|", line.strip()[1:-1])
+        rows.append([cell.strip().strip("`").replace("\\|", "|") for cell in cells])
+    return rows
+
+
+def test_the_tools_pages_searches_find_what_it_says(tmp_path):
+    from cleveragents.domain.tools import ToolContext
+    from cleveragents.infra.tools.fs import SearchTool
+    from cleveragents.infra.workspace.blobs import BlobStore
+    from cleveragents.infra.workspace.overlay import Overlay
+
+    rows = _table_after((DOCS / "tools.md").read_text(), "Some searches")
+    assert len(rows) >= 5
+    context = ToolContext(view=Overlay(tmp_path, BlobStore(tmp_path / ".blobs")), workspace=str(tmp_path))
+    for pattern, text, columns in rows:
+        (tmp_path / "line.txt").write_text(text + "\n")
+        found = SearchTool().run({"pattern": pattern, "glob": "line.txt"}, context).output["results"]
+        assert ", ".join(str(hit["column"]) for hit in found) == columns, (pattern, text)
+
+
+def test_the_tools_pages_time_limit_error_is_the_one_raised():
+    import json
+
+    from cleveragents.a2a.dialects import EXTENSION
+    from cleveragents.a2a.errors import error_payload
+    from cleveragents.domain.tools import ToolTimeoutError
+
+    shown = json.loads(re.search(r"```json\n(.*?)```", (DOCS / "tools.md").read_text(), re.S).group(1))
+    assert error_payload(ToolTimeoutError.of("fs.replace", 300), EXTENSION) == shown

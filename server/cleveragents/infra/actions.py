@@ -50,8 +50,8 @@ _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 BUILTIN_ACTIONS: tuple[Action, ...] = (
     Action(
         "replace", "Replace a regular expression in the files matching a glob.",
-        (ActionArgument("pattern", "string", description="Python regular expression"),
-         ActionArgument("replacement", "string", description="re.sub replacement"),
+        (ActionArgument("pattern", "string", description="Regular expression, RE2 syntax (docs/tools.md)"),
+         ActionArgument("replacement", "string", description="re.sub replacement: \\1 or \\g<name> for a group"),
          ActionArgument("glob", "string", required=False, default="**/*"),
          ActionArgument("ignore_case", "boolean", required=False, default=False)),
         (ActionStep("replace", "fs.replace", {
