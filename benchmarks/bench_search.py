@@ -127,7 +127,7 @@ def report(measured: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[st
                               baseline=theirs, unit="ms"))
     widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
     for index, row in enumerate(rows):
-        print(" | ".join(cell.ljust(w) if c == 0 else cell.rjust(w) for c, (cell, w) in enumerate(zip(row, widths))))
+        print(" | ".join(cell.ljust(w) if c == 0 else cell.rjust(w) for c, (cell, w) in enumerate(zip(row, widths, strict=True))))
         if index == 0:
             print("-+-".join("-" * w for w in widths))
     print(f"(.|.)*QQQ on a 60-character line: {measured['pathological_ms']:.1f} ms "

@@ -10,7 +10,6 @@ round trip of ``_cleveragents/health/check`` while other work runs.
 from __future__ import annotations
 
 import asyncio
-import os
 import itertools
 import json
 import re
@@ -50,7 +49,7 @@ class StdioServer:
         options["env"] = {**options["env"], **(env or {})}
         proc = await asyncio.create_subprocess_exec(
             *identity.server_command(), "--workspace", str(workspace), cwd=str(workspace),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None if os.environ.get("STALL_DEBUG") else asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
             limit=64 * 1024 * 1024, **options)
         server = cls(proc)
         await asyncio.wait_for(server.call("initialize", {"processId": None, "capabilities": {}}), START_TIMEOUT)
