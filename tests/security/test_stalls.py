@@ -17,6 +17,7 @@ limit fails with an error naming the limit.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -100,17 +101,35 @@ async def servers(identity: Identity) -> AsyncIterator[Start]:
         await server.close()
 
 
-async def under_attack(call: Call, attacks: list[Awaitable[Any]], *, samples: int = 60) -> tuple[list[Any], list[float]]:
-    """Run ``attacks`` while sampling the health check; their results, and the latencies."""
-    running = [asyncio.ensure_future(attack) for attack in attacks]
-    await asyncio.sleep(0.05)  # the attacks are in the server before the first sample
+async def under_attack(call: Call, attacks: list[Callable[[], Awaitable[Any]]], *,
+                       samples: int = 80) -> tuple[list[Any], list[float]]:
+    """Run ``attacks`` one after another, round and round, while sampling the health
+    check, until there are ``samples`` and every attack has run; the result of each
+    attack's first run, and the latencies. One at a time, so a sample measures what the
+    attack does to the server, not a burst of starts on two CPUs (many at once is
+    ``test_many_concurrent_heavy_searches_leave_the_health_check_fast``)."""
+    results: dict[int, Any] = {}
+    stop = asyncio.Event()
+
+    async def attack() -> None:
+        for index in itertools.cycle(range(len(attacks))):
+            if stop.is_set():
+                return
+            results.setdefault(index, await attacks[index]())
+
+    attacker = asyncio.ensure_future(attack())
+    latencies: list[float] = []
     try:
-        latencies = await health_latencies(call, samples=samples)
-        results = await asyncio.wait_for(asyncio.gather(*running), 60)
+        await asyncio.sleep(0.05)  # the first attack is in the server before the first sample
+        while len(latencies) < samples or len(results) < len(attacks):
+            if attacker.done():
+                attacker.result()  # an attack's own assertion
+            latencies += await health_latencies(call, samples=1)
+        stop.set()
+        await asyncio.wait_for(attacker, 60)
     finally:
-        for task in running:
-            task.cancel()
-    return results, latencies
+        attacker.cancel()
+    return [results[index] for index in range(len(attacks))], latencies
 
 
 def assert_fast(latencies: list[float]) -> None:
@@ -128,7 +147,7 @@ async def send(call: Call, text: str) -> tuple[str, float]:
 @pytest.mark.parametrize("kind", ["stdio", "http"])
 async def test_the_reported_pattern_answers_at_once(servers, kind):
     server = await servers(kind)
-    (reply, seconds), = (await under_attack(server.call, [send(server.call, REPRODUCER)]))[0]
+    (reply, seconds), = (await under_attack(server.call, [lambda: send(server.call, REPRODUCER)]))[0]
     assert reply.startswith("fs.search: 0 matches in 1 files"), reply
     assert seconds < 5, f"the search took {seconds:.1f} s"
     # and the server is still there for everyone
@@ -137,7 +156,7 @@ async def test_the_reported_pattern_answers_at_once(servers, kind):
 
 async def test_backtracking_patterns_on_a_giant_line_keep_the_server_answering(servers):
     server = await servers()
-    attacks = [send(server.call, f"fs.search '{pattern}' glob=giant.txt") for pattern in BACKTRACKING]
+    attacks = [lambda p=pattern: send(server.call, f"fs.search '{p}' glob=giant.txt") for pattern in BACKTRACKING]
     results, latencies = await under_attack(server.call, attacks)
     for pattern, (reply, seconds) in zip(BACKTRACKING, results, strict=True):
         assert reply.startswith("fs.search: "), (pattern, reply)
@@ -149,12 +168,12 @@ async def test_backtracking_patterns_on_a_giant_line_keep_the_server_answering(s
 # -- globs -------------------------------------------------------------------------------------
 async def test_catastrophic_globs_match_in_linear_time(servers):
     server = await servers()
-    attacks = [
-        send(server.call, "fs.glob 'names/*a*a*a*a*a*a*a*b'"),
-        send(server.call, "fs.glob 'names/*a*a*a*a*a*a*a*.txt'"),
-        send(server.call, "fs.search x glob='**/*a*a*a*a*a*a*a*a*a*a*b'"),
-        send(server.call, "fs.glob '**/*a*a*a*a*a*a*a*a*a*a*a*a*?*[!b]'"),
-    ]
+    attacks = [lambda text=text: send(server.call, text) for text in (
+        "fs.glob 'names/*a*a*a*a*a*a*a*b'",
+        "fs.glob 'names/*a*a*a*a*a*a*a*.txt'",
+        "fs.search x glob='**/*a*a*a*a*a*a*a*a*a*a*b'",
+        "fs.glob '**/*a*a*a*a*a*a*a*a*a*a*a*a*?*[!b]'",
+    )]
     (no_match, matching, search, classes), latencies = await under_attack(server.call, attacks)
     assert "0 files match" in no_match[0], no_match
     assert f"names/{LONG_NAME}" in matching[0], matching
@@ -199,11 +218,11 @@ async def test_unsupported_constructs_are_refused_naming_them(servers):
 # -- huge match counts and giant lines ---------------------------------------------------------
 async def test_huge_match_counts_stop_at_the_cap(servers):
     server = await servers()
-    attacks = [
-        send(server.call, "fs.search a glob=giant.txt max_results=10000"),
-        send(server.call, "fs.search 'x*' glob=giant.txt max_results=10000"),
-        send(server.call, "fs.search . glob=big/** max_results=10000"),
-    ]
+    attacks = [lambda text=text: send(server.call, text) for text in (
+        "fs.search a glob=giant.txt max_results=10000",
+        "fs.search 'x*' glob=giant.txt max_results=10000",
+        "fs.search . glob=big/** max_results=10000",
+    )]
     results, latencies = await under_attack(server.call, attacks)
     for reply, seconds in results:
         assert reply.startswith("fs.search: 10000 matches"), reply[:200]
@@ -248,12 +267,9 @@ async def test_a_huge_diff_is_encoded_without_stalling_the_server(servers):
     executed = await server.call("_cleveragents/plan/execute", {"plan_id": plan_id})
     assert executed["result"]["state"] == "completed", executed
 
-    async def diffs() -> list[dict[str, Any]]:
-        return [await server.call("_cleveragents/plan/diff", {"plan_id": plan_id}) for _ in range(3)]
-
-    (answers,), latencies = await under_attack(server.call, [diffs()])
-    for answer in answers:
-        assert len(answer["raw"]) > 12 * 1024 * 1024 and b'"diff":' in answer["raw"], "the answer is as big as meant"
+    (answer,), latencies = await under_attack(
+        server.call, [lambda: server.call("_cleveragents/plan/diff", {"plan_id": plan_id})])
+    assert len(answer["raw"]) > 12 * 1024 * 1024 and b'"diff":' in answer["raw"], "the answer is as big as meant"
     assert_fast(latencies)
 
 

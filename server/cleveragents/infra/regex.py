@@ -11,7 +11,7 @@ matches.
 The syntax is RE2's: Python's, less what needs backtracking. A pattern using such a
 construct (a backreference, a lookaround, an atomic group, a possessive quantifier, a
 conditional) is refused with a ``PatternError`` that names it. ``\\w``, ``\\d``,
-``\\s`` and ``\\b`` are ASCII; ``\\pL``, ``\\p{Greek}`` and ``[[:alpha:]]`` name
+``\\s``, ``\\b`` and ``[[:alpha:]]`` are ASCII; ``\\pL`` and ``\\p{Greek}`` name
 Unicode classes. Texts are matched as UTF-8 bytes, so positions are byte offsets.
 
 A replacement is Python's ``re.sub`` template (``\\1``, ``\\g<1>``, ``\\g<name>``,
@@ -62,11 +62,6 @@ class Pattern:
         self._match = regexp.Match
         self.groups: int = regexp.NumberOfCapturingGroups()
         self.groupindex: dict[str, int] = {name.decode("utf-8"): index for name, index in regexp.NamedCapturingGroups()}
-
-    def search(self, data: bytes, pos: int = 0, endpos: int | None = None) -> list[tuple[int, int]] | None:
-        """The first match in ``data[pos:endpos]``, or ``None``."""
-        spans = self._match(_UNANCHORED, data, pos, len(data) if endpos is None else endpos)
-        return None if spans[0][0] < 0 else spans
 
     def fullmatch(self, text: str | bytes) -> bool:
         data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogateescape")
