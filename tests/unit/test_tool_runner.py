@@ -94,6 +94,27 @@ async def test_a_tool_that_never_looks_is_given_up_on_after_the_grace(monkeypatc
     assert time.monotonic() - started < 1.2, "the call did not wait for the thread"
 
 
+async def test_a_call_given_up_on_while_queued_never_starts(monkeypatch):
+    monkeypatch.setattr(runner_module, "GRACE", 0.1)
+    runner = ToolRunner(0.1, max_workers=1)
+    started: list[str] = []
+
+    class Recording(Probe):
+        def run(self, arguments, context):
+            started.append(arguments["name"])
+            return super().run(arguments, context)
+
+    try:
+        calls = [runner.call(Recording(seconds=0.8, cooperative=False), {"name": "first"}, _context()),
+                 runner.call(Recording(), {"name": "queued"}, _context())]
+        outcomes = await asyncio.gather(*calls, return_exceptions=True)
+        await asyncio.sleep(1.0)  # the first thread ends; the queued call must not run then
+    finally:
+        runner.close()
+    assert all(isinstance(outcome, ToolTimeoutError) for outcome in outcomes)
+    assert started == ["first"]
+
+
 async def test_a_nested_call_keeps_the_sooner_deadline():
     context = _context()
     context.start_clock(0.5, "outer")

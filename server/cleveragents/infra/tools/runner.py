@@ -58,9 +58,9 @@ class ToolRunner:
         try:
             return await asyncio.wait_for(asyncio.shield(future), remaining + GRACE)
         except asyncio.TimeoutError:
-            logger.warning("%s did not stop at its time limit of %s s; its thread is left to end, its result "
-                           "dropped", tool.name, context.time_limit)
-            future.add_done_callback(_drop)
+            # A call still queued never starts; a running one is left to end, its result dropped.
+            future.cancel()
+            logger.warning("%s did not stop at its time limit of %s s: given up on", tool.name, context.time_limit)
             raise context.timeout_error() from None
 
     def close(self) -> None:
@@ -68,11 +68,6 @@ class ToolRunner:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _drop(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()  # retrieved, so asyncio doesn't log it as never retrieved
 
 
 def _lower_priority() -> None:
