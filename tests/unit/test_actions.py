@@ -157,6 +157,15 @@ def test_a_bad_key_is_a_problem_naming_the_key(workspace):
     assert "neww" in by_file["placeholder.toml"]["message"]
 
 
+def test_a_bad_key_in_a_file_of_many_tables_is_found_without_backtracking(workspace):
+    # A table header's pattern crossed lines: Python's re took minutes over such a file,
+    # holding the GIL; an action file can come with a cloned repository.
+    tables = "".join(f"[arguments.a{n}]\ntype = \"string\"\n" for n in range(20_000))
+    write_action(workspace, "many.toml", f'description = "x"\n{tables}[[steps]]\ntool = 5\n')
+    (problem,) = load_actions(workspace)[1]
+    assert (problem["key"], problem["line"]) == ("steps[0].tool", 40_003)
+
+
 def test_a_second_action_with_the_same_name_is_a_problem(workspace):
     write_action(workspace, "a.toml", GOOD)
     write_action(workspace, "b.toml", GOOD)

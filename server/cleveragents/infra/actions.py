@@ -40,6 +40,7 @@ from cleveragents.config import STATE_DIRNAME
 from cleveragents.domain.actions import Action, ActionArgument, ActionStep, ArgumentType
 from cleveragents.domain.errors import ValidationError
 from cleveragents.domain.json_limits import MAX_DEPTH, first_too_deep
+from cleveragents.infra.regex import compile_pattern
 
 ACTIONS_DIR = Path(STATE_DIRNAME) / "actions"
 _ACTION_KEYS = {"name", "description", "arguments", "steps"}
@@ -147,9 +148,12 @@ def _parse(document: dict[str, Any], stem: str, source: str) -> Action:
 def _line_of(text: str, key: str) -> int | None:
     """Best effort: the line defining ``key``'s last part, when only one line does."""
     leaf = [part for part in re.split(r"[.\[\]]", key) if part and not part.isdigit()][-1]
-    pattern = re.compile(rf"(?:^|[{{,])\s*\"?{re.escape(leaf)}\"?\s*=|^\s*\[+[^\]]*\b{re.escape(leaf)}\b[^\]]*\]+",
-                         re.MULTILINE)
-    lines = {text.count("\n", 0, match.start()) + 1 for match in pattern.finditer(text)}
+    # RE2: a table header's `[^\]]*` crosses lines, so Python's re backtracked over the whole
+    # file from every `[` at a line start; an action file can come with a cloned repository.
+    pattern = compile_pattern(rf"(?:^|[{{,])\s*\"?{re.escape(leaf)}\"?\s*=|^\s*\[+[^\]]*\b{re.escape(leaf)}\b[^\]]*\]+",
+                              multiline=True)
+    data = text.encode("utf-8")
+    lines = {data.count(b"\n", 0, spans[0][0]) + 1 for spans in pattern.finditer(data)}
     return lines.pop() if len(lines) == 1 else None
 
 
