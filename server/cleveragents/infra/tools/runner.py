@@ -2,12 +2,12 @@
 
 A call runs in a pool of threads of its own, so slow tool work never queues the
 server's own file I/O (the default executor) or other pools, and those threads run at
-a lower CPU priority than the event loop's, so tool work never starves the answers. Its context gets a
-deadline (``ToolContext.start_clock``) that the tool's loops check; past it the tool
-raises ``ToolTimeoutError``, which names the limit. A tool that does not look in time
-(stuck in a call that never returns) is given up on ``GRACE`` seconds after the
-deadline: the call fails the same way, and the thread is left to end on its own, its
-result dropped.
+a lower CPU priority than the event loop's, so tool work never starves the answers.
+Its context gets a deadline (``ToolContext.start_clock``) that the tool's loops check;
+past it the tool raises ``ToolTimeoutError``, which names the limit. A tool that does
+not look in time (stuck in a call that never returns) is given up on ``GRACE``
+seconds after the deadline: the call fails the same way, and the thread is left to
+end on its own, its result dropped.
 """
 
 from __future__ import annotations
