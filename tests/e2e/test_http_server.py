@@ -101,9 +101,12 @@ async def test_calls_need_a_right_credential(served):
 async def test_the_cards_are_public_and_the_extended_card_is_not(served):
     server, client = served
     card = (await client.get("/.well-known/agent-card.json")).json()
-    assert card["securitySchemes"] == {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}},
-                                       "apiKey": {"apiKeySecurityScheme": {"location": "header", "name": "X-API-Key"}}}
-    assert card["capabilities"]["extendedAgentCard"] is True
+    # Each scheme in 1.0's spelling and 0.3's: 1.0 and 0.3 clients read this card.
+    assert card["securitySchemes"] == {
+        "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}, "type": "http", "scheme": "Bearer"},
+        "apiKey": {"apiKeySecurityScheme": {"location": "header", "name": "X-API-Key"},
+                   "type": "apiKey", "in": "header", "name": "X-API-Key"}}
+    assert card["capabilities"]["extendedAgentCard"] is True and card["supportsAuthenticatedExtendedCard"] is True
     assert card["supportedInterfaces"][0]["url"] == server.url + "/a2a"
     assert "secret" not in [s["id"] for s in card["skills"]]
     assert (await client.get("/.well-known/agent.json")).status_code == 200
@@ -136,10 +139,16 @@ async def test_cards_validate_and_revalidate(open_server):
     server, client = open_server
     response = await client.get("/.well-known/agent-card.json")
     card = response.json()
-    parsed = json_format.ParseDict(card, pb.AgentCard())  # strict: no field the spec lacks
+    # One card for 1.0 clients (which skip 0.3's fields) and 0.3 clients (which skip 1.0's).
+    parsed = json_format.ParseDict(card, pb.AgentCard(), ignore_unknown_fields=True)
+    assert parsed == parse_agent_card(json.loads(response.text))  # (it takes the dict apart)
     validate_proto_required_fields(parsed)
     assert {(i.protocol_binding, i.protocol_version) for i in parsed.supported_interfaces} == {
-        ("JSONRPC", "1.0"), ("HTTP+JSON", "1.0"), ("JSONRPC", "0.3")}
+        ("JSONRPC", "1.0"), ("HTTP+JSON", "1.0"), ("JSONRPC", "0.3"), ("HTTP+JSON", "0.3")}
+    assert set(card) - set(pb.AgentCard.DESCRIPTOR.fields_by_camelcase_name) == {
+        "url", "protocolVersion", "preferredTransport", "additionalInterfaces", "supportsAuthenticatedExtendedCard"}
+    read_by_0_3 = types_v03.AgentCard.model_validate(card)
+    assert read_by_0_3.url == server.url + "/a2a" and read_by_0_3.protocol_version == "0.3.0"
     caps = card["capabilities"]
     assert caps["streaming"] and caps["pushNotifications"] and caps["extendedAgentCard"]
     ext = {e["uri"]: e for e in caps["extensions"]}["urn:cleveragents:extensions:v1"]

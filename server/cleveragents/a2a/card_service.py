@@ -16,13 +16,14 @@ from typing import Any
 from cleveragents._version import __version__
 from cleveragents.a2a import dialects, methods
 from cleveragents.a2a.capabilities import AGENT_DESCRIPTION, AGENT_NAME, EXTENSION_URI
-from cleveragents.a2a.cards import AgentCardSpec, ExtensionSpec, SkillSpec, card_v03, card_v1
+from cleveragents.a2a.cards import AgentCardSpec, ExtensionSpec, SkillSpec, card_both, card_v03, card_v1
 from cleveragents.a2a.errors import ExtendedAgentCardNotConfiguredError
 from cleveragents.app.calls import CallContext
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_URL = "http://localhost:8000/a2a"
+BOTH = "both"  # the public card that 1.0 and 0.3 clients both read
 CardCallback = Callable[[dict[str, Any]], Any]
 
 
@@ -69,6 +70,10 @@ class AgentCardService:
         self.spec = replace(self.spec, **changes)
 
     def card(self, version: str = "1.0", extended: bool = False) -> dict[str, Any]:
+        """The card in A2A ``version`` ("1.0" or "0.3"), or the public card both read
+        (``BOTH``)."""
+        if version == BOTH:
+            return card_both(self.spec)
         render = card_v03 if version.startswith("0.3") else card_v1
         return render(self.spec, extended=extended)
 

@@ -1,8 +1,12 @@
-"""Agent cards: one description of the agent, rendered as an A2A 1.0 card (served at
-``/.well-known/agent-card.json``) or a 0.3 card (``/.well-known/agent.json``).
+"""Agent cards: one description of the agent, rendered as an A2A 1.0 card, a 0.3 card
+(the seed's ``/.well-known/agent.json``), or the card both read (``card_both``, served
+at ``/.well-known/agent-card.json``, where 1.0 clients and 0.3.x clients both look).
 
 The 1.0 card is ProtoJSON (``AgentCard`` of ``specification/a2a.proto``); the 0.3
 card follows ``specification/json/a2a.json`` of v0.3.0.
+
+Each card lists each interface once: JSON-RPC at ``url`` (both versions) and HTTP+JSON
+at ``base_url`` (1.0 under it, 0.3 under its ``/v1``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ CARD_PROTOCOL_VERSION_V03 = "0.3.0"
 JSONRPC = "JSONRPC"
 HTTP_JSON = "HTTP+JSON"
 BEARER_SCHEME = "bearer"
+HTTP_BEARER = "Bearer"  # the HTTP auth scheme's name (RFC 7235), one spelling in both versions
 API_KEY_SCHEME = "apiKey"
 JSONRPC_SUFFIX = "/a2a"
 
@@ -116,13 +121,14 @@ def card_v1(spec: AgentCardSpec, *, extended: bool = False) -> dict[str, Any]:
     card["supportedInterfaces"] = [
         {"url": spec.url, "protocolBinding": JSONRPC, "protocolVersion": PROTOCOL_V1},
         {"url": spec.base_url, "protocolBinding": HTTP_JSON, "protocolVersion": PROTOCOL_V1},
-        # The same endpoint answers 0.3 method names too.
+        # The same endpoints answer 0.3 too (HTTP+JSON 0.3 under /v1).
         {"url": spec.url, "protocolBinding": JSONRPC, "protocolVersion": PROTOCOL_V03},
+        {"url": spec.base_url, "protocolBinding": HTTP_JSON, "protocolVersion": PROTOCOL_V03},
     ]
     card["capabilities"] = {**_capabilities(spec), "extendedAgentCard": spec.extended_card}
     schemes: dict[str, Any] = {}
     if spec.bearer:
-        schemes[BEARER_SCHEME] = {"httpAuthSecurityScheme": {"scheme": "Bearer"}}
+        schemes[BEARER_SCHEME] = {"httpAuthSecurityScheme": {"scheme": HTTP_BEARER}}
     if spec.api_key_header:
         schemes[API_KEY_SCHEME] = {"apiKeySecurityScheme": {"location": "header", "name": spec.api_key_header}}
     if schemes:
@@ -134,15 +140,40 @@ def card_v1(spec: AgentCardSpec, *, extended: bool = False) -> dict[str, Any]:
 def card_v03(spec: AgentCardSpec, *, extended: bool = False) -> dict[str, Any]:
     """The A2A 0.3 AgentCard, with the JSON-RPC endpoint as its preferred transport."""
     card = _common(spec, extended)
-    card.update(protocolVersion=CARD_PROTOCOL_VERSION_V03, url=spec.url, preferredTransport=JSONRPC,
-                additionalInterfaces=[{"url": spec.url, "transport": JSONRPC}],
-                capabilities=_capabilities(spec), supportsAuthenticatedExtendedCard=spec.extended_card)
-    schemes: dict[str, Any] = {}
-    if spec.bearer:
-        schemes[BEARER_SCHEME] = {"type": "http", "scheme": "bearer"}
-    if spec.api_key_header:
-        schemes[API_KEY_SCHEME] = {"type": "apiKey", "in": "header", "name": spec.api_key_header}
+    card.update(_v03_fields(spec), capabilities=_capabilities(spec))
+    schemes = _v03_schemes(spec)
     if schemes:
         card["securitySchemes"] = schemes
         card["security"] = [{name: []} for name in _scheme_names(spec)]
     return card
+
+
+def card_both(spec: AgentCardSpec) -> dict[str, Any]:
+    """The public card that a 1.0 client and a 0.3 client both accept: the 1.0 card
+    plus 0.3's top-level fields. The two versions spell ``securitySchemes`` differently
+    under one key, so each scheme carries both spellings: the 0.3 ``type`` fields and
+    the 1.0 one-of wrapper (each reader ignores the other's keys)."""
+    card = card_v1(spec)
+    card.update(_v03_fields(spec))
+    v03 = _v03_schemes(spec)
+    if v03:
+        card["securitySchemes"] = {name: {**v03[name], **scheme} for name, scheme in card["securitySchemes"].items()}
+        card["security"] = [{name: []} for name in _scheme_names(spec)]
+    return card
+
+
+def _v03_fields(spec: AgentCardSpec) -> dict[str, Any]:
+    """0.3's top-level fields. ``url`` is the main interface; ``additionalInterfaces``
+    lists the others (a client adds them to the main one, so it is not repeated)."""
+    return {"protocolVersion": CARD_PROTOCOL_VERSION_V03, "url": spec.url, "preferredTransport": JSONRPC,
+            "additionalInterfaces": [{"url": spec.base_url, "transport": HTTP_JSON}],
+            "supportsAuthenticatedExtendedCard": spec.extended_card}
+
+
+def _v03_schemes(spec: AgentCardSpec) -> dict[str, Any]:
+    schemes: dict[str, Any] = {}
+    if spec.bearer:
+        schemes[BEARER_SCHEME] = {"type": "http", "scheme": HTTP_BEARER}
+    if spec.api_key_header:
+        schemes[API_KEY_SCHEME] = {"type": "apiKey", "in": "header", "name": spec.api_key_header}
+    return schemes

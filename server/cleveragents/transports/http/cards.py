@@ -1,5 +1,6 @@
-"""The public agent cards: ``/.well-known/agent-card.json`` (A2A 1.0) and
-``/.well-known/agent.json`` (0.3), with ``Cache-Control``, ``ETag`` and
+"""The public agent cards: ``/.well-known/agent-card.json`` (where A2A 1.0 and 0.3.x
+clients both look: one card that both accept) and ``/.well-known/agent.json`` (the 0.3.0
+drafts' location: the 0.3 card), with ``Cache-Control``, ``ETag`` and
 ``Last-Modified``, and 304 answers to ``If-None-Match`` / ``If-Modified-Since``."""
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import Response
+
+from cleveragents.a2a.card_service import BOTH
 
 if TYPE_CHECKING:
     from cleveragents.transports.http.app import A2aHttpApp
@@ -41,7 +44,7 @@ class CardRoutes:
         self.app = app
 
     async def card_v1(self, request: Request) -> Response:
-        return await self._serve(request, "1.0")
+        return await self._serve(request, BOTH)
 
     async def card_v03(self, request: Request) -> Response:
         return await self._serve(request, "0.3")
