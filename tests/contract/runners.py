@@ -348,7 +348,13 @@ class HttpRunner:
     async def _post(self, body: bytes, headers: dict[str, str] | None = None) -> dict[str, Any] | None:
         response = await self.client.post("/a2a", content=body, headers={"Content-Type": "application/json",
                                                                         **(headers or {})})
-        return None if response.status_code == 202 else response.json()
+        if response.status_code == 202:
+            return None
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            # A streaming method always answers with a stream: here its last response.
+            data = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
+            return json.loads(data[-1])
+        return response.json()
 
     def _request(self, method: str, params: Any) -> dict[str, Any]:
         request: dict[str, Any] = {"jsonrpc": "2.0", "id": next(self.ids), "method": method}

@@ -124,8 +124,11 @@ def test_webhooks_on_private_addresses_are_refused_when_the_config_is_made(ident
         streamed = client.post("/a2a", json=rpc("message/stream", {
             "message": {**message("third"), "kind": "message", "role": "user",
                         "parts": [{"kind": "text", "text": "third"}]},
-            "configuration": {"pushNotificationConfig": {"url": "http://169.254.169.254/"}}})).json()
-        assert streamed["error"]["code"] == -32602 and streamed["error"]["data"]["reason"] == "metadata"
+            "configuration": {"pushNotificationConfig": {"url": "http://169.254.169.254/"}}}))
+        # A refused stream is an event stream whose one event is the error.
+        assert streamed.headers["content-type"].startswith("text/event-stream"), streamed.text
+        (error,) = [json.loads(line[5:])["error"] for line in streamed.text.splitlines() if line.startswith("data:")]
+        assert error["code"] == -32602 and error["data"]["reason"] == "metadata"
         tasks = client.post("/a2a", json=rpc("ListTasks", {}), headers=V1).json()["result"]["tasks"]
         assert [t["id"] for t in tasks] == [task_id]
         configs = client.post("/a2a", headers=V1, json=rpc("ListTaskPushNotificationConfigs", {"taskId": task_id}))

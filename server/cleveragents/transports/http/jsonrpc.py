@@ -2,7 +2,8 @@
 
 One message per request (no batches, as on stdio). Streaming methods answer with
 SSE in which each ``data:`` is a complete JSON-RPC response carrying the request's
-id; ``_cleveragents/event/subscribe`` with ``Accept: text/event-stream`` answers with
+id, an error included (one refused at once is the stream's only event: clients of
+streaming methods read the event stream); ``_cleveragents/event/subscribe`` with ``Accept: text/event-stream`` answers with
 its response and then the events, each with its ULID as the SSE ``id``, so
 ``Last-Event-ID`` resumes it.
 """
@@ -28,7 +29,7 @@ from cleveragents.a2a.errors import (
 )
 from cleveragents.a2a.facade import CallContext
 from cleveragents.transports.http.sse import EventStreamResponse, ServerSentEvent
-from cleveragents.transports.http.streams import ERROR, StreamCall, resuming, sse_response
+from cleveragents.transports.http.streams import ERROR, StreamCall, one_event, resuming, sse_response
 from cleveragents.transports.lsp.notifications import EVENT_NOTIFICATION, task_notification
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ class JsonRpcEndpoint:
         if first[0] != "item":
             await call.close()
             error = first[1] if first[0] == ERROR else {"code": -32603, "message": "The stream ended early"}
-            return JSONResponse(envelope.error_response(msg_id, error))
+            return one_event(envelope.error_response(msg_id, error))
 
         head = '{"jsonrpc":"2.0","id":%s,"result":' % json.dumps(msg_id)
 

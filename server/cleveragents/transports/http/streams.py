@@ -107,6 +107,17 @@ def item_event(value: tuple[str | None, str], frame: Callable[[str, Any], Any]) 
     return ServerSentEvent(frame(ITEM, text), id=event_id or None)
 
 
+async def _no_more() -> AsyncIterator[ServerSentEvent]:
+    return
+    yield  # an async generator that yields nothing
+
+
+def one_event(data: Any, event: str | None = None) -> EventStreamResponse:
+    """An event stream of one event: how a streaming call refused before its first
+    item answers, since its client reads the event stream (a2a-sdk servers do the same)."""
+    return EventStreamResponse(_no_more(), first=ServerSentEvent(data, event=event))
+
+
 def sse_response(call: StreamCall, first: tuple[str, Any], frame: Callable[[str, Any], Any],
                  error_event: str | None = None) -> EventStreamResponse:
     """The SSE response of a call whose first ``next()`` was the item ``first``.
