@@ -62,3 +62,57 @@ async def test_a_bad_envelope_on_a_stream_is_still_a_plain_json_rpc_error(served
         **SSE, "Content-Type": "application/json"})
     assert response.headers["content-type"].startswith("application/json")
     assert response.json()["error"]["code"] == -32700
+
+
+# -- a trailing slash: the same route, never a redirect ---------------------------------
+def layouts(tmp_path):
+    """(name, ASGI app, the path our routes sit under): served alone, with a prefix,
+    mounted in a Starlette app, and as a FastAPI router."""
+    from fastapi import FastAPI
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    def published(prefix: str = "") -> A2A:
+        return A2A(agent=Agent(name="Echo", handler=handler), auth_token=TOKEN, prefix=prefix)
+
+    fastapi = FastAPI()
+    fastapi.include_router(published("/agent").get_router(workspace=tmp_path / "f", memory=True))
+    return {
+        "alone": (published().asgi_app(workspace=tmp_path / "a", memory=True), ""),
+        "prefix": (published("/api").asgi_app(workspace=tmp_path / "p", memory=True), "/api"),
+        "mounted": (Starlette(routes=[Mount("/agent", app=published().asgi_app(workspace=tmp_path / "m", memory=True))]),
+                    "/agent"),
+        "fastapi": (fastapi, "/agent"),
+    }
+
+
+@pytest.mark.parametrize("layout", ["alone", "prefix", "mounted", "fastapi"])
+async def test_every_route_answers_with_or_without_a_trailing_slash(tmp_path, layout):
+    app, base = layouts(tmp_path)[layout]
+    async with serving(app) as (_, client):
+        client.headers.update(AUTH)
+        for path in ("/a2a", "/a2a/"):
+            sent = await client.post(base + path, json=rpc("SendMessage", v1_message("hi")), headers=V1)
+            assert sent.status_code == 200, (path, sent.status_code, sent.headers)
+            task = sent.json()["result"]["task"]
+            assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        rest_sent = await client.post(base + "/message:send/", json=v1_message("rest"))
+        assert rest_sent.status_code == 200 and rest_sent.json()["task"]["id"], rest_sent.text
+        task_id = rest_sent.json()["task"]["id"]
+        for method, path in (("GET", f"/tasks/{task_id}/"), ("GET", "/tasks/"), ("GET", "/extendedAgentCard/"),
+                             ("GET", f"/tasks/{task_id}/pushNotificationConfigs/"),
+                             ("GET", "/.well-known/agent-card.json/"), ("GET", "/healthz/")):
+            response = await client.request(method, base + path)
+            assert response.status_code == 200, (path, response.status_code, response.headers)
+        canceled = await client.post(base + f"/tasks/{task_id}:cancel/", json={})
+        assert canceled.status_code == 400 and canceled.json()["error"]["details"][0]["reason"] == "TASK_NOT_CANCELABLE"
+        streamed = await client.post(base + "/message:stream/", json=v1_message("s"))
+        assert streamed.headers["content-type"].startswith("text/event-stream")
+        assert sse_data(streamed)[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_a_path_we_do_not_serve_is_not_found_and_never_redirected(served):
+    _, client = served
+    assert (await client.get("/a2a/")).status_code == 405  # POST only, slash or not
+    for path in ("/a2a//", "/nothing/", "/tasks/x/y/"):
+        assert (await client.post(path, json={})).status_code in (404, 405)

@@ -94,8 +94,10 @@ async def _status(client: httpx.AsyncClient, method: str, path: str, headers: di
 
 
 def _public(prefix: str) -> set[str]:
-    """The cards at the root and under the prefix; ``/healthz`` under the prefix."""
-    return CARDS | {prefix + card for card in CARDS} | {prefix + "/healthz"}
+    """The cards at the root and under the prefix; ``/healthz`` under the prefix; each
+    with or without a trailing slash (every route has both forms)."""
+    paths = CARDS | {prefix + card for card in CARDS} | {prefix + "/healthz"}
+    return paths | {path + "/" for path in paths}
 
 
 async def test_only_the_cards_and_healthz_answer_without_a_credential(served):

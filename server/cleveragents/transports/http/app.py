@@ -1,6 +1,6 @@
 """The HTTP face of the backend: a Starlette app over the same facade as stdio.
 
-Routes (``prefix`` is "" unless configured):
+Routes (``prefix`` is "" unless configured), each also with a trailing slash:
 
 - ``POST {prefix}/a2a``: JSON-RPC, both dialects (``jsonrpc.py``).
 - ``GET {prefix}/events``: ``_cleveragents/event/subscribe`` for EventSource clients
@@ -136,6 +136,18 @@ def bound_url(scope: Any) -> str:
     return f"http://{host}" if port in (None, 80) else f"http://{host}:{port}"
 
 
+def with_trailing_slashes(routes: list[Route]) -> list[Route]:
+    """Each route, then the same route with a trailing slash. Clients join "/" onto a
+    card's URL, and a redirect would not do: many clients drop a redirected POST's body.
+    Explicit routes, not a rewrite of the path, so a FastAPI router copies them too."""
+    both: list[Route] = []
+    for route in routes:
+        both.append(route)
+        if not route.path.endswith("/"):
+            both.append(Route(route.path + "/", route.endpoint, methods=route.methods, name=route.name))
+    return both
+
+
 def _normal_prefix(prefix: str) -> str:
     prefix = (prefix or "").strip().rstrip("/")
     return "" if not prefix else prefix if prefix.startswith("/") else "/" + prefix
@@ -176,6 +188,7 @@ def build_app(container: Any = None, *, settings: Settings | None = None,
         routes += [Route(base + CARD_V1_PATH, cards.card_v1, methods=["GET"]),
                    Route(base + CARD_V03_PATH, cards.card_v03, methods=["GET"])]
     routes += RestBinding(shared).routes(p)
+    routes = with_trailing_slashes(routes)
     policy = GuardPolicy(public_url=public_url, allowed_hosts=source.allowed_hosts,
                          cors_origins=source.cors_origins, authenticated=auth.enabled,
                          api_key_header=auth.api_key_header)
@@ -190,6 +203,7 @@ def build_app(container: Any = None, *, settings: Settings | None = None,
 
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={ServicesUnavailable: _unavailable},
                     middleware=[Middleware(HttpGuard, policy=policy)])
+    app.router.redirect_slashes = False  # every route has both forms; anything else is a 404
     app.state.a2a = shared
     app.state.guard = policy
     return app
