@@ -116,3 +116,68 @@ async def test_a_path_we_do_not_serve_is_not_found_and_never_redirected(served):
     assert (await client.get("/a2a/")).status_code == 405  # POST only, slash or not
     for path in ("/a2a//", "/nothing/", "/tasks/x/y/"):
         assert (await client.post(path, json={})).status_code in (404, 405)
+
+
+# -- content type: negotiated from Accept, on every answer -------------------------------
+A2A_JSON = "application/a2a+json"
+ACCEPTS = [
+    pytest.param(None, "application/json", id="no-accept"),
+    pytest.param("*/*", "application/json", id="anything"),
+    pytest.param("application/json", "application/json", id="json"),
+    pytest.param(A2A_JSON, A2A_JSON, id="a2a-json"),
+    pytest.param("text/event-stream, application/a2a+json;q=0.9, */*;q=0.1", A2A_JSON, id="a2a-json-among-others"),
+    pytest.param("application/a2a+json;q=0, application/json", "application/json", id="a2a-json-refused"),
+    pytest.param("application/json, application/a2a+json;q=0.5", "application/json", id="json-preferred"),
+    pytest.param("APPLICATION/A2A+JSON; charset=utf-8", A2A_JSON, id="case-and-params"),
+]
+
+
+def media(response: httpx.Response) -> str:
+    return response.headers["content-type"].split(";")[0].strip()
+
+
+def requests_for(task_id: str) -> list[tuple[str, str, dict, object, int]]:
+    """(method, path, headers, body, expected status): answers and errors, REST and JSON-RPC."""
+    json_type = {"Content-Type": "application/json"}
+    return [
+        ("POST", "/message:send", json_type, v1_message("hi"), 200),
+        ("GET", f"/tasks/{task_id}", {}, None, 200),
+        ("GET", "/tasks/no-such-task", {}, None, 404),
+        ("POST", f"/tasks/{task_id}:cancel", json_type, {}, 400),
+        ("POST", "/message:send", json_type, {"message": {}}, 400),
+        ("POST", "/message:send", {"Content-Type": "text/plain"}, v1_message("hi"), 415),
+        ("GET", "/tasks", {"Authorization": "Bearer wrong"}, None, 401),
+        ("POST", "/a2a", {**json_type, **V1}, rpc("GetTask", {"id": task_id}), 200),
+        ("POST", "/a2a", {**json_type, **V1}, rpc("GetTask", {"id": "no-such-task"}), 200),
+        ("POST", "/a2a", {"Content-Type": "text/plain"}, rpc("GetTask", {"id": task_id}), 415),
+        ("POST", "/a2a", {**json_type, "Authorization": "Bearer wrong"}, rpc("GetTask", {"id": task_id}), 401),
+        ("POST", "/a2a", json_type, b"{not json", 200),
+        ("POST", "/a2a", {"Host": "evil.example"}, rpc("GetTask", {"id": task_id}), 421),
+    ]
+
+
+@pytest.mark.parametrize(("accept", "expected"), ACCEPTS)
+async def test_answers_and_errors_carry_the_content_type_the_client_accepts(served, accept, expected):
+    _, client = served
+    task_id = (await client.post("/message:send", json=v1_message("first"))).json()["task"]["id"]
+    for method, path, headers, body, status in requests_for(task_id):
+        headers = {**headers, **({"Accept": accept} if accept else {})}
+        content = body if isinstance(body, bytes) else json.dumps(body).encode() if body is not None else None
+        request = client.build_request(method, path, content=content, headers=headers)
+        if accept is None:
+            del request.headers["accept"]
+        response = await client.send(request)
+        assert response.status_code == status, (method, path, response.status_code, response.text)
+        assert media(response) == expected, (method, path, accept, response.headers["content-type"])
+        json.loads(response.content)
+
+
+@pytest.mark.parametrize("content_type", ["application/json", A2A_JSON, "application/a2a+json; charset=utf-8"])
+async def test_requests_may_say_either_json_type(served, content_type):
+    _, client = served
+    headers = {"Content-Type": content_type}
+    rest = await client.post("/message:send", content=json.dumps(v1_message("hi")), headers=headers)
+    assert rest.status_code == 200 and rest.json()["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    rpc_answer = await client.post("/a2a", content=json.dumps(rpc("SendMessage", v1_message("hi"))),
+                                   headers={**headers, **V1})
+    assert rpc_answer.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"

@@ -187,8 +187,9 @@ async def test_content_type_version_and_bad_bodies(open_server):
     assert huge.status_code == 413 and huge.json()["error"]["data"] == {"max_message_size": 16 * 1024 * 1024}
     rest = await client.post("/message:send", content=b"{}", headers={"Content-Type": "text/plain"})
     assert rest.status_code == 415 and rest.json()["error"]["details"][0]["reason"] == "CONTENT_TYPE_NOT_SUPPORTED"
-    sent = await client.post("/message:send", json=v1_message("hi"), headers={"Content-Type": "application/a2a+json"})
-    assert sent.headers["content-type"].startswith("application/a2a+json") and sent.json()["task"]["id"]
+    a2a_json = "application/a2a+json"
+    sent = await client.post("/message:send", json=v1_message("hi"), headers={"Content-Type": a2a_json, "Accept": a2a_json})
+    assert sent.headers["content-type"].startswith(a2a_json) and sent.json()["task"]["id"]
 
 
 # -- streams --------------------------------------------------------------------------

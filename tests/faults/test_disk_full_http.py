@@ -37,7 +37,7 @@ from tests.faults.test_disk_full import Filler, assert_names_the_cause, mount_tm
 from tests.security.http_process import TOKEN
 
 V1 = {"A2A-Version": "1.0"}
-REST = {**V1, "Content-Type": "application/a2a+json"}
+REST = {**V1, "Content-Type": "application/a2a+json", "Accept": "application/a2a+json"}
 LISTENING = re.compile(r"listening on http://127\.0\.0\.1:(\d+)")
 STREAM_TIMEOUT = 5.0
 

@@ -40,6 +40,7 @@ from cleveragents.transports.http.auth import HttpAuth
 from cleveragents.transports.http.cards import CARD_V03_PATH, CARD_V1_PATH, CardRoutes
 from cleveragents.transports.http.guards import GuardPolicy, HttpGuard
 from cleveragents.transports.http.jsonrpc import JsonRpcEndpoint
+from cleveragents.transports.http.media import json_answer
 from cleveragents.transports.http.rest import RestBinding, status_body
 from cleveragents.transports.http.runtime import Runtime
 
@@ -59,11 +60,11 @@ class ServicesUnavailable(Exception):
 async def _unavailable(request: Request, exc: Exception) -> Response:
     # Unlike stdio, the caller may not be the server's owner: the cause (a config file's
     # path and line) stays in the log, under the error id the caller is given.
-    if request.url.path.endswith(JSONRPC_PATH):
+    if request.url.path.rstrip("/").endswith(JSONRPC_PATH):
         payload = internal_error_payload(exc, dialects.EXTENSION, "starting the services (http transport)")
-        return JSONResponse(envelope.error_response(None, payload), status_code=503)
+        return json_answer(request, envelope.error_response(None, payload), 503)
     status, body = status_body(internal_error_payload(exc, dialects.A2A_V1, "starting the services (http+json)"))
-    return JSONResponse(body, status_code=status)
+    return json_answer(request, body, status)
 
 
 class A2aHttpApp:

@@ -168,7 +168,7 @@ class HttpGuard:
             return
         refusal, origin = self.policy.check(scope)
         if refusal is not None:
-            await _refuse(send, *refusal)
+            await _refuse(scope, send, *refusal)
             return
         if scope["method"] == "OPTIONS":
             headers = [*self.policy.options_headers(origin), (b"content-length", b"0")]
@@ -197,8 +197,11 @@ def guarded(endpoint: Callable[[Any], Awaitable[Any]], policy: GuardPolicy) -> C
     async def handle(request: Any) -> Any:
         refusal, origin = policy.check(request.scope)
         if refusal is not None:
+            from cleveragents.transports.http.media import answer_type_of_scope
+
             status, reason, message = refusal
-            return Response(refusal_body(status, reason, message), status, media_type="application/json")
+            return Response(refusal_body(status, reason, message), status,
+                            media_type=answer_type_of_scope(request.scope).decode())
         if request.method == "OPTIONS":
             return Response(status_code=204, headers={k.decode(): v.decode() for k, v in policy.options_headers(origin)})
         response = await endpoint(request)
@@ -220,11 +223,13 @@ def refusal_body(status: int, reason: str, message: str) -> bytes:
     return json.dumps({"error": {"code": status, "status": reason, "message": message}}).encode()
 
 
-async def _refuse(send: Send, status: int, reason: str, message: str) -> None:
+async def _refuse(scope: Scope, send: Send, status: int, reason: str, message: str) -> None:
     """No CORS headers: a page can't read why it was refused."""
+    from cleveragents.transports.http.media import answer_type_of_scope
+
     body = refusal_body(status, reason, message)
     await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+        (b"content-type", answer_type_of_scope(scope)), (b"content-length", str(len(body)).encode()),
         (b"connection", b"close")]})
     await send({"type": "http.response.body", "body": body})
 

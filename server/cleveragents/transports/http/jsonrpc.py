@@ -17,7 +17,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from cleveragents.a2a import dialects, envelope, methods
 from cleveragents.a2a.errors import (
@@ -28,6 +28,7 @@ from cleveragents.a2a.errors import (
     internal_error_payload,
 )
 from cleveragents.a2a.facade import CallContext
+from cleveragents.transports.http.media import A2A_JSON, JSON, json_answer
 from cleveragents.transports.http.sse import EventStreamResponse, ServerSentEvent
 from cleveragents.transports.http.streams import ERROR, StreamCall, one_event, resuming, sse_response
 from cleveragents.transports.lsp.notifications import EVENT_NOTIFICATION, task_notification
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("cleveragents.http")
 
-JSON_TYPES = ("application/json", "application/a2a+json", "application/json-rpc")
+JSON_TYPES = (JSON, A2A_JSON, "application/json-rpc")
 MAX_BODY_BYTES = 16 * 1024 * 1024  # as on stdio
 UNAUTHENTICATED_BODY_BYTES = 64 * 1024
 
@@ -60,16 +61,16 @@ async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
     return b"".join(chunks)
 
 
-def too_large(limit: int = MAX_BODY_BYTES) -> Response:
+def too_large(request: Request, limit: int = MAX_BODY_BYTES) -> Response:
     error = {"code": -32600, "message": "Invalid request: the body is too large",
              "data": {"max_message_size": limit}}
-    return JSONResponse(envelope.error_response(None, error), status_code=413)
+    return json_answer(request, envelope.error_response(None, error), 413)
 EVENT_STREAM = "text/event-stream"
 
 
-def answer(response: Any) -> Response:
+def answer(request: Request, response: Any) -> Response:
     """A facade response as HTTP 200, serialized once (``A2aResponse.json_bytes``)."""
-    return Response(response.json_bytes(), media_type="application/json")
+    return json_answer(request, response.json_bytes())
 
 
 def is_json(request: Request) -> bool:
@@ -108,7 +109,7 @@ class JsonRpcEndpoint:
         try:
             body = await read_body(request, MAX_BODY_BYTES if allowed else UNAUTHENTICATED_BODY_BYTES)
         except BodyTooLarge:
-            return too_large() if allowed else self._unauthenticated(request, None)
+            return too_large(request) if allowed else self._unauthenticated(request, None)
         except ClientDisconnect:  # gone, or cut off by the body timeout: no one to answer
             return Response(status_code=499)
         try:
@@ -124,13 +125,14 @@ class JsonRpcEndpoint:
                 "Content type not supported: send application/json",
                 {"content_type": request.headers.get("content-type", ""), "supported": list(JSON_TYPES)})
             payload = error_payload(error, _dialect_of(message, standard_only=True))
-            return JSONResponse(envelope.error_response(envelope.echo_id(message), payload), status_code=415)
+            return json_answer(request, envelope.error_response(envelope.echo_id(message), payload), 415)
         if parse_error is not None:
-            return JSONResponse(envelope.error_response(None, error_payload(parse_error, dialects.EXTENSION)))
+            return json_answer(request, envelope.error_response(None, error_payload(parse_error, dialects.EXTENSION)))
         try:
             kind = envelope.classify(message)
         except A2aError as exc:
-            return JSONResponse(envelope.error_response(envelope.echo_id(message), error_payload(exc, dialects.EXTENSION)))
+            return json_answer(request, envelope.error_response(envelope.echo_id(message),
+                                                                error_payload(exc, dialects.EXTENSION)))
         if kind == "response":
             return Response(status_code=202)
         facade = await self.app.facade(request)
@@ -152,19 +154,19 @@ class JsonRpcEndpoint:
                     return Response(status_code=499)
             else:
                 response = await facade.respond(message, context)
-            return answer(response)
+            return answer(request, response)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             payload = internal_error_payload(exc, dialects.EXTENSION, f"{message['method']} (http transport)")
-            return JSONResponse(envelope.error_response(message.get("id"), payload))
+            return json_answer(request, envelope.error_response(message.get("id"), payload))
 
     def _unauthenticated(self, request: Request, message: Any) -> Response | None:
         if self.app.auth.allows(request.headers):
             return None
         error = AuthenticationError("Authentication required", {"schemes": self.app.auth.schemes()})
         body = envelope.error_response(envelope.echo_id(message), error_payload(error, _dialect_of(message)))
-        return JSONResponse(body, status_code=401, headers={"WWW-Authenticate": self.app.auth.challenge()})
+        return json_answer(request, body, 401, {"WWW-Authenticate": self.app.auth.challenge()})
 
     async def subscribe_get(self, request: Request, params: dict[str, Any]) -> Response:
         """``GET {prefix}/events``: an event subscription for EventSource clients."""
@@ -201,7 +203,7 @@ class JsonRpcEndpoint:
     async def _subscribe_events(self, facade: Any, request: Request, message: dict[str, Any],
                                 context: CallContext) -> Response:
         if not isinstance(message.get("params", {}), dict):
-            return answer(await facade.respond(message, context))  # the facade explains
+            return answer(request, await facade.respond(message, context))  # the facade explains
         params = dict(message.get("params") or {})
         if (last := request.headers.get("last-event-id")) and last.strip():
             params["since"] = last.strip()  # the browser's resume point wins
@@ -209,7 +211,7 @@ class JsonRpcEndpoint:
         context.attach_stream = lambda subscription_id, cursor: attached.append((subscription_id, cursor))
         response = await facade.respond({**message, "params": params}, context)
         if response.error is not None or not attached:
-            return answer(response)
+            return answer(request, response)
         subscription_id, cursor = attached[0]
         return EventStreamResponse(event_stream(subscription_id, cursor, response.to_wire()))
 

@@ -1,8 +1,9 @@
 """The A2A 1.0 HTTP+JSON (REST) binding, over the same facade as JSON-RPC.
 
 Each route becomes the 1.0 JSON-RPC call it stands for; results are sent as they
-are (``application/a2a+json``), errors as a ``google.rpc.Status`` with the HTTP
-status of its reason, and streams as SSE whose ``data:`` is a ``StreamResponse``.
+are, errors as a ``google.rpc.Status`` with the HTTP status of its reason (both as
+``application/a2a+json`` or ``application/json``, as the request accepts: ``media.py``),
+and streams as SSE whose ``data:`` is a ``StreamResponse``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from cleveragents.a2a import dialects, envelope
@@ -22,12 +23,11 @@ from cleveragents.a2a.errors import (
     internal_error_payload,
 )
 from cleveragents.transports.http.jsonrpc import JSON_TYPES, BodyTooLarge, is_json, read_body
+from cleveragents.transports.http.media import json_answer
 from cleveragents.transports.http.streams import ERROR, StreamCall, resuming, sse_response
 
 if TYPE_CHECKING:
     from cleveragents.transports.http.app import A2aHttpApp
-
-A2A_JSON = "application/a2a+json"
 
 # ErrorInfo reason -> (HTTP status, google.rpc.Code name).
 _STATUS_BY_REASON = {
@@ -49,10 +49,6 @@ _PRECONDITION = (400, "FAILED_PRECONDITION")
 _BOOLEAN_QUERY = ("includeArtifacts",)
 
 
-class A2aJSONResponse(JSONResponse):
-    media_type = A2A_JSON
-
-
 def status_body(error: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """A 1.0 JSON-RPC error as (HTTP status, google.rpc.Status body)."""
     details = error.get("data") if isinstance(error.get("data"), list) else []
@@ -67,9 +63,9 @@ def status_body(error: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     return http_status, {"error": body}
 
 
-def error_response(exc: Exception, headers: dict[str, str] | None = None) -> Response:
+def error_response(request: Request, exc: Exception, headers: dict[str, str] | None = None) -> Response:
     status, body = status_body(error_payload(exc, dialects.A2A_V1))
-    return A2aJSONResponse(body, status_code=status, headers=headers)
+    return json_answer(request, body, status, headers)
 
 
 class RestBinding:
@@ -104,55 +100,55 @@ class RestBinding:
     async def handle(self, request: Request, method: str, params_of: Any) -> Response:
         if not self.app.auth.allows(request.headers):
             error = AuthenticationError("Authentication required", {"schemes": self.app.auth.schemes()})
-            return error_response(error, {"WWW-Authenticate": self.app.auth.challenge()})
+            return error_response(request, error, {"WWW-Authenticate": self.app.auth.challenge()})
         body: Any = None
         if request.method == "POST":
             try:
                 raw = await read_body(request)
             except BodyTooLarge:
-                return A2aJSONResponse({"error": {"code": 413, "status": "INVALID_ARGUMENT",
-                                                  "message": "The body is too large"}}, status_code=413)
+                return json_answer(request, {"error": {"code": 413, "status": "INVALID_ARGUMENT",
+                                                       "message": "The body is too large"}}, 413)
             except ClientDisconnect:  # gone, or cut off by the body timeout
                 return Response(status_code=499)
             # Every POST says JSON, but a bare subscription (a read, sent so by the SDK's client).
             if not is_json(request) and (raw.strip() or method != "SubscribeToTask"):
-                return error_response(ContentTypeNotSupportedError(
+                return error_response(request, ContentTypeNotSupportedError(
                     "Content type not supported: send application/a2a+json",
                     {"content_type": request.headers.get("content-type", ""), "supported": list(JSON_TYPES)}))
             if raw.strip():
                 try:
                     body = envelope.decode(raw)
                 except ParseError as exc:
-                    return error_response(exc)
+                    return error_response(request, exc)
                 if not isinstance(body, dict):
-                    return error_response(ParseError("The body must be a JSON object"))
+                    return error_response(request, ParseError("The body must be a JSON object"))
         params = params_of(request, body or {})
         message = {"jsonrpc": "2.0", "id": "rest", "method": method, "params": params}
         facade = await self.app.facade(request)
         context = self.app.call_context(request, method, "rest")
         try:
             if method == "SubscribeToTask":
-                return await self._stream(facade, resuming(message, request.headers), context)
+                return await self._stream(request, facade, resuming(message, request.headers), context)
             if method == "SendStreamingMessage":
-                return await self._stream(facade, message, context)
+                return await self._stream(request, facade, message, context)
             response = await facade.respond(message, context)
         except Exception as exc:
             payload = internal_error_payload(exc, dialects.A2A_V1, f"{method} (http+json)")
             status, content = status_body(payload)
-            return A2aJSONResponse(content, status_code=status)
+            return json_answer(request, content, status)
         if response.error is not None:
             status, content = status_body(response.to_wire()["error"])
-            return A2aJSONResponse(content, status_code=status)
-        return A2aJSONResponse(response.result if response.result is not None else {})
+            return json_answer(request, content, status)
+        return json_answer(request, response.result if response.result is not None else {})
 
-    async def _stream(self, facade: Any, message: dict[str, Any], context: Any) -> Response:
+    async def _stream(self, request: Request, facade: Any, message: dict[str, Any], context: Any) -> Response:
         call = StreamCall(facade, message, context)
         first = await call.next()
         if first[0] != "item":
             await call.close()
             error = first[1] if first[0] == ERROR else {"message": "The stream ended early"}
             status, content = status_body(error)
-            return A2aJSONResponse(content, status_code=status)
+            return json_answer(request, content, status)
 
         def frame(kind: str, value: Any) -> Any:
             return status_body(value)[1] if kind == ERROR else value
