@@ -22,7 +22,8 @@ V03_MESSAGE = {"message": {"kind": "message", "role": "user", "messageId": "m-1"
 
 @pytest.fixture
 async def served(tmp_path):
-    app = A2A(agent=Agent(name="Echo", handler=handler), auth_token=TOKEN).asgi_app(workspace=tmp_path, memory=True)
+    app = A2A(agent=Agent(name="Echo", handler=handler), auth_token=TOKEN).asgi_app(
+        workspace=tmp_path, memory=True, push_allowed_networks=("127.0.0.1/32",))
     async with serving(app) as (server, client):
         client.headers.update(AUTH)
         yield server, client
@@ -181,3 +182,72 @@ async def test_requests_may_say_either_json_type(served, content_type):
     rpc_answer = await client.post("/a2a", content=json.dumps(rpc("SendMessage", v1_message("hi"))),
                                    headers={**headers, **V1})
     assert rpc_answer.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+# -- the 0.3 HTTP+JSON binding: bodies as the v0.3 proto has them -------------------------
+V03_PROTO_MESSAGE = {"message": {"messageId": "m-proto", "role": "ROLE_USER", "content": [
+    {"text": "proto"},
+    {"file": {"fileWithUri": "https://example.invalid/a.txt", "mimeType": "text/plain", "name": "a.txt"}},
+    {"data": {"data": {"k": [1, 2]}}, "metadata": {"m": "v"}},
+]}}
+
+
+async def test_the_0_3_binding_reads_and_writes_the_v0_3_proto_strictly(served):
+    from a2a.compat.v0_3 import a2a_v0_3_pb2 as pb03
+    from google.protobuf import json_format
+
+    _, client = served
+    sent = await client.post("/v1/message:send", json=V03_PROTO_MESSAGE)
+    assert sent.status_code == 200, sent.text
+    task = json_format.ParseDict(sent.json(), pb03.SendMessageResponse()).task  # strict: only the proto's fields
+    assert task.status.state == pb03.TASK_STATE_COMPLETED and task.artifacts
+    got = await client.get(f"/v1/tasks/{task.id}", params={"historyLength": 2})
+    history = json_format.ParseDict(got.json(), pb03.Task()).history
+    parts = history[0].content
+    assert parts[0].text == "proto" and parts[1].file.file_with_uri == "https://example.invalid/a.txt"
+    assert parts[1].file.mime_type == "text/plain" and dict(parts[2].data.data) == {"k": [1, 2]}
+
+    # proto field names too, as a ProtoJSON parser reads them; a cancel may come bare.
+    snake = {"request": {"message_id": "m-snake", "role": "ROLE_USER", "content": [{"text": "wait snake"}]}}
+    async with client.stream("POST", "/v1/message:stream", json=snake) as stream:
+        lines = _data_lines(stream)
+        first = json_format.Parse(await anext(lines), pb03.StreamResponse())
+        waiting = first.task.id
+        canceled = await client.post(f"/v1/tasks/{waiting}:cancel")
+        assert canceled.status_code == 200, canceled.text
+        assert json_format.ParseDict(canceled.json(), pb03.Task()).status.state == pb03.TASK_STATE_CANCELLED
+        rest = [json_format.Parse(line, pb03.StreamResponse()) async for line in lines]
+    assert rest[-1].status_update.final and rest[-1].status_update.status.state == pb03.TASK_STATE_CANCELLED
+
+    config = {"parent": f"tasks/{task.id}", "configId": "c1",
+              "config": {"pushNotificationConfig": {"url": "http://127.0.0.1:9/hook", "token": "t"}}}
+    created = await client.post(f"/v1/tasks/{task.id}/pushNotificationConfigs", json=config)
+    assert created.status_code == 200, created.text
+    made = json_format.ParseDict(created.json(), pb03.TaskPushNotificationConfig())
+    assert made.name == f"tasks/{task.id}/pushNotificationConfigs/c1" and made.push_notification_config.id == "c1"
+    listed = await client.get(f"/v1/tasks/{task.id}/pushNotificationConfigs")
+    assert [c.name for c in json_format.ParseDict(listed.json(), pb03.ListTaskPushNotificationConfigResponse()).configs
+            ] == [made.name]
+    assert (await client.delete(f"/v1/tasks/{task.id}/pushNotificationConfigs/c1")).json() == {}
+
+
+async def test_the_0_3_binding_answers_errors_with_their_status_and_name(served):
+    _, client = served
+    missing = await client.get("/v1/tasks/no-such-task", headers={"Accept": "application/a2a+json"})
+    assert missing.status_code == 404 and media(missing) == "application/a2a+json"
+    body = missing.json()
+    assert body["type"] == "TaskNotFoundError" and body["message"] == body["error"]["message"]
+    assert body["error"]["status"] == "NOT_FOUND" and body["error"]["details"][0]["reason"] == "TASK_NOT_FOUND"
+    bad = await client.post("/v1/message:send", json={"message": {"role": "ROLE_USER"}})
+    assert bad.status_code == 400 and bad.json()["type"] == "InvalidParamsError"
+    refused = await client.get("/v1/tasks/x", headers={"Authorization": "Bearer wrong"})
+    assert refused.status_code == 401 and refused.json()["error"]["status"] == "UNAUTHENTICATED"
+    subscribed = await client.get("/v1/tasks/no-such-task:subscribe")
+    assert subscribed.status_code == 404 and subscribed.json()["type"] == "TaskNotFoundError"
+    assert (await client.post("/v1/message:send/", json=V03_PROTO_MESSAGE)).status_code == 200  # a slash too
+
+
+async def _data_lines(response: httpx.Response):
+    async for line in response.aiter_lines():
+        if line.startswith("data:"):
+            yield line[5:].strip()

@@ -1,6 +1,6 @@
 """The official a2a-sdk client drives our HTTP app on real uvicorn (127.0.0.1): every
-standard operation over JSON-RPC and HTTP+JSON in A2A 1.0, and over JSON-RPC in 0.3
-through the SDK's compat transport."""
+standard operation over JSON-RPC and HTTP+JSON, in A2A 1.0 and, through the SDK's
+compat transports, in 0.3. (The a2a-sdk 0.3.x client itself: ``test_http_sdk03.py``.)"""
 
 from __future__ import annotations
 
@@ -62,8 +62,8 @@ async def client_for(server, http, binding: str, *, streaming: bool = False, leg
         card = parse_agent_card((await http.get(server.url + "/.well-known/agent-card.json")).json())
     config = ClientConfig(streaming=streaming, httpx_client=http, supported_protocol_bindings=[binding])
     client = ClientFactory(config).create(card)
-    expected = {"JSONRPC": "CompatJsonRpcTransport" if legacy else "JsonRpcTransport", "HTTP+JSON": "RestTransport"}
-    assert type(client._transport).__name__ == expected[binding]
+    expected = {"JSONRPC": "JsonRpcTransport", "HTTP+JSON": "RestTransport"}[binding]
+    assert type(client._transport).__name__ == ("Compat" + expected if legacy else expected)
     return client
 
 
@@ -133,28 +133,33 @@ async def test_push_configs_in_1_0(server, http, binding):
     assert list(listed.configs) == []
 
 
-async def test_the_0_3_dialect_through_the_compat_transport(server, http):
-    client = await client_for(server, http, "JSONRPC", legacy=True)
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+async def test_the_0_3_dialect_through_the_compat_transport(server, http, binding):
+    client = await client_for(server, http, binding, legacy=True)
     (sent,) = await collect(client.send_message(message("old")))
     assert sent.task.status.state == pb.TaskState.TASK_STATE_COMPLETED and text_of(sent.task) == "old"
-    got = await client.get_task(pb.GetTaskRequest(id=sent.task.id))
-    assert got.id == sent.task.id and text_of(got) == "old"
+    got = await client.get_task(pb.GetTaskRequest(id=sent.task.id, history_length=1))
+    assert got.id == sent.task.id and text_of(got) == "old" and len(got.history) == 1
+    with pytest.raises(TaskNotFoundError):
+        await client.get_task(pb.GetTaskRequest(id="no-such-task"))
     with pytest.raises(TaskNotCancelableError):
         await client.cancel_task(pb.CancelTaskRequest(id=sent.task.id))
     created = await client.create_task_push_notification_config(
         pb.TaskPushNotificationConfig(task_id=sent.task.id, url="http://127.0.0.1:9/hook"))
     got_config = await client.get_task_push_notification_config(pb.GetTaskPushNotificationConfigRequest(
         task_id=sent.task.id, id=created.id))
-    assert got_config.url == "http://127.0.0.1:9/hook"
-    listed = await client.list_task_push_notification_configs(
-        pb.ListTaskPushNotificationConfigsRequest(task_id=sent.task.id))
-    assert [c.id for c in listed.configs] == [created.id]
-    await client.delete_task_push_notification_config(pb.DeleteTaskPushNotificationConfigRequest(
-        task_id=sent.task.id, id=created.id))
+    assert got_config.url == "http://127.0.0.1:9/hook" and got_config.id == created.id
+    if binding == "JSONRPC":  # the SDK's 0.3 REST transport has no list or delete
+        listed = await client.list_task_push_notification_configs(
+            pb.ListTaskPushNotificationConfigsRequest(task_id=sent.task.id))
+        assert [c.id for c in listed.configs] == [created.id]
+        await client.delete_task_push_notification_config(pb.DeleteTaskPushNotificationConfigRequest(
+            task_id=sent.task.id, id=created.id))
 
-    streaming = await client_for(server, http, "JSONRPC", streaming=True, legacy=True)
+    streaming = await client_for(server, http, binding, streaming=True, legacy=True)
     events = await collect(streaming.send_message(message("old stream")))
     assert events[-1].status_update.status.state == pb.TaskState.TASK_STATE_COMPLETED
+    assert "old stream" in "".join(p.text for e in events for p in e.artifact_update.artifact.parts)
     stream = streaming.send_message(message("wait old"))
     waiting_id = (await anext(stream)).task.id
     resubscribed = streaming.subscribe(pb.SubscribeToTaskRequest(id=waiting_id))
@@ -163,6 +168,8 @@ async def test_the_0_3_dialect_through_the_compat_transport(server, http):
     rest = await asyncio.wait_for(collect(resubscribed), 10)
     assert rest[-1].status_update.status.state == pb.TaskState.TASK_STATE_CANCELED
     await stream.aclose()
+    with pytest.raises(TaskNotFoundError):
+        await collect(streaming.subscribe(pb.SubscribeToTaskRequest(id="no-such-task")))
 
 
 async def test_tasks_list_in_0_3_over_raw_json_rpc(server, http):

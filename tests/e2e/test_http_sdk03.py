@@ -44,3 +44,33 @@ async def test_the_0_3_client_reads_the_card_at_its_own_location(sdk03, server):
     # Each interface once; the main one is the card's url, not repeated beside it.
     assert card["additionalInterfaces"] == [{"url": server.url + server.prefix, "transport": "HTTP+JSON"}]
     assert card["streaming"] is True and card["extendedCard"] is True and card["securitySchemes"] == ["bearer"]
+
+
+@pytest.mark.parametrize("transport", ["JSONRPC", "HTTP+JSON"])
+async def test_every_call_of_the_0_3_client(sdk03, server, transport):  # noqa: F811
+    report = await run_driver(sdk03, "conversation", url=server.url + server.prefix, token=TOKEN, transport=transport)
+    assert report["transport"] == {"JSONRPC": "JsonRpcTransport", "HTTP+JSON": "RestTransport"}[transport]
+    sent = report["send"]
+    assert sent["state"] == "completed" and sent["text"] == "hello", sent
+    assert report["get"] == {"id": sent["id"], "state": "completed", "history": 1, "text": "hello"}
+    assert report["stream"]["kinds"][0] == "Task" and report["stream"]["state"] == "completed", report["stream"]
+    assert "TaskArtifactUpdateEvent" in report["stream"]["kinds"] and report["stream"]["text"] == "streamed"
+    assert report["resubscribe"] == {"snapshot": True, "canceled": "canceled", "last": "canceled"}, report["resubscribe"]
+    push = report["push"]
+    assert push["created"]["taskId"] == sent["id"], push
+    assert push["created"]["pushNotificationConfig"] == {"id": "hook-1", "url": "http://127.0.0.1:9/hook",
+                                                         "token": "secret"}
+    assert push["got"] == push["created"]
+    assert report["extended_card"]["name"] == "Echo", report["extended_card"]
+    if transport == "JSONRPC":
+        # JSON-RPC errors keep their codes, a stream's inside the event stream.
+        assert report["get_missing"]["error"] == "A2AClientJSONRPCError" and report["get_missing"]["code"] == -32001
+        assert report["cancel_completed"]["code"] == -32002, report["cancel_completed"]
+        assert report["resubscribe_missing"]["error"] == "A2AClientJSONRPCError", report["resubscribe_missing"]
+        assert report["resubscribe_missing"]["code"] == -32001
+    else:
+        # The 0.3 REST client reads an HTTP status.
+        assert report["get_missing"]["status"] == 404, report["get_missing"]
+        assert report["cancel_completed"]["error"] == "A2AClientHTTPError", report["cancel_completed"]
+        assert report["cancel_completed"]["status"] in (400, 409)
+        assert report["resubscribe_missing"]["error"] == "A2AClientHTTPError", report["resubscribe_missing"]

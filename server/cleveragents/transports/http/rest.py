@@ -1,13 +1,17 @@
-"""The A2A 1.0 HTTP+JSON (REST) binding, over the same facade as JSON-RPC.
+"""The A2A HTTP+JSON (REST) bindings, 1.0 and 0.3 (``rest_v03.py``), over the same
+facade as JSON-RPC.
 
-Each route becomes the 1.0 JSON-RPC call it stands for; results are sent as they
-are, errors as a ``google.rpc.Status`` with the HTTP status of its reason (both as
-``application/a2a+json`` or ``application/json``, as the request accepts: ``media.py``),
-and streams as SSE whose ``data:`` is a ``StreamResponse``.
+Each route becomes the JSON-RPC call it stands for; results are sent as they are
+(1.0) or in the 0.3 binding's ProtoJSON, errors as a ``google.rpc.Status`` with the
+HTTP status of its reason (both as ``application/a2a+json`` or ``application/json``,
+as the request accepts: ``media.py``), and streams as SSE whose ``data:`` is a
+``StreamResponse``. ``RestVersion`` holds what differs between the two.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -63,9 +67,60 @@ def status_body(error: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     return http_status, {"error": body}
 
 
-def error_response(request: Request, exc: Exception, headers: dict[str, str] | None = None) -> Response:
-    status, body = status_body(error_payload(exc, dialects.A2A_V1))
+ParamsOf = Callable[[Request, dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class RestVersion:
+    """What differs between the 1.0 binding and the 0.3 one."""
+
+    # A JSON-RPC error -> (HTTP status, body). The errors the binding makes itself
+    # (auth, content type, a bug) come in the 1.0 dialect, whose ErrorInfo names the
+    # reason; the dispatched call's in its own.
+    status: Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
+    result: Callable[[str, Any], Any]  # (method, result) -> the body
+    item: Callable[[str], Any] | None = None  # a stream item's JSON text -> SSE data (None: as it is)
+    # Methods whose POST may come without a body, and so without a content type: reads,
+    # or calls the path says all of (the SDK's clients send them so).
+    bodyless: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class RestRoute:
+    path: str
+    verb: str
+    method: str  # the JSON-RPC method it stands for
+    params: ParamsOf
+    streaming: bool = False
+    resumes: bool = False  # a task subscription: Last-Event-ID resumes it
+
+
+V1 = RestVersion(status_body, lambda method, result: result if result is not None else {},
+                 bodyless=frozenset({"SubscribeToTask"}))
+
+
+def error_response(request: Request, exc: Exception, headers: dict[str, str] | None = None,
+                   version: RestVersion = V1) -> Response:
+    status, body = version.status(error_payload(exc, dialects.A2A_V1))
     return json_answer(request, body, status, headers)
+
+
+def v1_routes() -> list[RestRoute]:
+    return [
+        RestRoute("/message:send", "POST", "SendMessage", _body),
+        RestRoute("/message:stream", "POST", "SendStreamingMessage", _body, streaming=True),
+        RestRoute("/tasks/{id}:cancel", "POST", "CancelTask", _task_body),
+        RestRoute("/tasks/{id}:subscribe", "POST", "SubscribeToTask", _task_only, streaming=True, resumes=True),
+        RestRoute("/tasks/{id}:subscribe", "GET", "SubscribeToTask", _task_only, streaming=True, resumes=True),
+        RestRoute("/tasks/{id}/pushNotificationConfigs/{push_id}", "GET", "GetTaskPushNotificationConfig", _config),
+        RestRoute("/tasks/{id}/pushNotificationConfigs/{push_id}", "DELETE", "DeleteTaskPushNotificationConfig",
+                  _config),
+        RestRoute("/tasks/{id}/pushNotificationConfigs", "POST", "CreateTaskPushNotificationConfig", _config_body),
+        RestRoute("/tasks/{id}/pushNotificationConfigs", "GET", "ListTaskPushNotificationConfigs", _config_query),
+        RestRoute("/tasks/{id}", "GET", "GetTask", _task_query),
+        RestRoute("/tasks", "GET", "ListTasks", _query),
+        RestRoute("/extendedAgentCard", "GET", "GetExtendedAgentCard", _query),
+    ]
 
 
 class RestBinding:
@@ -73,34 +128,25 @@ class RestBinding:
         self.app = app
 
     def routes(self, prefix: str) -> list[Route]:
-        table: list[tuple[str, str, str, Any]] = [
-            ("/message:send", "POST", "SendMessage", _body),
-            ("/message:stream", "POST", "SendStreamingMessage", _body),
-            ("/tasks/{id}:cancel", "POST", "CancelTask", _task_body),
-            ("/tasks/{id}:subscribe", "POST", "SubscribeToTask", _task_only),
-            ("/tasks/{id}:subscribe", "GET", "SubscribeToTask", _task_only),
-            ("/tasks/{id}/pushNotificationConfigs/{push_id}", "GET", "GetTaskPushNotificationConfig", _config),
-            ("/tasks/{id}/pushNotificationConfigs/{push_id}", "DELETE", "DeleteTaskPushNotificationConfig", _config),
-            ("/tasks/{id}/pushNotificationConfigs", "POST", "CreateTaskPushNotificationConfig", _config_body),
-            ("/tasks/{id}/pushNotificationConfigs", "GET", "ListTaskPushNotificationConfigs", _config_query),
-            ("/tasks/{id}", "GET", "GetTask", _task_query),
-            ("/tasks", "GET", "ListTasks", _query),
-            ("/extendedAgentCard", "GET", "GetExtendedAgentCard", _query),
-        ]
-        return [Route(prefix + path, self._endpoint(method, params), methods=[verb])
-                for path, verb, method, params in table]
+        """The 1.0 routes, then the 0.3 ones (under ``/v1``)."""
+        from cleveragents.transports.http import rest_v03
 
-    def _endpoint(self, method: str, params_of: Any) -> Any:
+        tables = ((V1, v1_routes()), (rest_v03.V03, rest_v03.routes()))
+        return [Route(prefix + route.path, self._endpoint(version, route), methods=[route.verb])
+                for version, table in tables for route in table]
+
+    def _endpoint(self, version: RestVersion, route: RestRoute) -> Any:
         async def endpoint(request: Request) -> Response:
-            return await self.handle(request, method, params_of)
+            return await self.handle(request, version, route)
 
-        endpoint.__name__ = method
+        endpoint.__name__ = route.method
         return endpoint
 
-    async def handle(self, request: Request, method: str, params_of: Any) -> Response:
+    async def handle(self, request: Request, version: RestVersion, route: RestRoute) -> Response:
+        method = route.method
         if not self.app.auth.allows(request.headers):
             error = AuthenticationError("Authentication required", {"schemes": self.app.auth.schemes()})
-            return error_response(request, error, {"WWW-Authenticate": self.app.auth.challenge()})
+            return error_response(request, error, {"WWW-Authenticate": self.app.auth.challenge()}, version)
         body: Any = None
         if request.method == "POST":
             try:
@@ -110,48 +156,49 @@ class RestBinding:
                                                        "message": "The body is too large"}}, 413)
             except ClientDisconnect:  # gone, or cut off by the body timeout
                 return Response(status_code=499)
-            # Every POST says JSON, but a bare subscription (a read, sent so by the SDK's client).
-            if not is_json(request) and (raw.strip() or method != "SubscribeToTask"):
+            # Every POST says JSON, but one that may come bare and does.
+            if not is_json(request) and (raw.strip() or method not in version.bodyless):
                 return error_response(request, ContentTypeNotSupportedError(
                     "Content type not supported: send application/a2a+json",
-                    {"content_type": request.headers.get("content-type", ""), "supported": list(JSON_TYPES)}))
+                    {"content_type": request.headers.get("content-type", ""), "supported": list(JSON_TYPES)}),
+                    version=version)
             if raw.strip():
                 try:
                     body = envelope.decode(raw)
                 except ParseError as exc:
-                    return error_response(request, exc)
+                    return error_response(request, exc, version=version)
                 if not isinstance(body, dict):
-                    return error_response(request, ParseError("The body must be a JSON object"))
-        params = params_of(request, body or {})
-        message = {"jsonrpc": "2.0", "id": "rest", "method": method, "params": params}
+                    return error_response(request, ParseError("The body must be a JSON object"), version=version)
+        message = {"jsonrpc": "2.0", "id": "rest", "method": method, "params": route.params(request, body or {})}
         facade = await self.app.facade(request)
         context = self.app.call_context(request, method, "rest")
         try:
-            if method == "SubscribeToTask":
-                return await self._stream(request, facade, resuming(message, request.headers), context)
-            if method == "SendStreamingMessage":
-                return await self._stream(request, facade, message, context)
+            if route.streaming:
+                message = resuming(message, request.headers) if route.resumes else message
+                return await self._stream(request, version, facade, message, context)
             response = await facade.respond(message, context)
         except Exception as exc:
-            payload = internal_error_payload(exc, dialects.A2A_V1, f"{method} (http+json)")
-            status, content = status_body(payload)
+            status, content = version.status(internal_error_payload(exc, dialects.A2A_V1, f"{method} (http+json)"))
             return json_answer(request, content, status)
         if response.error is not None:
-            status, content = status_body(response.to_wire()["error"])
+            status, content = version.status(response.to_wire()["error"])
             return json_answer(request, content, status)
-        return json_answer(request, response.result if response.result is not None else {})
+        return json_answer(request, version.result(method, response.result))
 
-    async def _stream(self, request: Request, facade: Any, message: dict[str, Any], context: Any) -> Response:
+    async def _stream(self, request: Request, version: RestVersion, facade: Any, message: dict[str, Any],
+                      context: Any) -> Response:
         call = StreamCall(facade, message, context)
         first = await call.next()
         if first[0] != "item":
             await call.close()
-            error = first[1] if first[0] == ERROR else {"message": "The stream ended early"}
-            status, content = status_body(error)
+            error = first[1] if first[0] == ERROR else {"code": -32603, "message": "The stream ended early"}
+            status, content = version.status(error)
             return json_answer(request, content, status)
 
         def frame(kind: str, value: Any) -> Any:
-            return status_body(value)[1] if kind == ERROR else value
+            if kind == ERROR:
+                return version.status(value)[1]
+            return value if version.item is None else version.item(value)
 
         return sse_response(call, first, frame, error_event="error")
 
