@@ -17,7 +17,7 @@ import pytest
 from starlette.routing import Route
 
 from cleveragents.config import Settings
-from cleveragents.transports.http.app import build_app
+from cleveragents.transports.http.app import build_app, slash_forms
 from tests.contract.runners import UvicornServer
 
 TOKEN = "tok-3f9a7c1e5b2d4a6f8e0c"
@@ -73,7 +73,7 @@ async def served(request, tmp_path):
     for route in app.routes:
         assert isinstance(route, Route), f"a route this test cannot enumerate: {route!r}"
         for method in sorted(route.methods - {"HEAD"}):
-            routes.append((method, _concrete(route.path)))
+            routes += [(method, _concrete(path)) for path in slash_forms(route.path)]
     server = UvicornServer(app)
     await server.start()
     async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:

@@ -99,13 +99,16 @@ class A2A:
             raise ImportError("A2A.get_router() needs FastAPI: pip install fastapi") from exc
         from starlette.routing import Route
 
+        from cleveragents.transports.http.app import slash_forms
         from cleveragents.transports.http.guards import guarded
 
         app = self.asgi_app(**settings)
         # A router has no middleware (FastAPI copies its routes one by one): each endpoint
         # gets the app's guard, which also answers OPTIONS (CORS preflights) for its path.
-        routes = [Route(route.path, guarded(_handling_errors(route.endpoint, app.exception_handlers), app.state.guard),
-                        methods=[*route.methods, "OPTIONS"], name=route.name) for route in app.routes]
+        # FastAPI copies a route by its path: each slash form is a route of its own.
+        routes = [Route(path, guarded(_handling_errors(route.endpoint, app.exception_handlers), app.state.guard),
+                        methods=[*route.methods, "OPTIONS"], name=route.name)
+                  for route in app.routes for path in slash_forms(route.path)]
         return APIRouter(routes=routes, lifespan=app.router.lifespan_context)
 
     def serve(self, port: int = 8000, host: str = "127.0.0.1", *, log_level: str = "WARNING", no_auth: bool = False,

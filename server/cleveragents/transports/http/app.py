@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
@@ -137,16 +138,21 @@ def bound_url(scope: Any) -> str:
     return f"http://{host}" if port in (None, 80) else f"http://{host}:{port}"
 
 
-def with_trailing_slashes(routes: list[Route]) -> list[Route]:
-    """Each route, then the same route with a trailing slash. Clients join "/" onto a
-    card's URL, and a redirect would not do: many clients drop a redirected POST's body.
-    Explicit routes, not a rewrite of the path, so a FastAPI router copies them too."""
-    both: list[Route] = []
-    for route in routes:
-        both.append(route)
-        if not route.path.endswith("/"):
-            both.append(Route(route.path + "/", route.endpoint, methods=route.methods, name=route.name))
-    return both
+class AnySlashRoute(Route):
+    """A route that answers its path with a trailing slash too. Clients join "/" onto
+    a card's URL, and a redirect would not do: many clients drop a redirected POST's
+    body. One pattern for both forms, so matching costs nothing more."""
+
+    def __init__(self, path: str, endpoint: Any, **options: Any):
+        super().__init__(path, endpoint, **options)
+        if not path.endswith("/"):
+            self.path_regex = re.compile(self.path_regex.pattern.removesuffix("$") + "/?$")
+
+
+def slash_forms(path: str) -> tuple[str, ...]:
+    """A route's path and its trailing-slash form, for routers that copy routes by path
+    (a FastAPI router), where an ``AnySlashRoute`` would become a plain route."""
+    return (path,) if path.endswith("/") else (path, path + "/")
 
 
 def _normal_prefix(prefix: str) -> str:
@@ -189,7 +195,7 @@ def build_app(container: Any = None, *, settings: Settings | None = None,
         routes += [Route(base + CARD_V1_PATH, cards.card_v1, methods=["GET"]),
                    Route(base + CARD_V03_PATH, cards.card_v03, methods=["GET"])]
     routes += RestBinding(shared).routes(p)
-    routes = with_trailing_slashes(routes)
+    routes = [AnySlashRoute(r.path, r.endpoint, methods=r.methods, name=r.name) for r in routes]
     policy = GuardPolicy(public_url=public_url, allowed_hosts=source.allowed_hosts,
                          cors_origins=source.cors_origins, authenticated=auth.enabled,
                          api_key_header=auth.api_key_header)
