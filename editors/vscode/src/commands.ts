@@ -120,8 +120,11 @@ export class Commands {
         }
         if (answer === APPROVE) {
           this.currentPlan = gate.planId;
-          await this.withPlanProgress(gate.planId, `Approved: ${what}`,
+          const plan = await this.withPlanProgress(gate.planId, `Approved: ${what}`,
             (report) => this.agents.approve(gate.planId, report));
+          if (what === 'apply') {
+            announceApplied(plan);
+          }
         } else if (answer === REJECT) {
           const plan = await this.agents.reject(gate.planId);
           this.chat.appendLine(`-- plan ${gate.planId} rejected: ${plan.phase}/${plan.state}`);
@@ -214,7 +217,7 @@ export class Commands {
       return undefined;
     }
     const plan = await this.withPlanProgress(id, 'Applying', (report) => this.agents.applyPlan(id, report));
-    void vscode.window.showInformationMessage(`CleverAgents: applied ${plan.files?.length ?? 0} file(s)`);
+    announceApplied(plan);
     return plan;
   }
 
@@ -271,6 +274,10 @@ export class Commands {
     }
     return tasks;
   }
+}
+
+function announceApplied(plan: PlanStatus): void {
+  void vscode.window.showInformationMessage(`CleverAgents: applied ${plan.files?.length ?? 0} file(s)`);
 }
 
 async function pickAction(actions: Action[]): Promise<Action | undefined> {

@@ -95,6 +95,7 @@ describe('the extension, activated against the real server', () => {
     assert.equal(read(workspace, 'src/app.py'), FILES['src/app.py'], 'unsaved');
     stub.saveAll();
     assert.equal(read(workspace, 'src/app.py'), 'x = bar\nprint(x)\n');
+    await until(() => ui.messages.some((m) => m.text === 'CleverAgents: applied 1 file(s)'), 5000, 'the applied message');
     const gate = ui.messages.filter((m) => m.text.includes(plan.plan_id));
     assert.deepEqual(gate.map((m) => m.answer), ['Show Diff', 'Approve']);
     assert.deepEqual(gate[0].buttons, ['Approve', 'Reject', 'Show Diff']);
