@@ -8,6 +8,7 @@ import { LanguageClient, LanguageClientOptions, ServerOptions, TransportKind } f
 
 import { AgentsClient } from './agentsClient';
 import { Commands, DIFF_SCHEME } from './commands';
+import { applyEditMiddleware } from './editorEdits';
 import { formatEvent, workspaceRoot } from './format';
 import { describeError } from './rpc';
 
@@ -28,8 +29,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<Extens
   context.subscriptions.push(serverLog, events, chat);
 
   const serverOptions: ServerOptions = { command: serverPath, args: serverArgs, transport: TransportKind.stdio };
-  // No documents are synced: the backend is used for its custom methods only.
-  const clientOptions: LanguageClientOptions = { documentSelector: [], outputChannel: serverLog };
+  // No documents are synced: the backend is used for its custom methods only. A plan's
+  // apply and rollback come as workspace edits, saved at once (editorEdits.ts).
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [], outputChannel: serverLog, middleware: { workspace: applyEditMiddleware },
+  };
   client = new LanguageClient('cleveragents', 'CleverAgents', serverOptions, clientOptions);
   await client.start();
 

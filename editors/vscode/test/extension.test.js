@@ -87,14 +87,13 @@ describe('the extension, activated against the real server', () => {
     assert.equal(read(workspace, 'src/app.py'), FILES['src/app.py'], 'execute does not touch the workspace');
 
     // The client declares workspace.applyEdit: the apply goes through the editor's documents,
-    // and the disk changes when they are saved.
+    // which the extension saves at once.
     await until(() => /apply\/completed/.test(channel('CleverAgents')), 10000, 'the approved apply');
     const app = path.join(workspace, 'src/app.py');
-    assert.deepEqual(ui.documents.get(app), { text: 'x = bar\nprint(x)\n', dirty: true });
+    assert.deepEqual(ui.documents.get(app), { text: 'x = bar\nprint(x)\n', dirty: false });
     assert.deepEqual([...ui.documents.keys()], [app], 'the glob kept notes.txt out');
-    assert.equal(read(workspace, 'src/app.py'), FILES['src/app.py'], 'unsaved');
-    stub.saveAll();
     assert.equal(read(workspace, 'src/app.py'), 'x = bar\nprint(x)\n');
+    assert.equal(ui.edits.length, 1);
     await until(() => ui.messages.some((m) => m.text === 'CleverAgents: applied 1 file(s)'), 5000, 'the applied message');
     const gate = ui.messages.filter((m) => m.text.includes(plan.plan_id));
     assert.deepEqual(gate.map((m) => m.answer), ['Show Diff', 'Approve']);
@@ -117,9 +116,9 @@ describe('the extension, activated against the real server', () => {
     ui.pick = (items) => items[0];
     const rolledBack = await run('rollback');
     assert.equal(rolledBack.plan_id, plan.plan_id);
-    assert.deepEqual(ui.documents.get(app), { text: FILES['src/app.py'], dirty: true });
-    stub.saveAll();
+    assert.deepEqual(ui.documents.get(app), { text: FILES['src/app.py'], dirty: false });
     assert.equal(read(workspace, 'src/app.py'), FILES['src/app.py']);
+    assert.equal(ui.edits.length, 2);
     const plans = await run('listPlans');
     assert.equal(plans.find((p) => p.plan_id === plan.plan_id).state, 'completed');
     assert.match(channel('CleverAgents'), new RegExp(`-- current plan ${plans[0].plan_id}`));
@@ -145,6 +144,31 @@ describe('the extension, activated against the real server', () => {
     ui.pick = () => undefined;
     const tasks = await run('listTasks');
     assert.ok(tasks.length >= 1 && tasks.every((task) => task.status.state === 'completed'));
+  });
+
+  test('an apply over a file with unsaved changes is refused, and runs once they are reverted', async () => {
+    ui.settings['cleveragents.automationProfile'] = 'supervised';
+    ui.answerMessage = () => undefined;
+    const notes = path.join(workspace, 'notes.txt');
+    const plan = await run('runAction', 'replace', { pattern: 'keep', replacement: 'drop' });
+    assert.deepEqual([plan.phase, plan.state], ['execute', 'input-required']);
+    ui.documents.set(notes, { text: 'keep foo\nmine\n', dirty: true }); // typed, not saved
+    const edits = ui.edits.length;
+    assert.equal(await run('apply', plan.plan_id), undefined);
+    const error = ui.messages.filter((m) => m.level === 'error').at(-1);
+    assert.match(error.text, /unsaved changes in notes\.txt: save or revert them, then try again/);
+    assert.equal(ui.edits.length, edits, 'nothing was applied');
+    assert.deepEqual(ui.documents.get(notes), { text: 'keep foo\nmine\n', dirty: true });
+    assert.equal(read(workspace, 'notes.txt'), FILES['notes.txt']);
+    const failed = await api.agents.planStatus(plan.plan_id);
+    assert.deepEqual([failed.phase, failed.state], ['apply', 'failed']);
+    assert.ok(failed.allowed_actions.includes('apply'));
+
+    ui.documents.delete(notes); // File: Revert File
+    const applied = await run('apply', plan.plan_id);
+    assert.deepEqual([applied.phase, applied.state, applied.written_by], ['apply', 'completed', 'editor']);
+    assert.equal(read(workspace, 'notes.txt'), 'drop foo\n');
+    assert.equal(ui.documents.get(notes).dirty, false);
   });
 
   test('a failing command shows the server error, with its code', async () => {

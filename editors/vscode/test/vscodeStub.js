@@ -110,14 +110,20 @@ function applyWorkspaceEdit(edit) {
   return true;
 }
 
-/** File: Save All. */
-function saveAll() {
-  for (const [file, document] of ui.documents) {
-    if (document.dirty) {
+/** The documents edits loaded, as vscode.TextDocument: save() writes the disk. */
+function textDocuments() {
+  return [...ui.documents].map(([file, document]) => ({
+    uri: Uri.file(file),
+    fileName: file,
+    get isDirty() { return document.dirty; },
+    getText: () => document.text,
+    async save() {
+      if (!document.dirty) return false;
       fs.writeFileSync(file, document.text);
       document.dirty = false;
-    }
-  }
+      return true;
+    },
+  }));
 }
 
 function outputChannel(name) {
@@ -144,7 +150,7 @@ const ui = {
   progress: [], // { title, reports: [] }
   executed: [], // [command, ...args] of commands not registered here
   contentProviders: {},
-  documents: new Map(), // path -> { text, dirty }: what workspace edits changed
+  documents: new Map(), // path -> { text, dirty }: the documents workspace edits loaded (or a test opened)
   edits: [],
   commands: new Map(),
   answerMessage: () => undefined, // (text, buttons) -> the button to press
@@ -178,7 +184,8 @@ const vscode = {
     get workspaceFolders() {
       return ui.workspaceFolder ? [{ uri: Uri.file(ui.workspaceFolder), name: 'workspace', index: 0 }] : undefined;
     },
-    textDocuments: [],
+    get textDocuments() { return textDocuments(); },
+    asRelativePath: (uri) => (ui.workspaceFolder ? path.relative(ui.workspaceFolder, uri.fsPath) : uri.fsPath),
     getConfiguration: (section) => ({
       get: (key, fallback) => (`${section}.${key}` in ui.settings ? ui.settings[`${section}.${key}`] : fallback),
       has: (key) => `${section}.${key}` in ui.settings,
@@ -252,4 +259,4 @@ function reset() {
   ui.commands.clear();
 }
 
-module.exports = { install, reset, saveAll, ui, Uri };
+module.exports = { install, reset, ui, Uri };

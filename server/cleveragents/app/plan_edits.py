@@ -5,8 +5,9 @@ rollback send it the whole new text of every file instead of writing the disk, s
 open buffers follow and the editor's undo works. The checkpoint is kept as for a
 disk apply, so rollback works the same way. The journal records the change as made
 by the editor before it is asked: a restart never moves those files (the editor
-holds them, and the disk changes only when the user saves). A change the editor
-cannot carry (a file that is not UTF-8 text, a mode change) is written by the server.
+holds them, and the disk changes when it saves them: the VS Code extension saves at
+once, Neovim leaves the buffers to the user). A change the editor cannot carry (a
+file that is not UTF-8 text, a mode change) is written by the server.
 """
 
 from __future__ import annotations

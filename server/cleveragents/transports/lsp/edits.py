@@ -6,7 +6,8 @@ whole-text ``TextDocumentEdit`` for a new file, a whole-text edit for a changed 
 ``DeleteFile`` for a removed one. A client that declares neither ``documentChanges``
 nor resource operations (Neovim declares only the latter) gets a ``changes`` map,
 which can change files but not create or delete them. The editor then changes its buffers (open or not)
-and the disk changes when the user saves; its undo takes the change back.
+and the disk changes when they are saved (by the VS Code extension at once, by the user in Neovim);
+the editor's undo takes the change back.
 """
 
 from __future__ import annotations
