@@ -2,15 +2,15 @@
 ``npm ci`` (kept in the checkout's node_modules while package-lock.json is unchanged),
 ``tsc``, ``vsce package``, then its ``node --test`` suites against this venv's real
 ``cleveragents-lsp``: over vscode-jsonrpc, and through vscode-languageclient with the
-extension's activate() and commands behind a ``vscode`` module stand-in."""
+extension's activate() and commands behind a ``vscode`` module stand-in. Last, the
+``.vsix`` installed in a real VS Code (code-server, see tests/e2e/code_server.py) and used
+through Chromium: session, message, plan, approve, roll back, undo."""
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
-import subprocess
 import sys
 import zipfile
 from collections.abc import Sequence
@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.e2e import code_server
 
 EXTENSION = REPO / "editors" / "vscode"
 LOCK = EXTENSION / "package-lock.json"
@@ -40,14 +41,7 @@ def server_path() -> str:
 
 def run(command: Sequence[str], timeout: float, env: dict[str, str] | None = None) -> str:
     """Runs ``command`` in the extension's directory; fails the test with its output."""
-    try:
-        done = subprocess.run(list(command), cwd=EXTENSION, capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, **(env or {})})
-    except subprocess.TimeoutExpired as expired:
-        pytest.fail(f"{' '.join(command)} took more than {timeout:g} s\n{expired.stdout or ''}\n{expired.stderr or ''}")
-    if done.returncode != 0:
-        pytest.fail(f"{' '.join(command)} exited {done.returncode}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}")
-    return done.stdout
+    return code_server.run_checked(command, EXTENSION, timeout, env)
 
 
 @pytest.fixture(scope="module")
@@ -62,9 +56,14 @@ def built() -> Path:
     return EXTENSION
 
 
-def test_the_extension_packages_into_a_vsix(built: Path, tmp_path: Path) -> None:
-    vsix = tmp_path / "cleveragents.vsix"
-    run(["npx", "vsce", "package", *VSCE_FLAGS, "--out", str(vsix)], timeout=120)
+@pytest.fixture(scope="module")
+def vsix(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    packaged = tmp_path_factory.mktemp("vsix") / "cleveragents.vsix"
+    run(["npx", "vsce", "package", *VSCE_FLAGS, "--out", str(packaged)], timeout=120)
+    return packaged
+
+
+def test_the_extension_packages_into_a_vsix(vsix: Path) -> None:
     with zipfile.ZipFile(vsix) as archive:
         names = set(archive.namelist())
     for expected in ("extension/package.json", "extension/out/extension.js", "extension/out/agentsClient.js",
@@ -80,3 +79,45 @@ def test_the_node_suites_pass_against_the_real_server(built: Path) -> None:
     counts = {key: int(value) for key, value in re.findall(r"^# (tests|pass|fail|cancelled) (\d+)$", output, re.M)}
     assert counts.get("fail") == 0 and counts.get("cancelled") == 0, output
     assert counts.get("pass", 0) >= 20 and counts["pass"] == counts["tests"], output
+
+
+WORKSPACE_FILES = {"app.py": "x = foo\nprint(x)\n", "b.txt": "foo b\n", "notes.md": "nothing to change\n"}
+CODE_SERVER_SETTINGS = {
+    "cleveragents.automationProfile": "supervised",
+    # As on the desktop (the web's default saves a second after any change): what puts
+    # an approved plan on disk is the extension, not VS Code's auto save.
+    "files.autoSave": "off",
+    "workbench.editor.enablePreview": False,  # the diff view must not replace app.py's tab
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": False,
+    "security.workspace.trust.enabled": False,
+    "extensions.ignoreRecommendations": True,
+    "extensions.autoCheckUpdates": False,
+    "extensions.autoUpdate": False,
+    "update.mode": "none",
+    "telemetry.telemetryLevel": "off",
+    "remote.autoForwardPorts": False,
+    "git.enabled": False,
+}
+
+
+@pytest.mark.timeout(1200)  # a first run installs code-server and builds its native modules
+def test_the_vsix_in_code_server(vsix: Path, tmp_path: Path) -> None:
+    install = code_server.prepare()
+    workspace, state, user_data, extensions, artifacts = (tmp_path / name for name in (
+        "workspace", "state", "user-data", "extensions", "artifacts"))
+    for directory in (workspace, state, user_data, extensions, artifacts):
+        directory.mkdir()
+    for name, text in WORKSPACE_FILES.items():
+        (workspace / name).write_text(text)
+    code_server.install_extension(install, vsix, user_data, extensions)
+    settings = {**CODE_SERVER_SETTINGS, "cleveragents.serverPath": server_path(),
+                "cleveragents.serverArgs": ["--workspace", str(workspace), "--state-dir", str(state)]}
+    with code_server.running(install, workspace, user_data, extensions, settings, artifacts / "code-server.log") as url:
+        done = code_server.run_driver(install, "codeServer.e2e.js", timeout=300, env={
+            "CLEVERAGENTS_CODE_SERVER_URL": url, "CLEVERAGENTS_WORKSPACE": str(workspace),
+            "CLEVERAGENTS_ARTIFACTS": str(artifacts)})
+    counts = {key: int(value) for key, value in re.findall(r"^# (tests|pass|fail|skipped) (\d+)$", done.stdout, re.M)}
+    assert done.returncode == 0 and counts.get("fail") == 0 and counts.get("skipped") == 0, (
+        f"screenshots and logs in {artifacts}\n{done.stdout}\n{done.stderr}")
+    assert counts.get("pass", 0) >= 8 and counts["pass"] == counts["tests"], done.stdout
