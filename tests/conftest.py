@@ -14,3 +14,9 @@ def workspace(tmp_path: Path) -> Path:
     root.mkdir()
     (root / "README.md").write_text("hello\n")
     return root
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    from tests.background_installs import order_and_start
+
+    order_and_start(items)

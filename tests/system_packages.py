@@ -11,10 +11,12 @@ import functools
 import os
 import shutil
 import subprocess
+import threading
 
 import pytest
 
 APT_TIMEOUT = 900
+_APT = threading.Lock()  # dpkg takes one install at a time; the background preparation runs one too
 
 
 def _in_ci() -> bool:
@@ -51,7 +53,8 @@ def require_debian_packages(*packages: str) -> None:
     if not missing:
         return
     if os.geteuid() == 0 and shutil.which("apt-get"):
-        problem = _install(tuple(missing))
+        with _APT:
+            problem = _install(tuple(missing)) if _missing(packages) else None
         if problem is None and not _missing(packages):
             return
     else:
