@@ -26,6 +26,7 @@ import httpx
 import pytest
 
 from tests.e2e.rawclient import RawServer
+from tests.http_answers import jsonrpc_answer
 from tests.security.identities import Identity
 
 DEEP = 250  # the finding: 250 levels of metadata broke every list
@@ -163,11 +164,11 @@ class Http:
         body = {"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params}
         response = await self.client.post("/a2a", content=json.dumps(body))
         assert response.status_code == 200, (method, response.status_code, response.text[:300])
-        return response.json()
+        return jsonrpc_answer(response)
 
     async def raw(self, body: bytes) -> dict[str, Any]:
         assert self.client is not None
-        return (await self.client.post("/a2a", content=body)).json()
+        return jsonrpc_answer(await self.client.post("/a2a", content=body))
 
     async def rest(self, method: str, path: str, body: Any = None) -> httpx.Response:
         assert self.client is not None

@@ -37,6 +37,7 @@ from tests.conftest import REPO
 from tests.contract.runners import UvicornServer
 from tests.fuzz.stdio_client import StdioServer, frame
 from tests.fuzz.strategies import SCALE, json_values
+from tests.http_answers import jsonrpc_answer
 from tests.security.identities import Identity
 
 SOURCE = Path(cleveragents.__file__).resolve().parent.parent
@@ -453,7 +454,7 @@ async def test_http_and_the_facade_refuse_wrong_typed_transport_keys(tmp_path):
             async def rpc(method: str, raw_params: str, **headers: str) -> dict[str, Any]:
                 response = await http.post("/a2a", content=request_text(1, method, raw_params=raw_params).encode(),
                                            headers={"Content-Type": "application/json", **headers})
-                answers.append(response.json())
+                answers.append(jsonrpc_answer(response))
                 return answers[-1]
 
             for raw in WRONG_TYPED:
@@ -472,7 +473,7 @@ async def test_http_and_the_facade_refuse_wrong_typed_transport_keys(tmp_path):
             for header in (b"1.\xb2", b"1" * 5000, b"\xe9", b"1.0.0.0"):
                 response = await http.post("/a2a", json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks"},
                                            headers=[(b"A2A-Version", header)])
-                answers.append(response.json())
+                answers.append(jsonrpc_answer(response))
                 assert answers[-1]["error"]["code"] == -32009, answers[-1]
 
             @settings(max_examples=60 * SCALE, deadline=None, suppress_health_check=FIXTURE_OK, database=None)
