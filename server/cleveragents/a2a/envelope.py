@@ -92,7 +92,8 @@ def echo_id(message: Any) -> str | int | None:
 
 
 def classify(message: Any) -> Kind:
-    """What kind of JSON-RPC message this is; InvalidRequestError when it is none."""
+    """What kind of JSON-RPC message this is; InvalidRequestError when it is none.
+    ``"params": null`` is removed from ``message``: it means no params."""
     if isinstance(message, list):
         raise InvalidRequestError("Invalid request: batch requests are not supported", {"reason": "batch"})
     if not isinstance(message, dict):
@@ -109,6 +110,8 @@ def classify(message: Any) -> Kind:
         method = message["method"]
         if not isinstance(method, str) or not method.strip():
             raise InvalidRequestError('Invalid request: "method" must be a non-empty string', {"field": "method"})
+        if "params" in message and message["params"] is None:
+            del message["params"]  # null is taken as no params: clients send it (eglot's shutdown)
         if "params" in message and not isinstance(message["params"], (dict, list)):
             raise InvalidRequestError('Invalid request: "params" must be an object or an array', {"field": "params"})
         return "request" if "id" in message else "notification"
