@@ -63,6 +63,7 @@ class A2aLanguageServer(LanguageServer):
         self._pumps: set[asyncio.Task[None]] = set()
         self._watchdog: asyncio.Future[None] | None = None
         self._handlers: dict[str, Any] = {}
+        self._initialize_seen = False  # LSP: nothing but initialize (and exit) is served before it
         self._editor: Any = _UNKNOWN  # the client's Editor (or None), once initialize has told us
         self._orphaned = asyncio.Event()
         self._client_stalled = False
@@ -223,6 +224,8 @@ class A2aLanguageServer(LanguageServer):
         except A2aError as exc:
             self._reply_error(envelope.echo_id(message), exc)
             return
+        if kind != "response" and not self._admit_in_lifecycle(kind, message):
+            return
         if kind == "request" and self.protocol.shutting_down and message["method"] != "exit":
             self.protocol.send_error(message["id"], {
                 "code": -32600, "message": "Invalid request: the server is shutting down",
@@ -260,6 +263,30 @@ class A2aLanguageServer(LanguageServer):
             payload = internal_error_payload(exc, dialects.EXTENSION, message.get("method", "a response"))
             if kind == "request":
                 self.protocol.send_error(message["id"], payload)
+
+    def _admit_in_lifecycle(self, kind: str, message: dict[str, Any]) -> bool:
+        """LSP's order: ``initialize`` once, first. Before it a request gets -32002 and a
+        notification other than ``exit`` is dropped; a second one is refused."""
+        method = message["method"]
+        if method == "initialize" and kind == "request":
+            if self._initialize_seen:
+                self.protocol.send_error(message["id"], {
+                    "code": -32600, "message": "Invalid request: initialize was sent already",
+                    "data": {"method": method, "reason": "already_initialized"},
+                })
+                return False
+            self._initialize_seen = True
+            return True
+        if self._initialize_seen or method == "exit":
+            return True
+        if kind == "request":
+            self.protocol.send_error(message["id"], {
+                "code": -32002, "message": f"Server not initialized: send initialize before {method}",
+                "data": {"method": method, "reason": "not_initialized"},
+            })
+        else:
+            logger.info("dropped %s: it came before initialize", method)
+        return False
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """An error nobody waits for (a notification's handler, a failed write). pygls
