@@ -257,7 +257,7 @@ class Task:
         """A view for a response: the last ``history_length`` messages (all when None)."""
         history = self.history
         if history_length is not None:
-            history = history[len(history) - history_length:] if history_length else ()
+            history = history[max(0, len(history) - history_length):] if history_length else ()
         if history is self.history and (include_artifacts or not self.artifacts):
             return self  # immutable: the whole task is its own view
         return self._with(history=history, artifacts=self.artifacts if include_artifacts else ())
