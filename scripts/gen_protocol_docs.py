@@ -350,9 +350,11 @@ def intro() -> list[str]:
         "frame are refused (the same one twice is accepted). `docs/architecture.md` gives the rule.",
         "- The client sends the LSP `initialize` request first. Its result declares the A2A "
         "support in `capabilities.experimental.a2a`: supported versions, the agent card, the "
-        "method names per dialect and the notifications.",
+        "method names per dialect and the notifications. Before it, a request is answered -32002 "
+        "(`data.reason: not_initialized`) and a notification other than `exit` is dropped; a second "
+        "`initialize` is -32600 (`already_initialized`).",
         "- Every method below is a custom request. `params` is a JSON object (a params array is "
-        "refused with -32602) and the result is a JSON object.",
+        "refused with -32602; `\"params\": null` is taken as no params) and the result is a JSON object.",
         "- Two keys in `params` belong to the transport and are removed before validation: "
         "`A2A-Version` (a string) and `workDoneToken` (LSP's ProgressToken: a string or a 32-bit "
         "integer; anything else is -32602 with the location `workDoneToken`).",
