@@ -365,6 +365,11 @@ def intro() -> list[str]:
         "A2A 1.0 (`SendMessage`, `GetTask`, ...; ProtoJSON shapes, `TASK_STATE_*` and `ROLE_*` "
         "enums) and A2A 0.3 (`message/send`, `tasks/get`, ...; `kind`-tagged objects, lower-case "
         "states). Both reach the same services.",
+        "- A 1.0 request may name each field as ProtoJSON allows: by its JSON name (`taskId`, "
+        "`historyLength`) or its proto name (`task_id`, `history_length`), at every level of the "
+        "request's messages; keys inside free-form values (`metadata`, a data part's `data`) are "
+        "left as sent. A field given under both names with two values is -32602. Answers always use "
+        "the JSON names.",
         "- CleverAgents' own methods are `_cleveragents/*` and `session.*` (dialect "
         "`cleveragents`). The old dotted names (dialect `legacy`) still work as deprecated aliases.",
         f"- A client may name an A2A version ({versions}; `Major.Minor`, the patch is ignored) "

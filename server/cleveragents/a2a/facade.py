@@ -17,7 +17,7 @@ from typing import Any
 
 import pydantic
 
-from cleveragents.a2a import dialects, envelope, methods
+from cleveragents.a2a import dialects, envelope, methods, proto_names
 from cleveragents.a2a import params as params_models
 from cleveragents.a2a.errors import (
     A2aNotAvailableError,
@@ -255,6 +255,8 @@ class A2aLocalFacade:
             self._warned.add(spec.name)
             logger.warning("method %s is deprecated; use %s", spec.name, spec.replaced_by)
 
+        if spec.dialect == dialects.A2A_V1:  # ProtoJSON: a field's proto name is taken too
+            raw = proto_names.to_json_names(spec.name, raw)
         model: type[pydantic.BaseModel] = getattr(params_models, spec.params)
         try:
             validated = model.model_validate(raw)
