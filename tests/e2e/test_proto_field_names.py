@@ -74,6 +74,8 @@ async def test_http_json_takes_proto_names_in_bodies_and_queries(client):
     assert got.status_code == 200 and not got.json().get("history"), got.text
     full = await client.get(f"/tasks/{task['id']}")
     assert len(full.json()["history"]) >= 1
+    listed = await client.get("/tasks", params={"context_id": task["contextId"], "include_artifacts": "true"})
+    assert listed.status_code == 200 and [t["id"] for t in listed.json()["tasks"]] == [task["id"]], listed.text
     created = await client.post(f"/tasks/{task['id']}/pushNotificationConfigs",
                                 json={"task_id": task["id"], "url": HOOK})
     assert created.status_code == 200 and created.json()["taskId"] == task["id"], created.text

@@ -50,7 +50,7 @@ _STATUS_BY_REASON = {
     "INTERNAL": (500, "INTERNAL"),
 }
 _PRECONDITION = (400, "FAILED_PRECONDITION")
-_BOOLEAN_QUERY = ("includeArtifacts",)
+_BOOLEAN_QUERY = ("includeArtifacts", "include_artifacts")  # ProtoJSON: either name
 
 
 def status_body(error: dict[str, Any]) -> tuple[int, dict[str, Any]]:
