@@ -167,6 +167,8 @@ class V1Codec:
     # -- parts: one liberal decoder for every shape either dialect or a seed sends --
     def decode_part(self, value: Any, loc: Loc = ()) -> Part:
         d = as_object(value, loc)
+        if self.tagged and "kind" not in d:  # 0.3 parts are tagged; an untagged one is not a text part
+            raise invalid((*loc, "kind"), "Field required", "missing")
         if type(text := d.get("text")) is str and (len(d) == 1 or (len(d) == 2 and d.get("kind") == "text")):
             return Part(text)  # the usual part, {"text"} or 0.3's {"kind": "text", "text"}
         kind = d.get("kind")
@@ -227,7 +229,7 @@ class V1Codec:
         d = self._open(value, "message", loc)
         parts = req_list(d, "parts", loc)
         return Message(
-            message_id=opt_str(d, "messageId", loc) or new_id(),
+            message_id=req_str(d, "messageId", loc),  # required in both dialects: the sender names it
             role=parse_role(required(d, "role", loc), (*loc, "role")),
             parts=tuple(self.decode_part(p, (*loc, "parts", i)) for i, p in enumerate(parts)),
             context_id=opt_str(d, "contextId", loc), task_id=opt_str(d, "taskId", loc),
