@@ -65,8 +65,12 @@ def task_section() -> list[str]:
         "than what it keeps (from before a restart, say), or one that is not a ULID, starts from the task "
         "as it is now, as a stream without an id does. A finished task with `lastEventId` gives the items "
         "that were missed, or the finished task, and the stream ends.",
-        "- `$/cancelRequest` on a stream cancels its task, as a client that goes away does. "
-        "`CancelTask` ends a running stream with a final canceled status update.",
+        "- A task's life is its own, not its stream's: over HTTP, a stream whose connection drops "
+        "leaves its task running, within the task's own limits, and `SubscribeToTask` follows it again. "
+        "Over stdio the stream belongs to the editor: `$/cancelRequest` on a stream cancels its task, "
+        "and when the editor's process goes away (end of input, or `exit`) the server cancels the "
+        "tasks still running as it stops. `CancelTask` ends a running stream with a final canceled "
+        "status update.",
         "- `SubscribeToTask` on a terminal task, without `lastEventId`, is -32004.",
         f"- A subscriber that falls {LISTENER_BUFFER} items behind is disconnected (its stream ends).",
         "- The agent's reply streams as chunks of an artifact named `response`; the whole reply is also the "

@@ -211,16 +211,6 @@ async def _wait_for_state(client: httpx.AsyncClient, task_id: str, state: str) -
     raise AssertionError(f"task {task_id} never reached {state}")
 
 
-@pytest.mark.parametrize("path, body", [("/a2a", rpc("SendStreamingMessage", v1_message("wait a"))),
-                                        ("/message:stream", v1_message("wait b"))])
-async def test_a_client_disconnect_cancels_its_task(waiting_server, path, body):
-    _, client = waiting_server
-    async with client.stream("POST", path, json=body, headers=V1) as response:
-        first = await _first_item(response)
-    task_id = (first.get("result") or first)["task"]["id"]
-    await _wait_for_state(client, task_id, "TASK_STATE_CANCELED")
-
-
 async def test_a_blocking_send_is_cancelled_when_its_client_goes_away(waiting_server):
     server, client = waiting_server
     async with httpx.AsyncClient(base_url=server.url, timeout=0.5) as impatient:

@@ -146,3 +146,51 @@ async def test_our_client_resumes_a_subscription(paced):
             rest = [item async for item in stream]
     assert [p.text for i in rest if isinstance(i, TaskArtifactUpdate) for p in i.artifact.parts] == ["b"]
     assert isinstance(rest[-1], TaskStatusUpdate) and rest[-1].status.state is TaskState.COMPLETED
+
+
+STREAM_STARTS = [
+    pytest.param("jsonrpc", "SendStreamingMessage", id="1.0-jsonrpc"),
+    pytest.param("rest", "SendStreamingMessage", id="1.0-rest"),
+    pytest.param("jsonrpc", "message/stream", id="0.3-jsonrpc"),
+]
+
+
+def _start_stream(client: httpx.AsyncClient, binding: str, method: str, text: str):
+    if method == "message/stream":
+        message = {"kind": "message", "role": "user", "messageId": f"m-{text}",
+                   "parts": [{"kind": "text", "text": text}]}
+        return client.stream("POST", "/a2a", json=rpc(method, {"message": message}),
+                             headers={"Accept": "text/event-stream", "A2A-Version": "0.3"})
+    message = {"message": {"role": "ROLE_USER", "messageId": f"m-{text}", "parts": [{"text": text}]}}
+    if binding == "rest":
+        return client.stream("POST", "/message:stream", json=message, headers=SSE)
+    return client.stream("POST", "/a2a", json=rpc(method, message), headers=SSE)
+
+
+@pytest.mark.parametrize(("binding", "method"), STREAM_STARTS)
+async def test_a_task_goes_on_after_its_stream_drops(paced, binding, method):
+    """The task's life is its own, not its stream's: a client that loses the stream
+    subscribes again and follows the task to its end."""
+    agent, client = paced
+    async with _start_stream(client, binding, method, "go") as response:
+        _, _, data = await asyncio.wait_for(anext(sse_messages(response)), 5)
+        first = json.loads(data)
+    first = first.get("result", first)
+    task_id = first["task"]["id"] if "task" in first else first["id"]  # 1.0 wraps, 0.3 tags
+
+    await agent.chunks.put("a")  # the agent works on after the drop
+    await asyncio.sleep(0.2)
+    state = (await client.post("/a2a", json=rpc("GetTask", {"id": task_id}), headers=V1)).json()["result"]["status"]
+    assert state["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"), state
+
+    async with _subscription(client, "jsonrpc", task_id) as response:
+        messages = sse_messages(response)
+        (_, snapshot), = await _read(messages, 1)
+        assert snapshot["task"]["id"] == task_id
+        await agent.chunks.put("b")
+        await agent.chunks.put(None)
+        items = []
+        while not items or "statusUpdate" not in items[-1][1] or \
+                items[-1][1]["statusUpdate"]["status"]["state"] != "TASK_STATE_COMPLETED":
+            items += await _read(messages, 1)
+    assert await _artifact_text(client, task_id) == "ab"

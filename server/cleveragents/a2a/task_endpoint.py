@@ -13,6 +13,7 @@ header) to resume after the last event a client saw.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
@@ -25,7 +26,7 @@ from cleveragents.app.calls import CallContext
 from cleveragents.app.task_events import StreamEvent
 from cleveragents.app.tasks import TaskService
 from cleveragents.domain.push_policy import PushTargetRefused
-from cleveragents.domain.task import PushConfig, TaskArtifactUpdate
+from cleveragents.domain.task import PushConfig, Task, TaskArtifactUpdate
 
 STATUS_NOTIFICATION = "task/statusUpdate"
 ARTIFACT_NOTIFICATION = "task/artifactUpdate"
@@ -57,7 +58,14 @@ class TaskEndpoint:
         with _push_url_at(_send_url_loc(params)):
             items = await self.service.stream(request.message, push_config=request.push_config,
                                               metadata=request.metadata)
-        return await self._relay(items, codec, context)
+        started: list[str] = []
+        try:
+            return await self._relay(items, codec, context, started)
+        except asyncio.CancelledError:
+            if context is not None and context.cancel_ends_task and started:
+                with contextlib.suppress(Exception):  # already ended: nothing to cancel
+                    await asyncio.shield(self.service.cancel(started[0]))
+            raise
 
     async def subscribe(self, context: CallContext | None = None, **params: Any) -> dict[str, Any]:
         codec = codec_for(context)
@@ -65,10 +73,13 @@ class TaskEndpoint:
         return await self._relay(items, codec, context)
 
     async def _relay(self, events: AsyncIterator[StreamEvent], codec: Codec,
-                     context: CallContext | None) -> dict[str, Any]:
+                     context: CallContext | None, started: list[str] | None = None) -> dict[str, Any]:
+        """Relays ``events``; the task's id goes into ``started`` with the first one."""
         last: dict[str, Any] | None = None
         async with contextlib.aclosing(events):  # type: ignore[type-var]
             async for event_id, item in events:
+                if started is not None and not started and isinstance(item, Task):
+                    started.append(item.id)
                 last = codec.encode_stream_item(item)
                 if context is not None and context.notify is not None:
                     method = ARTIFACT_NOTIFICATION if isinstance(item, TaskArtifactUpdate) else STATUS_NOTIFICATION

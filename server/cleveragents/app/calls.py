@@ -48,3 +48,7 @@ class CallContext:
     notify: Notify | None = None
     attach_stream: Callable[[str, Any], None] | None = None
     editor: Editor | None = None
+    # A cancelled request cancels the task its stream follows. Over stdio the stream is
+    # the editor's own (its Cancel is $/cancelRequest); over HTTP a dropped stream
+    # leaves the task running, for the client to subscribe to again.
+    cancel_ends_task: bool = False

@@ -11,7 +11,7 @@ TaskService decides when each of these happens; this module only keeps the queue
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from cleveragents.app.task_events import RecentLogs, StreamEvent, replay
@@ -28,19 +28,15 @@ class TaskSubscribers:
         self._watchers: dict[str, set[asyncio.Queue[Any]]] = {}
         self._recent = RecentLogs()
 
-    async def follow(self, run: TaskRun, queue: asyncio.Queue[Any],
-                     abandoned: Callable[[], Awaitable[None]] | None = None) -> AsyncIterator[StreamEvent]:
-        """A run's listener ``queue`` as a stream, until the run settles. ``abandoned``
-        runs if the reader leaves first (a client that went away)."""
-        finished = False
+    async def follow(self, run: TaskRun, queue: asyncio.Queue[Any]) -> AsyncIterator[StreamEvent]:
+        """A run's listener ``queue`` as a stream, until the run settles. A reader that
+        leaves first (its client went away) leaves the run as it is: a task's life is
+        its own, not its stream's, and the client may subscribe to it again."""
         try:
             while (event := await queue.get()) is not END:
                 yield event
-            finished = True
         finally:
             run.listeners.discard(queue)
-            if abandoned is not None and not finished and not run.settled.is_set():
-                await asyncio.shield(abandoned())
 
     def watch(self, task: Task, last_event_id: str | None) -> AsyncIterator[StreamEvent]:
         """A task no run holds: what the subscriber missed (or the task), then, for a

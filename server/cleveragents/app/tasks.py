@@ -124,10 +124,11 @@ class TaskService:
     async def stream(self, message: Message, *, push_config: PushConfig | None = None,
                      metadata: dict[str, Any] | None = None) -> AsyncIterator[StreamEvent]:
         """The task, then its updates until it is terminal or needs input. Closing the
-        iterator early (the client went away) cancels the task."""
+        iterator early (the client went away) leaves the task running, within its own
+        limits; ``subscribe`` follows it again, and ``cancel`` stops it."""
         run, queue, _ = await self._start(message, push_config, metadata, listen=True)
         assert queue is not None
-        return self._subscribers.follow(run, queue, abandoned=lambda: self._cancel_quietly(run.task.id))
+        return self._subscribers.follow(run, queue)
 
     async def subscribe(self, task_id: str, last_event_id: str | None = None) -> AsyncIterator[StreamEvent]:
         """The task, then its updates. A task waiting for input is streamed now and

@@ -49,6 +49,7 @@ class StreamCall:
         self._gave_up = False
         self._method = request.get("method")
         context.notify = self._on_item
+        self._context = context
         self._task = asyncio.ensure_future(facade.respond(request, context))
         self._task.add_done_callback(lambda _: self._queue.put_nowait(_DONE))
         self._ended = False
@@ -73,6 +74,9 @@ class StreamCall:
         while not self._queue.empty():
             self._queue.get_nowait()
         self._buffered = 0
+        # Not a dropped stream, which leaves its task running: output nobody reads would
+        # only pile up in the task, so the task is ended with the stream.
+        self._context.cancel_ends_task = True
         self._task.cancel()
 
     async def next(self) -> tuple[str, Any]:

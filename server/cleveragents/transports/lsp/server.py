@@ -147,7 +147,7 @@ class A2aLanguageServer(LanguageServer):
             facade = await self.facade()
             context = CallContext(
                 method=method, dialect="", request_id=msg_id, a2a_version=self.a2a_version,
-                transport="stdio", notify=self.notify,
+                transport="stdio", notify=self.notify, cancel_ends_task=True,
                 attach_stream=lambda sub_id, events: self._attach(msg_id, sub_id, events),
                 editor=self._client_editor(),
             )
