@@ -20,14 +20,16 @@ if TYPE_CHECKING:
         Agent,
         AgentTeam,
         InputRequired,
+        Message,
         Task,
         TeamTask,
         tool,
     )
 
-_PUBLISHED = frozenset({"A2A", "Agent", "AgentTeam", "InputRequired", "Task", "TeamTask", "tool"})
+_PUBLISHED = frozenset({"A2A", "Agent", "AgentTeam", "InputRequired", "Message", "Task", "TeamTask", "tool"})
 
-__all__ = ["A2A", "A2AClient", "Agent", "AgentTeam", "InputRequired", "Task", "TeamTask", "__version__", "tool"]
+__all__ = ["A2A", "A2AClient", "Agent", "AgentTeam", "InputRequired", "Message", "Task", "TeamTask", "__version__",
+           "tool"]
 
 
 def __getattr__(name: str) -> Any:

@@ -72,3 +72,26 @@ def test_the_tools_pages_time_limit_error_is_the_one_raised():
 
     shown = json.loads(re.search(r"```json\n(.*?)```", (DOCS / "tools.md").read_text(), re.S).group(1))
     assert error_payload(ToolTimeoutError.of("fs.replace", 300), EXTENSION) == shown
+
+
+async def test_the_http_pages_direct_reply_example_answers_with_a_message(tmp_path):
+    import httpx
+
+    section = (DOCS / "http.md").read_text().split("## Answering with a message", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    namespace: dict = {}
+    exec(compile(code, "http.md", "exec"), namespace)  # noqa: S102 - the docs' own example
+    app = namespace["a2a"].asgi_app(workspace=tmp_path, memory=True)
+    transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))
+
+    def send(text: str) -> dict:
+        return {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                "params": {"message": {"role": "ROLE_USER", "messageId": f"m-{text}", "parts": [{"text": text}]}}}
+
+    async with app.router.lifespan_context(app), httpx.AsyncClient(
+            transport=transport, base_url="http://127.0.0.1", headers={"A2A-Version": "1.0"}) as client:
+        greeted = (await client.post("/a2a", json=send("hello"))).json()["result"]
+        worked = (await client.post("/a2a", json=send("app.py"))).json()["result"]
+    assert greeted["message"]["parts"] == [{"text": "Hello! Send me a file name to review."}]
+    assert greeted["message"]["metadata"] == {"kind": "greeting"}
+    assert worked["task"]["status"]["state"] == "TASK_STATE_COMPLETED"

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Coroutine
 from dataclasses import dataclass, replace
 from typing import Any
 
+from cleveragents.app.direct_replies import FirstEvent, PrimedActor, answer_message, replies_directly
 from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
 from cleveragents.app.ports import ActorSelector, ContextRouter, PushDispatcher
@@ -28,6 +29,7 @@ from cleveragents.app.task_subscribers import TaskSubscribers
 from cleveragents.domain.actor import (
     Actor,
     ArtifactChunk,
+    DirectReply,
     InputRequired,
     TextChunk,
     ToolInfo,
@@ -71,6 +73,11 @@ class TaskPage:
     total_size: int
 
 
+async def _only(message: Message) -> AsyncIterator[StreamEvent]:
+    """A stream of one message: a direct reply, streamed."""
+    yield new_id(), message
+
+
 def _agent_message(task: Task, text: str) -> Message:
     return Message(new_id(), Role.AGENT, (Part.of_text(text),), task.context_id, task.id)
 
@@ -108,10 +115,13 @@ class TaskService:
 
     # -- sending -------------------------------------------------------------------
     async def send(self, message: Message, *, blocking: bool = True, history_length: int | None = None,
-                   push_config: PushConfig | None = None, metadata: dict[str, Any] | None = None) -> Task:
+                   push_config: PushConfig | None = None, metadata: dict[str, Any] | None = None,
+                   ) -> Task | Message:
         """Start (or resume) a task. Blocking waits until it is terminal or needs input;
         a caller that goes away cancels the task."""
         run, _, drive = await self._start(message, push_config, metadata, here=blocking)
+        if isinstance(run, Message):  # the actor answered with a message: no task
+            return run
         if drive is not None:
             # Worked on in the caller's own asyncio task: no second task to start and
             # wait for. What a cancel means there is sorted out in _drive.
@@ -127,6 +137,8 @@ class TaskService:
         iterator early (the client went away) leaves the task running, within its own
         limits; ``subscribe`` follows it again, and ``cancel`` stops it."""
         run, queue, _ = await self._start(message, push_config, metadata, listen=True)
+        if isinstance(run, Message):  # the actor answered with a message: that is the stream
+            return _only(run)
         assert queue is not None
         return self._subscribers.follow(run, queue)
 
@@ -149,9 +161,10 @@ class TaskService:
 
     async def _start(self, message: Message, push_config: PushConfig | None, metadata: dict[str, Any] | None,
                      listen: bool = False, here: bool = False,
-                     ) -> tuple[TaskRun, asyncio.Queue[Any] | None, Coroutine[Any, Any, None] | None]:
+                     ) -> tuple[TaskRun | Message, asyncio.Queue[Any] | None, Coroutine[Any, Any, None] | None]:
         """Store the new (or resumed) task and start its work: in a task of its own, or
-        with ``here``, as the coroutine returned for the caller to await itself."""
+        with ``here``, as the coroutine returned for the caller to await itself. An actor
+        that answers with a message alone gives that message, and no task is stored."""
         await self._ready()
         if not message.parts:
             raise ValidationError.for_field(["message", "parts"], "a message needs at least one part", "too_short")
@@ -167,11 +180,21 @@ class TaskService:
         # The session's actor and budget; a spent budget refuses the message here.
         choice = await self._selector.choose(task.context_id if task else message.context_id) \
             if self._selector is not None else None
-        now = utc_now()
+        primed: FirstEvent | None = None
         if task is None:
             task_id = new_id()
             context_id = message.context_id or new_id()
             message = message.in_task(task_id, context_id)
+            actor = choice.actor if choice is not None else self.actor
+            if replies_directly(actor):  # its first event says whether there is a task at all
+                primed = await FirstEvent.read(actor, Turn(
+                    task_id, context_id, message, (), tuple(self._tools()),
+                    choice.context if choice is not None else {}, self._invoker))
+                if (reply := primed.reply) is not None:
+                    await primed.aclose()
+                    return answer_message(reply, context_id), None, None
+        now = utc_now()
+        if task is None:
             task = Task(task_id, context_id, TaskStatus(TaskState.SUBMITTED, now), (message,), (), metadata)
         else:
             if task.id in self._live:  # another message is resuming it right now
@@ -221,9 +244,10 @@ class TaskService:
             self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status), listeners=False)
         turn = Turn(task.id, task.context_id, message, task.history[:-1], tuple(self._tools()),
                     choice.context if choice is not None else {}, self._invoker)
+        actor = PrimedActor(primed) if primed is not None else None
         if here:
-            return run, queue, self._drive(run, turn, choice, here=True)
-        run.runner = asyncio.ensure_future(self._drive(run, turn, choice))
+            return run, queue, self._drive(run, turn, choice, here=True, actor=actor)
+        run.runner = asyncio.ensure_future(self._drive(run, turn, choice, actor=actor))
         return run, queue, None
 
     async def _resumable(self, message: Message) -> Task | None:
@@ -244,14 +268,15 @@ class TaskService:
         return None
 
     # -- running -------------------------------------------------------------------
-    async def _drive(self, run: TaskRun, turn: Turn, choice: Any = None, here: bool = False) -> None:
+    async def _drive(self, run: TaskRun, turn: Turn, choice: Any = None, here: bool = False,
+                     actor: Any = None) -> None:
         """Work the task to its end. ``here``: in the asyncio task of a blocking send,
         where a CancelledError has two causes. cancel() (CancelTask, shutdown) has
         already recorded the task as canceled, and is taken back, so the send answers
         with the canceled task. Otherwise the caller itself was cancelled (its client
         went away): the task is canceled with it and the error goes on."""
         try:
-            await self._respond(run, turn, choice)
+            await self._respond(run, turn, choice, actor)
         except asyncio.CancelledError:
             if here and not (run.cancel_sent and self._take_back_cancel()):
                 run.runner = None  # cancel() must not cancel the caller once more
@@ -269,13 +294,15 @@ class TaskService:
         current = asyncio.current_task()
         return current is not None and current.uncancel() == 0
 
-    async def _respond(self, run: TaskRun, turn: Turn, choice: Any) -> None:
-        """Run the actor on the turn, recording what it produces."""
+    async def _respond(self, run: TaskRun, turn: Turn, choice: Any, actor: Any = None) -> None:
+        """Run the actor (``actor``, else the choice's, else ours) on the turn, recording
+        what it produces."""
         chunks: list[str] = []
         response_id = f"{run.task.id}-response-{len(run.task.history)}"
         held: str | None = None
         used = Usage()
-        actor = choice.actor if choice is not None else self.actor
+        if actor is None:
+            actor = choice.actor if choice is not None else self.actor
         try:
             if run.task.state is TaskState.SUBMITTED:
                 await self._update(run, lambda t: t.transition(TaskState.WORKING, utc_now()), persist=False)
@@ -283,6 +310,8 @@ class TaskService:
             events = actor.respond(turn)
             try:
                 async for event in events:
+                    if isinstance(event, DirectReply):  # too late to be the whole answer: its text is part of it
+                        event = TextChunk(event.message.text())
                     if isinstance(event, TextChunk):
                         if held is not None:
                             await self._artifact(run, response_id, held, append=bool(chunks), last=False)

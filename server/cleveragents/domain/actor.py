@@ -14,12 +14,12 @@ way out, so closing the event iterator early is always safe.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from cleveragents.domain.errors import BusinessRuleViolation
 from cleveragents.domain.records import record
-from cleveragents.domain.task import Artifact, Message
+from cleveragents.domain.task import Artifact, Message, Part, Role
 
 
 @record
@@ -44,6 +44,31 @@ class InputRequired:
 
     prompt: str
     auth: bool = False
+
+
+@record
+class DirectReply:
+    """The actor answers with a message and starts no task. Only an actor whose
+    ``replies_directly`` is true may give it, and only as its first event for a message
+    that starts a new task; the message is then the whole answer. Given later, or by
+    another actor, its text is part of the task's reply."""
+
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyMessage:
+    """What a handler returns to answer with a message instead of a task (published as
+    ``cleveragents.Message``): text, data, or both, and metadata."""
+
+    text: str = ""
+    data: Any = None
+    metadata: dict[str, Any] | None = None
+
+    def to_message(self) -> Message:
+        parts = ((Part.of_text(self.text),) if self.text or self.data is None else ()) + (
+            (Part.of_data(self.data),) if self.data is not None else ())
+        return Message("", Role.AGENT, parts, metadata=self.metadata)  # its id is given as it is sent
 
 
 @record

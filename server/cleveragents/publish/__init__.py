@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from cleveragents.domain.actor import InputRequired
+from cleveragents.domain.actor import ReplyMessage as Message
 from cleveragents.publish.agent import Agent
 from cleveragents.publish.server import A2A
 from cleveragents.publish.team import AgentTeam, Task, TeamTask
 from cleveragents.publish.tools import FunctionTool, tool
 
-__all__ = ["A2A", "Agent", "AgentTeam", "FunctionTool", "InputRequired", "Task", "TeamTask", "tool"]
+__all__ = ["A2A", "Agent", "AgentTeam", "FunctionTool", "InputRequired", "Message", "Task", "TeamTask", "tool"]

@@ -62,6 +62,11 @@ class Agent:
         return f"Agent({self.name!r})"
 
     @property
+    def replies_directly(self) -> bool:
+        """A handler may answer with a ``Message`` instead of a task."""
+        return self.handler is not None
+
+    @property
     def description(self) -> str:
         """For the agent card: "<role>. <goal>", else the instructions."""
         return ". ".join(text for text in (self.role, self.goal) if text) or self.instructions

@@ -2,7 +2,8 @@
 
 What ``cleveragents.Agent(handler=...)`` and the ``python/<module>:<callable>`` actor
 share. A handler takes the message text, or the text and the turn; what it returns
-or yields may be text, a dict (a data artifact), an ``Artifact`` or any actor event.
+or yields may be text, a dict (a data artifact), an ``Artifact``, a ``Message`` (the
+answer as a message alone, when it comes first) or any actor event.
 Synchronous code runs in a pool of its own, so a handler that blocks neither stalls
 the event loop nor queues behind the server's file I/O.
 """
@@ -18,8 +19,18 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from cleveragents.domain.actor import ActorEvent, ArtifactChunk, InputRequired, TextChunk, ToolCall, Turn, Usage
-from cleveragents.domain.task import Artifact, Part
+from cleveragents.domain.actor import (
+    ActorEvent,
+    ArtifactChunk,
+    DirectReply,
+    InputRequired,
+    ReplyMessage,
+    TextChunk,
+    ToolCall,
+    Turn,
+    Usage,
+)
+from cleveragents.domain.task import Artifact, Message, Part
 from cleveragents.ids import new_id
 
 T = TypeVar("T")
@@ -96,12 +107,16 @@ def as_events(value: Any) -> Iterator[ActorEvent]:
         yield TextChunk(value)
     elif isinstance(value, EVENT_TYPES):
         yield value
+    elif isinstance(value, ReplyMessage):
+        yield DirectReply(value.to_message())
+    elif isinstance(value, Message):
+        yield DirectReply(value)
     elif isinstance(value, Artifact):
         yield ArtifactChunk(value)
     elif isinstance(value, dict):
         yield ArtifactChunk(Artifact(new_id(), (Part.of_data(value),), name="data"))
     else:
-        raise TypeError(f"a handler gives str, dict, Artifact, ArtifactChunk or InputRequired, "
+        raise TypeError(f"a handler gives str, dict, Artifact, ArtifactChunk, InputRequired or Message, "
                         f"not {type(value).__name__}")
 
 
