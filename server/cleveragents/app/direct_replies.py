@@ -8,6 +8,7 @@ that first event handed on, so nothing the actor produced is lost or produced tw
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -41,6 +42,9 @@ class FirstEvent:
             self._ended = True
         except Exception as exc:  # the task that starts reports it, as a failure
             self._error = exc
+        except BaseException:  # cancelled while it thought: nothing more will read it
+            await asyncio.shield(self.aclose())
+            raise
         return self
 
     @property
