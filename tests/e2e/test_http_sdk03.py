@@ -4,27 +4,14 @@ call it makes, and the errors it reads, a stream's included."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from cleveragents import A2A, Agent
 from tests.contract.runners import UvicornServer
-from tests.e2e.agents.echo_agent import echo
 from tests.e2e.sdk03 import run_driver, sdk03  # noqa: F401 - a fixture
+from tests.e2e.test_http_sdk import handler
 
 TOKEN = "sdk03-token-81c2"
-WAIT_SECONDS = 30
-
-
-async def handler(text: str):
-    """Echoes; a message starting with "wait" says so, then waits to be cancelled."""
-    if text.startswith("wait"):
-        yield "waiting;"
-        await asyncio.sleep(WAIT_SECONDS)
-    yield await echo(text)
-
-
 @pytest.fixture(params=["", "/api"], ids=["root", "prefix"])
 async def server(request, tmp_path):
     app = A2A(agent=Agent(name="Echo", handler=handler), description="Echoes what it is told", auth_token=TOKEN,
