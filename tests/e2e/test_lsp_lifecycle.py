@@ -74,3 +74,21 @@ async def test_params_that_are_a_string_are_still_refused(server):
     server.send_message({"jsonrpc": "2.0", "id": 8, "method": "shutdown", "params": "x"})
     answer = await server.response(8)
     assert answer["error"]["code"] == -32600 and answer["error"]["data"]["field"] == "params"
+
+
+async def test_a_refused_initialize_can_be_sent_again(server):
+    refused = await server.request(1, "initialize", {
+        "processId": None, "capabilities": {}, "initializationOptions": {"a2aVersion": "9.9"}})
+    assert refused["error"]["code"] == -32009, refused
+    not_yet = await server.request(2, "session.list", {})
+    assert not_yet["error"]["data"]["reason"] == "not_initialized"
+    reply = await server.initialize()
+    assert "capabilities" in reply["result"], reply
+    assert "result" in await server.request(3, "session.list", {})
+
+
+async def test_an_initialize_of_the_wrong_shape_can_be_sent_again(server):
+    refused = await server.request(1, "initialize", {"processId": "not a number", "capabilities": {}})
+    assert refused["error"]["code"] == -32602, refused
+    reply = await server.initialize()
+    assert "capabilities" in reply["result"], reply

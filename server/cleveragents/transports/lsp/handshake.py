@@ -59,9 +59,11 @@ def early_initialize(body: bytes) -> tuple[Any, dict[str, Any]] | None:
     params = message.get("params")
     if not isinstance(params, dict) or not isinstance(params.get("capabilities"), dict):
         return None
+    if not _shaped(params, "processId", int) or not _shaped(params, "rootUri", str) \
+            or not _shaped(params, "rootPath", str) or not _shaped(params, "workspaceFolders", list) \
+            or not _shaped(params, "clientInfo", dict) or not _shaped(params, "initializationOptions", dict):
+        return None  # the ordinary path names the field
     options = params.get("initializationOptions")
-    if options is not None and not isinstance(options, dict):
-        return None
     if isinstance(options, dict) and options.get("a2aVersion") is not None:
         from cleveragents.a2a.version import A2aVersionNegotiator
 
@@ -69,3 +71,8 @@ def early_initialize(body: bytes) -> tuple[Any, dict[str, Any]] | None:
         if not isinstance(version, str) or not A2aVersionNegotiator().is_supported(version):
             return None  # the ordinary path answers with the version error
     return message["id"], params
+
+
+def _shaped(params: dict[str, Any], name: str, kind: type) -> bool:
+    value = params.get(name)
+    return value is None or (isinstance(value, kind) and not isinstance(value, bool))

@@ -116,7 +116,11 @@ class A2aProtocol(LanguageServerProtocol):
         self, params: types.InitializeParams
     ) -> Generator[Any, Any, WireResponse]:
         msg_id = self.msg_id
-        self._server.configure_from_initialize(params)
+        try:
+            self._server.configure_from_initialize(params)
+        except Exception:
+            self._server.initialize_refused(msg_id)
+            raise
         yield from super().lsp_initialize(params)  # pygls's own state: workspace, client capabilities
         return WireResponse(initialize_response(msg_id, self._converter.unstructure(params), self._server.agent_card))
 

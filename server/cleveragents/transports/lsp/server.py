@@ -64,6 +64,7 @@ class A2aLanguageServer(LanguageServer):
         self._watchdog: asyncio.Future[None] | None = None
         self._handlers: dict[str, Any] = {}
         self._initialize_seen = False  # LSP: nothing but initialize (and exit) is served before it
+        self._answered_early: Any = _UNANSWERED  # the id of an initialize main.py answered before pygls loaded
         self._editor: Any = _UNKNOWN  # the client's Editor (or None), once initialize has told us
         self._orphaned = asyncio.Event()
         self._client_stalled = False
@@ -255,6 +256,8 @@ class A2aLanguageServer(LanguageServer):
             else:
                 payload = {"code": exc.code, "message": exc.message, "data": {"method": message.get("method")}}
             if kind == "request":
+                if message["method"] == "initialize":
+                    self.initialize_refused(message["id"])
                 self.protocol.send_error(message["id"], payload)
             return
         try:
@@ -287,6 +290,12 @@ class A2aLanguageServer(LanguageServer):
         else:
             logger.info("dropped %s: it came before initialize", method)
         return False
+
+    def initialize_refused(self, msg_id: Any) -> None:
+        """An ``initialize`` answered with an error did not initialize: the client may
+        correct it and send it again. One answered early stands as answered."""
+        if msg_id != self._answered_early:
+            self._initialize_seen = False
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """An error nobody waits for (a notification's handler, a failed write). pygls
@@ -340,6 +349,7 @@ class A2aLanguageServer(LanguageServer):
         try:
             if first is not None:
                 if answered is not _UNANSWERED:
+                    self._answered_early = answered
                     self.protocol.suppress_response(answered)
                 self.on_frame(first) if isinstance(first, bytes) else self.on_frame_error(first)
                 reading = asyncio.ensure_future(read_frames(
