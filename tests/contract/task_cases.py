@@ -60,9 +60,9 @@ async def task_errors_use_the_a2a_codes(runner):
     assert subscribe["code"] == -32004 and subscribe["data"][0]["reason"] == "UNSUPPORTED_OPERATION"
     assert error_of(await runner.call("tasks/resubscribe", {"id": done["id"]}))["code"] == -32004
 
-    no_parts = error_of(await runner.call("SendMessage", {"message": {"role": "ROLE_USER", "parts": []}}))
+    no_parts = error_of(await runner.call("SendMessage", {"message": {"role": "ROLE_USER", "messageId": "m-empty", "parts": []}}))
     assert no_parts["code"] == -32602
-    bad_part = error_of(await runner.call("message/send", {"message": {"role": "user", "parts": [{"kind": "?"}]}}))
+    bad_part = error_of(await runner.call("message/send", {"message": {"role": "user", "messageId": "m-bad", "parts": [{"kind": "?"}]}}))
     assert bad_part["code"] == -32602 and bad_part["data"]["errors"][0]["loc"][:3] == ["message", "parts", 0]
 
 
