@@ -4,6 +4,7 @@ JSON-RPC, HTTP+JSON and stdio, and to the official SDK's client."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import httpx
@@ -122,3 +123,42 @@ def test_stdio_answers_with_the_message(tmp_path):
     finally:
         server.close()
 
+
+
+async def test_a_non_blocking_send_gets_its_task_at_once(server):
+    """The client asked for the task to follow: the handler is not waited for, and a
+    message it returns ends that task as its answer."""
+    _, http = server
+    sent = v1("hello") | {"configuration": {"returnImmediately": True}}
+    task = (await http.post("/a2a", json=rpc("SendMessage", sent), headers=V1)).json()["result"]["task"]
+    assert task["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED")
+    for _ in range(50):
+        got = (await http.post("/a2a", json=rpc("GetTask", {"id": task["id"]}), headers=V1)).json()["result"]
+        if got["status"]["state"] == "TASK_STATE_COMPLETED":
+            break
+        await asyncio.sleep(0.05)
+    assert got["status"]["state"] == "TASK_STATE_COMPLETED", got
+    assert "hi there" in json.dumps(got)
+
+
+async def test_a_streaming_handler_starts_its_task_before_its_first_chunk(tmp_path):
+    release = asyncio.Event()
+
+    async def slow(text: str):
+        await release.wait()
+        yield "done"
+
+    app = A2A(agent=Agent(name="Slow", handler=slow), auth_token=TOKEN).asgi_app(workspace=tmp_path, memory=True)
+    served = UvicornServer(app)
+    await served.start()
+    try:
+        async with httpx.AsyncClient(base_url=served.url, timeout=10) as http:
+            async with http.stream("POST", "/a2a", json=rpc("SendStreamingMessage", v1("go")),
+                                   headers={**V1, "Accept": "text/event-stream"}) as response:
+                lines = response.aiter_lines()
+                first = await asyncio.wait_for(anext(line async for line in lines if line.startswith("data:")), 5)
+                assert json.loads(first[5:])["result"]["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
+                release.set()
+    finally:
+        release.set()
+        await served.stop()

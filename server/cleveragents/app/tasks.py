@@ -186,7 +186,9 @@ class TaskService:
             context_id = message.context_id or new_id()
             message = message.in_task(task_id, context_id)
             actor = choice.actor if choice is not None else self.actor
-            if replies_directly(actor):  # its first event says whether there is a task at all
+            # Its first event says whether there is a task at all, unless the client asked
+            # for the task at once (a non-blocking send).
+            if replies_directly(actor) and (here or listen):
                 primed = await FirstEvent.read(actor, Turn(
                     task_id, context_id, message, (), tuple(self._tools()),
                     choice.context if choice is not None else {}, self._invoker))

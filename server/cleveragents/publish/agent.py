@@ -24,7 +24,7 @@ from cleveragents.domain.actor import (
 from cleveragents.domain.errors import BusinessRuleViolation
 from cleveragents.domain.task import Message, Part, Role
 from cleveragents.ids import new_id
-from cleveragents.infra.actors.handlers import handler_events, runs_on_loop, takes_turn
+from cleveragents.infra.actors.handlers import handler_events, runs_on_loop, streams, takes_turn
 from cleveragents.infra.actors.local import tool_call_from_text
 from cleveragents.publish.tools import FunctionTool, as_tool, render, to_jsonable
 
@@ -53,6 +53,7 @@ class Agent:
         self.handler = handler
         self._handler_takes_turn = handler is not None and takes_turn(handler)
         self._handler_on_loop = handler is not None and runs_on_loop(handler)
+        self._handler_streams = handler is not None and streams(handler)
         self.actor_name: str | None = actor if isinstance(actor, str) else None
         self.actor: Any = None if isinstance(actor, str) else actor
         if self.actor is not None and not callable(getattr(self.actor, "respond", None)):
@@ -63,8 +64,9 @@ class Agent:
 
     @property
     def replies_directly(self) -> bool:
-        """A handler may answer with a ``Message`` instead of a task."""
-        return self.handler is not None
+        """A handler that returns its answer may return a ``Message`` instead of a task.
+        One that yields (a generator) streams, so its task starts at once."""
+        return self.handler is not None and not self._handler_streams
 
     @property
     def description(self) -> str:

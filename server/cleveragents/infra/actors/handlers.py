@@ -73,6 +73,12 @@ def runs_on_loop(handler: Handler) -> bool:
     return inspect.iscoroutinefunction(handler) or inspect.isasyncgenfunction(handler)
 
 
+def streams(handler: Handler) -> bool:
+    """Whether the handler is a generator function (async or not): it yields its answer
+    piece by piece rather than returning it."""
+    return inspect.isasyncgenfunction(handler) or inspect.isgeneratorfunction(handler)
+
+
 async def handler_events(handler: Handler, turn: Turn, with_turn: bool,
                          on_loop: bool | None = None) -> AsyncIterator[ActorEvent]:
     """Run ``handler`` on ``turn`` and give what it produces as actor events.
