@@ -81,7 +81,7 @@ class Dialect:
 
     @property
     def codec(self) -> Codec:
-        return get_codec(self.version)
+        return get_codec(self.version, lenient=True)  # encodes strictly; reads the peer's answers leniently
 
     @property
     def v1(self) -> bool:

@@ -67,6 +67,12 @@ class V1Codec:
     version = "1.0"
     tagged = False  # 0.3 tags objects with `kind`
 
+    def __init__(self, *, lenient: bool = False) -> None:
+        # Lenient: what a peer agent answers, read as well as it can be (a missing
+        # messageId is made up, an untagged 0.3 part is read by its fields). Requests
+        # to this server are read strictly.
+        self.lenient = lenient
+
     def state_to_wire(self, state: TaskState) -> str:
         return f"TASK_STATE_{state.name}"
 
@@ -167,7 +173,9 @@ class V1Codec:
     # -- parts: one liberal decoder for every shape either dialect or a seed sends --
     def decode_part(self, value: Any, loc: Loc = ()) -> Part:
         d = as_object(value, loc)
-        if self.tagged and "kind" not in d:  # 0.3 parts are tagged; an untagged one is not a text part
+        if self.tagged and d.get("kind") is None and not self.lenient and any(key in d for key in (*_PART_CONTENT, "file")):
+            # 0.3 parts are tagged: one with content but no kind is not read as text. One with
+            # no content either gets the error below, which names what a part holds.
             raise invalid((*loc, "kind"), "Field required", "missing")
         if type(text := d.get("text")) is str and (len(d) == 1 or (len(d) == 2 and d.get("kind") == "text")):
             return Part(text)  # the usual part, {"text"} or 0.3's {"kind": "text", "text"}
@@ -229,7 +237,7 @@ class V1Codec:
         d = self._open(value, "message", loc)
         parts = req_list(d, "parts", loc)
         return Message(
-            message_id=req_str(d, "messageId", loc),  # required in both dialects: the sender names it
+            message_id=(opt_str(d, "messageId", loc) or new_id()) if self.lenient else req_str(d, "messageId", loc),
             role=parse_role(required(d, "role", loc), (*loc, "role")),
             parts=tuple(self.decode_part(p, (*loc, "parts", i)) for i, p in enumerate(parts)),
             context_id=opt_str(d, "contextId", loc), task_id=opt_str(d, "taskId", loc),

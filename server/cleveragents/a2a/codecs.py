@@ -95,23 +95,26 @@ class Codec(Protocol):
 
 
 _CODECS: dict[str, Codec] = {}
+_LENIENT: dict[str, Codec] = {}
 
 
-def get_codec(version: str) -> Codec:
-    """The codec for A2A ``version`` ("1.0", "0.3"; a patch number is ignored)."""
-    if (codec := _CODECS.get(version)) is not None:  # the common case: "1.0" or "0.3" as negotiated
+def get_codec(version: str, *, lenient: bool = False) -> Codec:
+    """The codec for A2A ``version`` ("1.0", "0.3"; a patch number is ignored).
+    ``lenient``: for what a peer agent answers (see ``V1Codec``)."""
+    codecs = _LENIENT if lenient else _CODECS
+    if (codec := codecs.get(version)) is not None:  # the common case: "1.0" or "0.3" as negotiated
         return codec
     key = A2aVersionNegotiator.normalize(version)
-    if not _CODECS:
+    if not codecs:
         # Imported here: both codec modules import this one.
         from cleveragents.a2a.codec_v03 import V03Codec
         from cleveragents.a2a.codec_v1 import V1Codec
 
-        _CODECS.update({"1.0": V1Codec(), "0.3": V03Codec()})
-    if key not in _CODECS:
+        codecs.update({"1.0": V1Codec(lenient=lenient), "0.3": V03Codec(lenient=lenient)})
+    if key not in codecs:
         raise A2aVersionMismatchError(f"No codec for A2A {version}", {"requested": version,
-                                                                     "supported": sorted(_CODECS)})
-    return _CODECS[key]
+                                                                     "supported": sorted(codecs)})
+    return codecs[key]
 
 
 # -- readers: each checks one field and names it in the error ------------------------
