@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from typing import Any
 
@@ -40,8 +41,12 @@ async def call(workspace):
     await container.aclose()
 
 
+_message_ids = itertools.count(1)
+
+
 def message(text: str, **extra: Any) -> dict[str, Any]:
-    return {"message": {"role": "ROLE_USER", "parts": [{"text": text}], **extra}}
+    return {"message": {"role": "ROLE_USER", "messageId": f"m-{next(_message_ids)}", "parts": [{"text": text}],
+                        **extra}}
 
 
 async def waiting_task(call) -> dict[str, Any]:
