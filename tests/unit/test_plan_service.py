@@ -159,15 +159,15 @@ async def test_a_gate_is_answered_only_by_a_plain_yes_or_no(backend):
     plan = await result(call, "_cleveragents/plan/use", action_name="replace",
                         arguments={"pattern": "foo", "replacement": "bar", "glob": "*.py"})
     await result(call, "_cleveragents/plan/execute", plan_id=plan["plan_id"])
-    for unclear in ("Don't apply this yet", "wait", "what does this change?"):
+    for number, unclear in enumerate(("Don't apply this yet", "wait", "what does this change?")):
         answer = await result(call, "message/send", message={
-            "role": "user", "parts": [{"kind": "text", "text": unclear}], "contextId": plan["context_id"]})
+            "role": "user", "messageId": f"m-{number}", "parts": [{"kind": "text", "text": unclear}], "contextId": plan["context_id"]})
         assert answer["status"]["state"] == "input-required", unclear
         assert "approve" in answer["status"]["message"]["parts"][0]["text"]
         assert answer["history"][0]["parts"][0]["text"] == unclear
     assert (workspace / "a.py").read_text() == "x = foo\n"
     approved = await result(call, "SendMessage", message={
-        "role": "ROLE_USER", "parts": [{"data": {"approve": True}}], "contextId": plan["context_id"]})
+        "role": "ROLE_USER", "messageId": "m-yes", "parts": [{"data": {"approve": True}}], "contextId": plan["context_id"]})
     assert approved["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert (workspace / "a.py").read_text() == "x = bar\n"
 
