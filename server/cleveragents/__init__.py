@@ -1,7 +1,7 @@
 """CleverAgents: an A2A backend that editors start like a language server.
 
-The publishing API (``Agent``, ``AgentTeam``, ``Task``, ``A2A``, ``tool``) loads on
-first use, so ``import cleveragents`` stays cheap. ``A2AClient`` (seed 002's name for
+The publishing API (``Agent``, ``AgentTeam``, ``Task``, ``A2A``, ``AgentExtension``,
+``tool``) loads on first use, so ``import cleveragents`` stays cheap. ``A2AClient`` (seed 002's name for
 the outbound client, ``cleveragents.a2a.client.A2aClient``) loads only when named, so
 a server that never calls out never imports it; httpx loads at its first request.
 """
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from cleveragents.publish import (
         A2A,
         Agent,
+        AgentExtension,
         AgentTeam,
         InputRequired,
         Message,
@@ -26,10 +27,11 @@ if TYPE_CHECKING:
         tool,
     )
 
-_PUBLISHED = frozenset({"A2A", "Agent", "AgentTeam", "InputRequired", "Message", "Task", "TeamTask", "tool"})
+_PUBLISHED = frozenset({"A2A", "Agent", "AgentExtension", "AgentTeam", "InputRequired", "Message", "Task", "TeamTask",
+                        "tool"})
 
-__all__ = ["A2A", "A2AClient", "Agent", "AgentTeam", "InputRequired", "Message", "Task", "TeamTask", "__version__",
-           "tool"]
+__all__ = ["A2A", "A2AClient", "Agent", "AgentExtension", "AgentTeam", "InputRequired", "Message", "Task",
+           "TeamTask", "__version__", "tool"]
 
 
 def __getattr__(name: str) -> Any:

@@ -11,9 +11,10 @@ at ``base_url`` (1.0 under it, 0.3 under its ``/v1``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from cleveragents.a2a.extensions import AgentExtension
 
 PROTOCOL_V1 = "1.0"
 PROTOCOL_V03 = "0.3"
@@ -41,12 +42,7 @@ class SkillSpec:
     examples: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class ExtensionSpec:
-    uri: str
-    description: str | None = None
-    required: bool = False
-    params: Mapping[str, Any] | None = None
+ExtensionSpec = AgentExtension  # what the card says of an extension is what a publisher gives
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,9 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
+from cleveragents.a2a import extensions as a2a_extensions
 from cleveragents.a2a.cards import SkillSpec
+from cleveragents.a2a.extensions import AgentExtension
 from cleveragents.domain.actor import (
     ActorEvent,
     InputRequired,
@@ -37,7 +39,8 @@ class Agent:
     root resolves by setting ``actor``."""
 
     def __init__(self, name: str, role: str = "", goal: str = "", instructions: str = "",
-                 tools: Iterable[Any] = (), actor: Any = None, handler: Handler | None = None):
+                 tools: Iterable[Any] = (), actor: Any = None, handler: Handler | None = None,
+                 extensions: Iterable[AgentExtension] = ()):
         if not name:
             raise TypeError("an agent needs a name")
         if handler is not None and actor is not None:
@@ -50,6 +53,8 @@ class Agent:
         self.instructions = instructions
         self.tools: tuple[FunctionTool, ...] = tuple(as_tool(t) for t in tools)
         _check_unique(name, self.tools)
+        # For the card (``A2A`` adds them to its own); a uri twice, differently, is a TypeError.
+        self.extensions: tuple[AgentExtension, ...] = a2a_extensions.merge(extensions)
         self.handler = handler
         self._handler_takes_turn = handler is not None and takes_turn(handler)
         self._handler_on_loop = handler is not None and runs_on_loop(handler)

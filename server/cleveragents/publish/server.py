@@ -9,10 +9,13 @@ and hands the actor and itself (as the card's source) to a transport: stdio
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from cleveragents.a2a import extensions as a2a_extensions
+from cleveragents.a2a.card_service import backend_extension
 from cleveragents.a2a.cards import AgentCardSpec, SkillSpec, card_v03, card_v1
+from cleveragents.a2a.extensions import AgentExtension
 from cleveragents.config import Settings
 from cleveragents.domain.actor import Actor
 
@@ -23,7 +26,8 @@ class A2A:
     def __init__(self, agent: Actor | None = None, agents: Actor | None = None, name: str | None = None,
                  description: str | None = None, url: str | None = None, version: str = "1.0.0",
                  prefix: str = "", auth_token: str | None = None,
-                 extended_agent_card_callback: Callable[..., Any] | None = None):
+                 extended_agent_card_callback: Callable[..., Any] | None = None,
+                 extensions: Iterable[AgentExtension] = ()):
         actor = agent if agent is not None else agents  # the single agent wins, as in seed 002
         if actor is None:
             raise TypeError("A2A needs agent=... (an Agent) or agents=... (an AgentTeam)")
@@ -37,6 +41,9 @@ class A2A:
         self.prefix = prefix
         self.auth_token = auth_token
         self.extended_agent_card_callback = extended_agent_card_callback
+        # Ours first, then the agent's, then these; a uri declared twice differently is a TypeError.
+        self.extensions: tuple[AgentExtension, ...] = a2a_extensions.merge(
+            (backend_extension(),), getattr(actor, "extensions", ()), extensions)
 
     def __repr__(self) -> str:
         return f"A2A({self.name!r})"
@@ -50,12 +57,12 @@ class A2A:
 
     def card_spec(self) -> AgentCardSpec:
         """What the agent card says: a skill per tool, streaming and push notifications,
-        the extended card when something is behind authentication."""
+        the extensions, the extended card when something is behind authentication."""
         return AgentCardSpec(
             name=self.name, description=self.description, version=self.version, url=self.url,
             skills=self.skills(), streaming=True, push_notifications=True,
             extended_card=self.extended_agent_card_callback is not None or self.auth_token is not None,
-            bearer=self.auth_token is not None,
+            bearer=self.auth_token is not None, extensions=self.extensions,
         )
 
     def agent_card(self, version: str = "1.0") -> dict[str, Any]:

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 
+from cleveragents.a2a import extensions as a2a_extensions
 from cleveragents.a2a.cards import SkillSpec
+from cleveragents.a2a.extensions import AgentExtension
 from cleveragents.domain.actor import (
     Actor,
     ActorEvent,
@@ -54,6 +56,9 @@ class AgentTeam:
             if not any(step.agent is agent for agent in self.agents):
                 raise ValueError(f"the agent of step {step.title!r} ({step.agent.name}) is not in the team")
         self.name = name or " & ".join(agent.name for agent in self.agents)
+        # The members' extensions: a request to the team reaches each of them.
+        self.extensions: tuple[AgentExtension, ...] = a2a_extensions.merge(
+            *(getattr(agent, "extensions", ()) for agent in self.agents))
 
     def __repr__(self) -> str:
         return f"AgentTeam({self.name!r})"
