@@ -110,9 +110,13 @@ class AgentServer:
         assert "error" in response, f"{method} succeeded: {response.get('result')}"
         return response["error"]
 
-    def handshake(self) -> None:
-        """Send ``initialize`` and ``initialized`` without waiting for the answer."""
-        self._initialize_id = self.send("initialize", {"processId": None, "capabilities": {}})
+    def handshake(self, options: dict[str, Any] | None = None) -> None:
+        """Send ``initialize`` (with ``options`` as its ``initializationOptions``) and
+        ``initialized`` without waiting for the answer."""
+        params: dict[str, Any] = {"processId": None, "capabilities": {}}
+        if options is not None:
+            params["initializationOptions"] = options
+        self._initialize_id = self.send("initialize", params)
         self.notify("initialized", {})
 
     def initialize_result(self) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from cleveragents.a2a import dialects, methods
 from cleveragents.a2a.capabilities import AGENT_DESCRIPTION, AGENT_NAME, EXTENSION_URI
 from cleveragents.a2a.cards import AgentCardSpec, ExtensionSpec, SkillSpec, card_both, card_v03, card_v1
 from cleveragents.a2a.errors import ExtendedAgentCardNotConfiguredError
+from cleveragents.a2a.extensions import ExtensionSet
 from cleveragents.app.calls import CallContext
 
 logger = logging.getLogger(__name__)
@@ -36,6 +37,8 @@ class AgentCardService:
     def __init__(self, spec: AgentCardSpec, callback: CardCallback | None = None):
         self.spec = spec
         self.callback = callback
+        # What requests may activate (and must, when required); binding never changes it.
+        self.extensions = ExtensionSet(spec.extensions)
 
     @classmethod
     def for_backend(cls, source: Any, tools: Any) -> AgentCardService:

@@ -97,7 +97,7 @@ class ExtendedAgentCardNotConfiguredError(A2aError):
 
 
 class ExtensionSupportRequiredError(A2aError):
-    default_message = "A required extension is not supported by the client"
+    default_message = "A required extension was not activated by the request"
 
 
 class StorageFullError(A2aError):

@@ -17,7 +17,7 @@ from typing import Any
 
 import pydantic
 
-from cleveragents.a2a import dialects, envelope, methods, proto_names
+from cleveragents.a2a import dialects, envelope, extensions, methods, proto_names
 from cleveragents.a2a import params as params_models
 from cleveragents.a2a.errors import (
     A2aNotAvailableError,
@@ -40,6 +40,7 @@ __all__ = ["A2aLocalFacade", "CallContext", "PendingResponse"]
 # Params keys that belong to the transport, not to the method.
 VERSION_PARAM = "A2A-Version"
 PROGRESS_PARAM = "workDoneToken"
+EXTENSIONS_PARAM = extensions.PARAM  # "A2A-Extensions"
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1  # LSP's integer
 
 
@@ -153,6 +154,8 @@ class A2aLocalFacade:
         self._services = _adapt({**_service_map(container), **_service_map(services)})
         self.negotiator = negotiator or A2aVersionNegotiator()
         self.limits = limits or getattr(container, "json_limits", None) or JsonLimits()
+        cards = self._services.get("agent_card_service")
+        self.extensions = getattr(cards, "extensions", None) or extensions.ExtensionSet()
         self._warned: set[str] = set()
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_lock = threading.Lock()
@@ -241,14 +244,21 @@ class A2aLocalFacade:
                     context: CallContext | None) -> Any:
         # Every value of the params, the transport's keys included, before anything reads one.
         self.limits.check_params(params, spec.name)
-        raw, requested_version, progress_token = params, None, None
-        if VERSION_PARAM in params or PROGRESS_PARAM in params:  # the transport's keys, not the method's
-            raw = dict(params)
+        raw, requested_version, progress_token, requested_extensions = params, None, None, None
+        if VERSION_PARAM in params or PROGRESS_PARAM in params or EXTENSIONS_PARAM in params:
+            raw = dict(params)  # the transport's keys, not the method's
             requested_version = raw.pop(VERSION_PARAM, None)
             progress_token = raw.pop(PROGRESS_PARAM, None)
+            requested_extensions = raw.pop(EXTENSIONS_PARAM, None)
         version = self.negotiator.check_requested(requested_version)
         if version is None and context is not None and context.a2a_version:
             version = self.negotiator.negotiate(context.a2a_version)  # the transport's: a header, initialize
+        # The param replaces, for one call, what the transport says (a header, initialize).
+        uris = (extensions.requested(requested_extensions) if requested_extensions is not None
+                else context.extensions if context is not None else ())
+        activated = self.extensions.activate(spec.name, spec.dialect, uris)
+        if context is not None:
+            context.activated_extensions = activated
         if progress_token is not None:
             _check_progress_token(spec.name, progress_token)
         if spec.deprecated and spec.name not in self._warned:

@@ -52,3 +52,7 @@ class CallContext:
     # the editor's own (its Cancel is $/cancelRequest); over HTTP a dropped stream
     # leaves the task running, for the client to subscribe to again.
     cancel_ends_task: bool = False
+    # A2A extensions: the uris the transport says the client activates (a header, the
+    # connection's), and those of them the agent supports, set by the facade for the echo.
+    extensions: tuple[str, ...] = ()
+    activated_extensions: tuple[str, ...] = ()

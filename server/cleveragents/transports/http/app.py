@@ -31,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from cleveragents.a2a import dialects, envelope
+from cleveragents.a2a import dialects, envelope, extensions
 from cleveragents.a2a.errors import internal_error_payload
 from cleveragents.a2a.facade import CallContext
 from cleveragents.a2a.version import EMPTY_HEADER_VERSION
@@ -50,6 +50,7 @@ logger = logging.getLogger("cleveragents.http")
 JSONRPC_PATH = "/a2a"
 EVENTS_PATH = "/events"
 VERSION_HEADER = "a2a-version"
+EXTENSION_HEADERS = (extensions.HEADER, extensions.LEGACY_HEADER)
 T = TypeVar("T")
 
 
@@ -106,7 +107,17 @@ class A2aHttpApp:
     def call_context(self, request: Request, method: str, msg_id: Any) -> CallContext:
         # An empty A2A-Version header means 0.3 (the A2A specification).
         version = request.headers.get(VERSION_HEADER, "").strip() or EMPTY_HEADER_VERSION
-        return CallContext(method=method, dialect="", request_id=msg_id, a2a_version=version, transport="http")
+        return CallContext(method=method, dialect="", request_id=msg_id, a2a_version=version, transport="http",
+                           extensions=requested_extensions(request.headers))
+
+    @staticmethod
+    def echo(request: Request, context: CallContext) -> dict[str, str] | None:
+        """The activated extensions the agent supports, under the header name(s) the
+        request used; ``None`` when there are none."""
+        if not context.activated_extensions:
+            return None
+        value = ", ".join(context.activated_extensions)
+        return {name: value for name in EXTENSION_HEADERS if name in request.headers}
 
     async def until_disconnect(self, request: Request, work: Awaitable[T]) -> T | None:
         """Run ``work``; cancel it (and answer ``None``) if the client goes away first."""
@@ -120,6 +131,11 @@ class A2aHttpApp:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
         return None if task.cancelled() else task.result()
+
+
+def requested_extensions(headers: Any) -> tuple[str, ...]:
+    """The uris of every ``A2A-Extensions`` and ``X-A2A-Extensions`` header, each once."""
+    return extensions.requested([value for name in EXTENSION_HEADERS for value in headers.getlist(name)])
 
 
 async def _disconnected(request: Request) -> None:

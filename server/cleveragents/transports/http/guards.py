@@ -34,7 +34,8 @@ LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 ALLOWED_METHODS = "GET, POST, DELETE, OPTIONS"
 PREFLIGHT_MAX_AGE = "600"
-EXPOSED_HEADERS = "WWW-Authenticate, ETag, Last-Modified, Content-Type"
+# A2A-Extensions: which extensions the server activated, for a page to read.
+EXPOSED_HEADERS = "WWW-Authenticate, ETag, Last-Modified, Content-Type, A2A-Extensions, X-A2A-Extensions"
 # What a browser may send along: credentials, the A2A headers and SSE's resume point.
 BASE_ALLOWED_HEADERS = ("authorization", "content-type", "a2a-version", "a2a-extensions", "x-a2a-extensions",
                         "last-event-id")

@@ -68,9 +68,9 @@ def too_large(request: Request, limit: int = MAX_BODY_BYTES) -> Response:
 EVENT_STREAM = "text/event-stream"
 
 
-def answer(request: Request, response: Any) -> Response:
+def answer(request: Request, response: Any, headers: dict[str, str] | None = None) -> Response:
     """A facade response as HTTP 200, serialized once (``A2aResponse.json_bytes``)."""
-    return json_answer(request, response.json_bytes())
+    return json_answer(request, response.json_bytes(), headers=headers)
 
 
 def is_json(request: Request) -> bool:
@@ -145,7 +145,7 @@ class JsonRpcEndpoint:
             if spec is not None and spec.streaming:
                 if spec.call == "subscribe":
                     message = resuming(message, request.headers)
-                return await self._stream(facade, message, context)
+                return await self._stream(request, facade, message, context)
             if spec is not None and spec.service == "event_queue" and spec.call == "subscribe" and wants_events(request):
                 return await self._subscribe_events(facade, request, message, context)
             if spec is not None and spec.call == "send" and spec.service == "task_service":
@@ -154,7 +154,7 @@ class JsonRpcEndpoint:
                     return Response(status_code=499)
             else:
                 response = await facade.respond(message, context)
-            return answer(request, response)
+            return answer(request, response, self.app.echo(request, context))
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -182,14 +182,15 @@ class JsonRpcEndpoint:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _stream(self, facade: Any, message: dict[str, Any], context: CallContext) -> Response:
+    async def _stream(self, request: Request, facade: Any, message: dict[str, Any], context: CallContext) -> Response:
         msg_id = message.get("id")
         call = StreamCall(facade, message, context)
         first = await call.next()
+        headers = self.app.echo(request, context)  # the facade has checked the extensions by now
         if first[0] != "item":
             await call.close()
             error = first[1] if first[0] == ERROR else {"code": -32603, "message": "The stream ended early"}
-            return one_event(envelope.error_response(msg_id, error))
+            return one_event(envelope.error_response(msg_id, error), headers=headers)
 
         head = '{"jsonrpc":"2.0","id":%s,"result":' % json.dumps(msg_id)
 
@@ -198,22 +199,23 @@ class JsonRpcEndpoint:
                 return {"jsonrpc": "2.0", "id": msg_id, "error": value}
             return head + value + "}"  # the item is JSON text already
 
-        return sse_response(call, first, frame)
+        return sse_response(call, first, frame, headers=headers)
 
     async def _subscribe_events(self, facade: Any, request: Request, message: dict[str, Any],
                                 context: CallContext) -> Response:
         if not isinstance(message.get("params", {}), dict):
-            return answer(request, await facade.respond(message, context))  # the facade explains
+            return answer(request, await facade.respond(message, context), self.app.echo(request, context))
         params = dict(message.get("params") or {})
         if (last := request.headers.get("last-event-id")) and last.strip():
             params["since"] = last.strip()  # the browser's resume point wins
         attached: list[tuple[str, Any]] = []
         context.attach_stream = lambda subscription_id, cursor: attached.append((subscription_id, cursor))
         response = await facade.respond({**message, "params": params}, context)
+        headers = self.app.echo(request, context)
         if response.error is not None or not attached:
-            return answer(request, response)
+            return answer(request, response, headers)
         subscription_id, cursor = attached[0]
-        return EventStreamResponse(event_stream(subscription_id, cursor, response.to_wire()))
+        return EventStreamResponse(event_stream(subscription_id, cursor, response.to_wire()), headers=headers)
 
 
 async def event_stream(subscription_id: str, cursor: Any, first: dict[str, Any] | None):

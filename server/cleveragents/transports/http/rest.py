@@ -47,6 +47,7 @@ _STATUS_BY_REASON = {
     "ALREADY_EXISTS": (409, "ALREADY_EXISTS"),
     "RESOURCE_EXHAUSTED": (429, "RESOURCE_EXHAUSTED"),
     "INVALID_AGENT_RESPONSE": (502, "INTERNAL"),
+    "EXTENSION_SUPPORT_REQUIRED": (400, "FAILED_PRECONDITION"),
     "INTERNAL": (500, "INTERNAL"),
 }
 _PRECONDITION = (400, "FAILED_PRECONDITION")
@@ -180,27 +181,29 @@ class RestBinding:
         except Exception as exc:
             status, content = version.status(internal_error_payload(exc, dialects.A2A_V1, f"{method} (http+json)"))
             return json_answer(request, content, status)
+        headers = self.app.echo(request, context)
         if response.error is not None:
             status, content = version.status(response.to_wire()["error"])
-            return json_answer(request, content, status)
-        return json_answer(request, version.result(method, response.result))
+            return json_answer(request, content, status, headers)
+        return json_answer(request, version.result(method, response.result), headers=headers)
 
     async def _stream(self, request: Request, version: RestVersion, facade: Any, message: dict[str, Any],
                       context: Any) -> Response:
         call = StreamCall(facade, message, context)
         first = await call.next()
+        headers = self.app.echo(request, context)  # the facade has checked the extensions by now
         if first[0] != "item":
             await call.close()
             error = first[1] if first[0] == ERROR else {"code": -32603, "message": "The stream ended early"}
             status, content = version.status(error)
-            return json_answer(request, content, status)
+            return json_answer(request, content, status, headers)
 
         def frame(kind: str, value: Any) -> Any:
             if kind == ERROR:
                 return version.status(value)[1]
             return value if version.item is None else version.item(value)
 
-        return sse_response(call, first, frame, error_event="error")
+        return sse_response(call, first, frame, error_event="error", headers=headers)
 
 
 # -- params of each route ------------------------------------------------------------

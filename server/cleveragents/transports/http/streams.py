@@ -116,18 +116,19 @@ async def _no_more() -> AsyncIterator[ServerSentEvent]:
     yield  # an async generator that yields nothing
 
 
-def one_event(data: Any, event: str | None = None) -> EventStreamResponse:
+def one_event(data: Any, event: str | None = None, headers: dict[str, str] | None = None) -> EventStreamResponse:
     """An event stream of one event: how a streaming call refused before its first
     item answers, since its client reads the event stream (a2a-sdk servers do the same)."""
-    return EventStreamResponse(_no_more(), first=ServerSentEvent(data, event=event))
+    return EventStreamResponse(_no_more(), first=ServerSentEvent(data, event=event), headers=headers)
 
 
 def sse_response(call: StreamCall, first: tuple[str, Any], frame: Callable[[str, Any], Any],
-                 error_event: str | None = None) -> EventStreamResponse:
+                 error_event: str | None = None, headers: dict[str, str] | None = None) -> EventStreamResponse:
     """The SSE response of a call whose first ``next()`` was the item ``first``.
     ``frame(kind, value)`` makes the ``data`` of an item (from its JSON text) or of an
     error (a dict), JSON-RPC or REST shaped; an error is sent as an ``error_event``
-    event when one is named. The first item goes out with the response's head."""
+    event when one is named. The first item goes out with the response's head, with
+    ``headers``."""
     async def rest() -> AsyncIterator[ServerSentEvent]:
         while (next_item := await call.next())[0] != END:
             kind, value = next_item
@@ -136,4 +137,4 @@ def sse_response(call: StreamCall, first: tuple[str, Any], frame: Callable[[str,
                 return
             yield item_event(value, frame)
 
-    return EventStreamResponse(rest(), first=item_event(first[1], frame), on_close=call.close)
+    return EventStreamResponse(rest(), first=item_event(first[1], frame), on_close=call.close, headers=headers)

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from cleveragents._version import __version__
-from cleveragents.a2a import envelope
+from cleveragents.a2a import envelope, extensions
 from cleveragents.a2a.capabilities import a2a_capabilities
+from cleveragents.a2a.errors import A2aError
 
 SERVER_NAME = "cleveragents"
 POSITION_ENCODINGS = ("utf-8", "utf-16", "utf-32")
@@ -30,13 +31,30 @@ def position_encoding(client_capabilities: Any) -> str:
     return "utf-16"
 
 
+def connection_extensions(options: Any) -> tuple[str, ...]:
+    """The extensions ``initializationOptions.a2aExtensions`` activates for the
+    connection (a list of uris, or comma-separated text); a bad value is -32602."""
+    value = options.get(extensions.INIT_OPTION) if isinstance(options, dict) else None
+    try:
+        return extensions.requested(value, f"initializationOptions.{extensions.INIT_OPTION}")
+    except A2aError as exc:
+        from cleveragents.transports.lsp.protocol import JsonRpcException
+
+        raise JsonRpcException(message=exc.message, code=-32602, data=exc.data) from None
+
+
 def initialize_result(params: dict[str, Any], agent_card: dict[str, Any] | None = None) -> dict[str, Any]:
+    a2a = a2a_capabilities(agent_card)
+    if requested := connection_extensions(params.get("initializationOptions")):
+        # The echo of the activation, as the A2A-Extensions header is over HTTP.
+        supported = {ext.get("uri") for ext in a2a["agentCard"].get("capabilities", {}).get("extensions", ())}
+        a2a["activeExtensions"] = [uri for uri in requested if uri in supported]
     return {
         "capabilities": {
             "positionEncoding": position_encoding(params.get("capabilities")),
             "textDocumentSync": dict(TEXT_DOCUMENT_SYNC),
             "workspace": {"workspaceFolders": {"supported": True, "changeNotifications": True}},
-            "experimental": {"a2a": a2a_capabilities(agent_card)},
+            "experimental": {"a2a": a2a},
         },
         "serverInfo": {"name": SERVER_NAME, "version": __version__},
     }
@@ -70,6 +88,10 @@ def early_initialize(body: bytes) -> tuple[Any, dict[str, Any]] | None:
         version = options["a2aVersion"]
         if not isinstance(version, str) or not A2aVersionNegotiator().is_supported(version):
             return None  # the ordinary path answers with the version error
+    try:
+        connection_extensions(options)
+    except Exception:
+        return None  # the ordinary path names the bad value
     return message["id"], params
 
 

@@ -22,6 +22,7 @@ from cleveragents.a2a import dialects, envelope, methods
 from cleveragents.a2a.errors import A2aError, error_payload, internal_error_payload, is_known
 from cleveragents.config import Settings
 from cleveragents.transports.lsp.framing import FrameError, FrameReader, read_frames
+from cleveragents.transports.lsp.handshake import connection_extensions
 from cleveragents.transports.lsp.notifications import pump_events
 from cleveragents.transports.lsp.pipe_writer import PipeWriter
 from cleveragents.transports.lsp.protocol import (
@@ -56,6 +57,7 @@ class A2aLanguageServer(LanguageServer):
         self._container_options = container_options or {}
         self.agent_card = agent_card
         self.a2a_version: str | None = None
+        self.a2a_extensions: tuple[str, ...] = ()  # activated for the connection, in initialize
         self._runtime: asyncio.Future[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
@@ -81,6 +83,7 @@ class A2aLanguageServer(LanguageServer):
                 self.a2a_version = A2aVersionNegotiator().check_requested(options["a2aVersion"])
             except A2aError as exc:
                 raise JsonRpcException(message=exc.message, code=-32009, data=exc.data) from None
+        self.a2a_extensions = connection_extensions(options)
         if params.process_id and self._watchdog is None:
             self._watchdog = asyncio.ensure_future(self._exit_with_parent(params.process_id))
         if self._workspace_fixed or self._runtime is not None:
@@ -148,7 +151,7 @@ class A2aLanguageServer(LanguageServer):
             facade = await self.facade()
             context = CallContext(
                 method=method, dialect="", request_id=msg_id, a2a_version=self.a2a_version,
-                transport="stdio", notify=self.notify, cancel_ends_task=True,
+                extensions=self.a2a_extensions, transport="stdio", notify=self.notify, cancel_ends_task=True,
                 attach_stream=lambda sub_id, events: self._attach(msg_id, sub_id, events),
                 editor=self._client_editor(),
             )
