@@ -355,9 +355,10 @@ def intro() -> list[str]:
         "`initialize` is -32600 (`already_initialized`).",
         "- Every method below is a custom request. `params` is a JSON object (a params array is "
         "refused with -32602; `\"params\": null` is taken as no params) and the result is a JSON object.",
-        "- Two keys in `params` belong to the transport and are removed before validation: "
-        "`A2A-Version` (a string) and `workDoneToken` (LSP's ProgressToken: a string or a 32-bit "
-        "integer; anything else is -32602 with the location `workDoneToken`).",
+        "- Three keys in `params` belong to the transport and are removed before validation: "
+        "`A2A-Version` (a string), `A2A-Extensions` (see A2A extensions below) and `workDoneToken` "
+        "(LSP's ProgressToken: a string or a 32-bit integer; anything else is -32602 with the "
+        "location `workDoneToken`).",
         "",
         "## Dialects and versions",
         "",
@@ -377,6 +378,25 @@ def intro() -> list[str]:
         "`params[\"A2A-Version\"]`. An unsupported version, or a value that is not a string (`1.0`, "
         f"`true`), is refused with {version_code(True)} on standard methods and {version_code(False)} on "
         "extension methods, with the value as sent in `data.requested`.",
+        "",
+        "## A2A extensions",
+        "",
+        "- The agent card lists the agent's extensions in `capabilities.extensions` (ours, "
+        "`urn:cleveragents:extensions:v1`, is never required; a published agent may declare more, "
+        "see `docs/http.md`).",
+        "- A client activates extensions for the whole connection in `initialize`, as "
+        "`initializationOptions.a2aExtensions` (a list of URIs, or one string of comma-separated "
+        "URIs), or for one request as `params[\"A2A-Extensions\"]` (the same forms), which then "
+        "replaces the connection's list for that request. The `initialize` answer echoes the "
+        "activated URIs the agent supports in `capabilities.experimental.a2a.activeExtensions`. A "
+        "value of another type is -32602 (in `initialize`, the `initialize` is refused and may be "
+        "sent again).",
+        "- A standard A2A request (either dialect) that does not activate every extension the card "
+        "marks `required` is refused with -32008 (`EXTENSION_SUPPORT_REQUIRED`), its message naming "
+        "the missing URIs and its data holding `method` and `missing` (the list of URIs; in the 1.0 "
+        "dialect, as JSON text in the ErrorInfo's metadata). A2A 0.3 has no code of its own for it: "
+        "0.3 methods answer -32008 too. `GetExtendedAgentCard` (and its 0.3 names) and the "
+        "`_cleveragents/*`, `session.*` and legacy methods are never refused for it.",
         "",
         "## Notifications",
         "",

@@ -95,3 +95,26 @@ async def test_the_http_pages_direct_reply_example_answers_with_a_message(tmp_pa
     assert greeted["message"]["parts"] == [{"text": "Hello! Send me a file name to review."}]
     assert greeted["message"]["metadata"] == {"kind": "greeting"}
     assert worked["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_the_http_pages_extension_example_requires_its_extension(tmp_path):
+    import httpx
+
+    section = (DOCS / "http.md").read_text().split("## Extensions", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    namespace: dict = {}
+    exec(compile(code, "http.md", "exec"), namespace)  # noqa: S102 - the docs' own example
+    app = namespace["a2a"].asgi_app(workspace=tmp_path, memory=True)
+    transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))
+    send = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+            "params": {"message": {"role": "ROLE_USER", "messageId": "m-1", "parts": [{"text": "hi"}]}}}
+
+    async with app.router.lifespan_context(app), httpx.AsyncClient(
+            transport=transport, base_url="http://127.0.0.1", headers={"A2A-Version": "1.0"}) as client:
+        card = (await client.get("/.well-known/agent-card.json")).json()
+        refused = (await client.post("/a2a", json=send)).json()
+        served = await client.post("/a2a", json=send, headers={"A2A-Extensions": namespace["SIGNED"]})
+    assert [e["uri"] for e in card["capabilities"]["extensions"] if e["required"]] == [namespace["SIGNED"]]
+    assert refused["error"]["code"] == -32008
+    assert served.headers["A2A-Extensions"] == namespace["SIGNED"]
+    assert served.json()["result"]["task"]["artifacts"][0]["parts"] == [{"text": "signed: hi"}]
