@@ -62,7 +62,8 @@ async def task_errors_use_the_a2a_codes(runner):
 
     no_parts = error_of(await runner.call("SendMessage", {"message": {"role": "ROLE_USER", "messageId": "m-empty", "parts": []}}))
     assert no_parts["code"] == -32602
-    bad_part = error_of(await runner.call("message/send", {"message": {"role": "user", "messageId": "m-bad", "parts": [{"kind": "?"}]}}))
+    bad_part = error_of(await runner.call("message/send", {
+        "message": {"role": "user", "messageId": "m-bad", "parts": [{"kind": "?"}]}}))
     assert bad_part["code"] == -32602 and bad_part["data"]["errors"][0]["loc"][:3] == ["message", "parts", 0]
 
 

@@ -161,7 +161,8 @@ async def test_a_gate_is_answered_only_by_a_plain_yes_or_no(backend):
     await result(call, "_cleveragents/plan/execute", plan_id=plan["plan_id"])
     for number, unclear in enumerate(("Don't apply this yet", "wait", "what does this change?")):
         answer = await result(call, "message/send", message={
-            "role": "user", "messageId": f"m-{number}", "parts": [{"kind": "text", "text": unclear}], "contextId": plan["context_id"]})
+            "role": "user", "messageId": f"m-{number}", "parts": [{"kind": "text", "text": unclear}],
+            "contextId": plan["context_id"]})
         assert answer["status"]["state"] == "input-required", unclear
         assert "approve" in answer["status"]["message"]["parts"][0]["text"]
         assert answer["history"][0]["parts"][0]["text"] == unclear
