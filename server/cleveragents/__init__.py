@@ -1,7 +1,7 @@
 """CleverAgents: an A2A backend that editors start like a language server.
 
 The publishing API (``Agent``, ``AgentTeam``, ``Task``, ``A2A``, ``AgentExtension``,
-``tool``) loads on first use, so ``import cleveragents`` stays cheap. ``A2AClient`` (seed 002's name for
+``tool``) loads on first use, so ``import cleveragents`` stays cheap. ``A2AClient`` (an alias of
 the outbound client, ``cleveragents.a2a.client.A2aClient``) loads only when named, so
 a server that never calls out never imports it; httpx loads at its first request.
 """

@@ -1,4 +1,4 @@
-"""Deprecated: ``cleveragents.acp`` was renamed to ``cleveragents.a2a`` (seed 001)."""
+"""Deprecated: ``cleveragents.acp`` was renamed to ``cleveragents.a2a``."""
 
 from __future__ import annotations
 

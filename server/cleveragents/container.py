@@ -273,7 +273,7 @@ class Container:
 
     @property
     def services(self) -> dict[str, Any]:
-        """The facade's service map (seed 000's keys, plus the ones added since)."""
+        """The facade's service map, keyed by the service names the method table uses."""
         return {
             "session_service": self.session_service,
             "health_service": self.health_service,

@@ -1,5 +1,5 @@
 """Agent cards: one description of the agent, rendered as an A2A 1.0 card, a 0.3 card
-(the seed's ``/.well-known/agent.json``), or the card both read (``card_both``, served
+(served at ``/.well-known/agent.json``), or the card both read (``card_both``, served
 at ``/.well-known/agent-card.json``, where 1.0 clients and 0.3.x clients both look).
 
 The 1.0 card is ProtoJSON (``AgentCard`` of ``specification/a2a.proto``); the 0.3

@@ -1,9 +1,9 @@
-"""The outbound A2A client and the server-mode interfaces (seed 001).
+"""The outbound A2A client and the server-mode interfaces.
 
 ``ServerConnectionConfig`` validates where a remote server is. ``A2aClient`` (in
 ``client_http``) calls it over HTTP; ``HttpServerClient`` and
-``HttpRemoteExecutionClient`` implement the seed's ``ServerClient`` and
-``RemoteExecutionClient`` over it. The stubs raise A2aNotAvailableError, for tests
+``HttpRemoteExecutionClient`` implement the server-mode interfaces ``ServerClient``
+and ``RemoteExecutionClient`` over it. The stubs raise A2aNotAvailableError, for tests
 and for local mode. Importing this module does not import httpx.
 """
 

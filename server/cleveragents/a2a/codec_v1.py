@@ -170,7 +170,7 @@ class V1Codec:
             raise invalid((*loc, "kind"), f"Expected kind {kind!r}", "literal_error")
         return d
 
-    # -- parts: one liberal decoder for every shape either dialect or a seed sends --
+    # -- parts: one liberal decoder for every shape either dialect or older code sends --
     def decode_part(self, value: Any, loc: Loc = ()) -> Part:
         d = as_object(value, loc)
         if self.tagged and d.get("kind") is None and not self.lenient and any(key in d for key in (*_PART_CONTENT, "file")):

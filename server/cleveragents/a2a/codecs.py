@@ -5,7 +5,7 @@ Both dialects are camelCase JSON with the same field names for messages, tasks a
 artifacts; they differ in enum spellings, part shapes, ``kind`` tags and a few
 wrappers. ``codec_v1.V1Codec`` holds the common encoding and ``codec_v03.V03Codec``
 overrides the differences. Decoding is liberal (either dialect's spellings, the
-seeds' part shapes); encoding is strict to the dialect.
+older part shapes); encoding is strict to the dialect.
 
 Conventions every codec keeps, so that decode(encode(x)) == x:
 - Empty ``metadata`` is the same as none: it is not sent, and ``{}`` decodes to None.

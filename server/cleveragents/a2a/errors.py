@@ -1,7 +1,7 @@
 """The A2A exception hierarchy and the two error-code tables.
 
 Standard A2A methods answer with the A2A specification's codes; ``_cleveragents/*``
-and legacy methods answer with the extension table (seed 000). Both tables live here,
+and legacy methods answer with the project's extension table. Both tables live here,
 next to the classes they map from, and ``error_payload`` is the only place that turns
 an exception into a JSON-RPC ``error`` object.
 """
@@ -118,7 +118,7 @@ _SQLITE_FULL = 13  # SQLITE_FULL: "database or disk is full"
 _SQLITE_IOERR = 10  # SQLITE_IOERR: "disk I/O error" (what a file size limit gives)
 
 
-# The extension table (seed 000): `_cleveragents/*` and legacy methods.
+# The extension table: `_cleveragents/*` and legacy methods.
 EXTENSION_ERROR_CODES: dict[type[Exception], int] = {
     ParseError: PARSE_ERROR,
     InvalidRequestError: INVALID_REQUEST,

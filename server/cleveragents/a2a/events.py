@@ -1,5 +1,5 @@
 """A2aEventQueue: in-process pub/sub with a bounded ring buffer and ULID cursors,
-and EventBusBridge, which feeds it from the domain EventBus (seed 000)."""
+and EventBusBridge, which feeds it from the domain EventBus."""
 
 from __future__ import annotations
 

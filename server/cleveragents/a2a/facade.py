@@ -140,7 +140,8 @@ class PendingResponse:
 class A2aLocalFacade:
     """Routes A2A requests to in-process services.
 
-    ``A2aLocalFacade(services={...})`` takes seed 000's service map;
+    ``A2aLocalFacade(services={...})`` takes a service map (keys such as
+    ``session_service``, ``plan_lifecycle_service``, ``tool_registry``, ``event_queue``);
     ``A2aLocalFacade(container)`` takes anything with a ``services`` mapping. A
     method whose service is missing answers with a clear error naming the service.
     Every request's params are held to ``limits`` (the container's ``json_limits``, else

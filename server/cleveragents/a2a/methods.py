@@ -65,7 +65,7 @@ def _ext(name: str, params: str, service: str, call: str, summary: str, result: 
                     example or {}, with_context=with_context, bulk=bulk))
 
 
-# --- Standard A2A methods: the 1.0 name, then its 0.3 / seed names -------------------
+# --- Standard A2A methods: the 1.0 name, then its 0.3 and older names ----------------
 _message = {"message": {"role": "ROLE_USER", "messageId": _ULID, "parts": [{"text": "fs.search TODO"}]}}
 _standard("SendMessage", ("message/send",), "SendMessageParams", "send",
           "Send a message to the agent; returns the task (or a direct message).",
@@ -107,7 +107,7 @@ _standard("GetExtendedAgentCard",
           "AgentCard", ("ExtendedAgentCardNotConfiguredError", "AuthenticationError"),
           service="agent_card_service")
 
-# --- Sessions (seed names, current) --------------------------------------------------
+# --- Sessions (dotted names, not deprecated) -----------------------------------------
 _ext("session.create", "SessionCreateParams", "session_service", "create",
      "Create a session for an actor; idempotent when session_id is given.",
      "{session_id, status: created|active|closed, actor_name, created_at}",

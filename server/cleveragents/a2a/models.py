@@ -1,4 +1,4 @@
-"""The JSON-RPC 2.0 envelope models of the A2A boundary (seed 000, "Python Models")."""
+"""The JSON-RPC 2.0 envelope models of the A2A boundary."""
 
 from __future__ import annotations
 
@@ -206,7 +206,7 @@ class A2aEvent(BaseModel):
             raise ValueError("timestamp must carry a UTC offset")
         return format_utc(moment)
 
-    # Read-only spellings used by older callers (seed 001's `event.type`, `event.payload`).
+    # Read-only spellings used by older callers (`event.type`, `event.payload`).
     @property
     def type(self) -> str:
         return self.event_type

@@ -1,4 +1,4 @@
-"""Answering a plan's gate with an A2A message (seed 000, "Multi-Turn Interactions").
+"""Answering a plan's gate with an A2A message, as a multi-turn interaction.
 
 A plan waiting for approval is an input-required task whose id and context id are
 the plan's id. A ``message/send`` to that context approves the waiting step (execute

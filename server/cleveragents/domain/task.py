@@ -32,7 +32,7 @@ class TaskState(str, Enum):
 
     @classmethod
     def parse(cls, value: str) -> TaskState:
-        """Accepts the seed's `cancelled` spelling."""
+        """Also accepts the older `cancelled` spelling."""
         return cls("canceled" if value == "cancelled" else value)
 
 

@@ -96,7 +96,7 @@ class Agent:
             )
         return self._deterministic(turn)
 
-    # -- one turn run locally (seed 002's ``agent.start``) ---------------------------
+    # -- one turn run locally (``agent.start``) ----------------------------------------
     def start(self, text: str) -> str:
         """Answer ``text`` and return the reply (the question, if the agent asks one)."""
         try:

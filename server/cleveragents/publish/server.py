@@ -28,7 +28,7 @@ class A2A:
                  prefix: str = "", auth_token: str | None = None,
                  extended_agent_card_callback: Callable[..., Any] | None = None,
                  extensions: Iterable[AgentExtension] = ()):
-        actor = agent if agent is not None else agents  # the single agent wins, as in seed 002
+        actor = agent if agent is not None else agents  # given both, the single agent wins
         if actor is None:
             raise TypeError("A2A needs agent=... (an Agent) or agents=... (an AgentTeam)")
         self._actor = actor

@@ -219,8 +219,9 @@ class JsonRpcEndpoint:
 
 
 async def event_stream(subscription_id: str, cursor: Any, first: dict[str, Any] | None):
-    """The SSE events of an event subscription (seed 000, "SSE Wire Format"): each
-    ``data`` is a JSON-RPC notification; task and plan events are ``task/*`` ones."""
+    """The SSE events of an event subscription: ``event`` is the event type, ``id``
+    its ULID, and each ``data`` a JSON-RPC notification; task and plan events are
+    ``task/*`` ones."""
     try:
         if first is not None:
             yield ServerSentEvent(first)
