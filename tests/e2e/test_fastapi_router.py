@@ -1,5 +1,5 @@
-"""``A2A.get_router()`` in a FastAPI app on real uvicorn (127.0.0.1), as seed 002 shows
-it: ``app.include_router(a2a.get_router())`` next to the user's own routes, with the
+"""``A2A.get_router()`` in a FastAPI app on real uvicorn (127.0.0.1), used the usual
+way: ``app.include_router(a2a.get_router())`` next to the user's own routes, with the
 same routes and auth as ``asgi_app()``, and services that live as long as the app."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from tests.e2e.test_http_server import V1, rpc, serving, v1_message
 
 
 def users_app(a2a: A2A, **settings) -> FastAPI:
-    """The seed's FastAPI app: our router, and one route of the user's own."""
+    """A user's FastAPI app: our router, and one route of the user's own."""
     app = FastAPI()
     app.include_router(a2a.get_router(**settings))
 
@@ -29,7 +29,7 @@ def users_app(a2a: A2A, **settings) -> FastAPI:
     return app
 
 
-async def test_the_seed_example_serves_cards_json_rpc_rest_and_the_users_route(tmp_path):
+async def test_the_example_app_serves_cards_json_rpc_rest_and_the_users_route(tmp_path):
     a2a = A2A(agent=Agent(name="Echo", handler=handler), url="http://localhost:8000/a2a")
     async with serving(users_app(a2a, workspace=tmp_path, memory=True)) as (_, client):
         card = (await client.get("/.well-known/agent-card.json")).json()

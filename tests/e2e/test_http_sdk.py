@@ -173,7 +173,7 @@ async def test_the_0_3_dialect_through_the_compat_transport(server, http, bindin
 
 
 async def test_tasks_list_in_0_3_over_raw_json_rpc(server, http):
-    # The SDK's 0.3 transport has no tasks/list; the seed's method is served anyway.
+    # The SDK's 0.3 transport has no tasks/list; the server answers it anyway.
     body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
         "kind": "message", "messageId": "m1", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}}
     sent = (await http.post(server.url + "/a2a", json=body)).json()["result"]

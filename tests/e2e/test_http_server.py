@@ -249,7 +249,7 @@ async def _events(client: httpx.AsyncClient, count: int, headers: dict | None = 
     return subscribed, seen
 
 
-async def test_event_streams_use_the_seed_wire_format_and_resume_from_last_event_id(open_server):
+async def test_event_streams_use_the_sse_wire_format_and_resume_from_last_event_id(open_server):
     _, client = open_server
     subscribed, seen = await _events(client, 2)
     assert subscribed["live"] is True

@@ -10,7 +10,7 @@ from cleveragents.a2a import (
 )
 
 
-def test_seed_example_config_validates():
+def test_the_example_config_validates():
     config = ServerConnectionConfig(url="https://my-server.example.com", token="...")
     assert config.url == "https://my-server.example.com"
     assert "..." not in repr(config)  # the token is a secret

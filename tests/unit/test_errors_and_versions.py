@@ -22,7 +22,7 @@ from cleveragents.a2a.errors import (
 )
 from cleveragents.a2a.version import A2aVersionNegotiator
 
-SEED_TABLE = {  # seed 000, "Error Codes"
+SPECIFIED_CODES = {  # the extension error codes, as the project specifies them
     ResourceNotFoundError: -32001, AuthenticationError: -32002, AuthorizationError: -32003,
     BusinessRuleViolation: -32004, DuplicateEntityError: -32005, BudgetExceededError: -32006,
     A2aVersionMismatchError: -32007, PlanError: -32008, ValidationError: -32602,
@@ -30,8 +30,8 @@ SEED_TABLE = {  # seed 000, "Error Codes"
 }
 
 
-@pytest.mark.parametrize("cls,code", SEED_TABLE.items(), ids=lambda v: getattr(v, "__name__", str(v)))
-def test_extension_table_matches_the_seed(cls, code):
+@pytest.mark.parametrize("cls,code", SPECIFIED_CODES.items(), ids=lambda v: getattr(v, "__name__", str(v)))
+def test_extension_table_matches_the_specified_codes(cls, code):
     exc = cls("x") if cls is not A2aOperationNotFoundError else cls("m")
     assert EXTENSION_ERROR_CODES[cls] == code
     assert error_payload(exc, dialects.EXTENSION)["code"] == code

@@ -19,8 +19,8 @@ def status(plan_id="p1", **data):
     return A2aEvent(event_type=TASK_STATUS_UPDATE, plan_id=plan_id, data=data)
 
 
-def test_seed_example_runs_as_written():
-    # seed 000, "Event Queue — Publish / Subscribe"
+def test_the_publish_subscribe_example_runs_as_written():
+    # A callback subscriber, one publish and a read of the buffer, as a user writes them.
     from cleveragents.a2a.events import TASK_STATUS_UPDATE, A2aEventQueue  # noqa: F811
     from cleveragents.a2a.models import A2aEvent  # noqa: F811
 
@@ -84,7 +84,7 @@ def test_publishing_the_same_event_twice_is_refused():
 
 
 async def test_async_subscribe_sees_live_events_for_its_plan():
-    # seed 001: `async for event in queue.subscribe("plan-42")`
+    # The async form: `async for event in queue.subscribe("plan-42")`
     queue = A2aEventQueue()
     received = []
 

@@ -15,7 +15,7 @@ def container(workspace):
     c.close()
 
 
-def test_seed_000_sync_example_runs_as_written(container):
+def test_the_sync_example_with_a_service_map_runs_as_written(container):
     session_svc = container.session_service
     event_queue = container.event_queue
     facade = A2aLocalFacade(services={
@@ -37,7 +37,7 @@ def test_seed_000_sync_example_runs_as_written(container):
     facade.close()
 
 
-async def test_seed_001_async_example_runs_as_written(container):
+async def test_the_async_example_with_a_container_runs_as_written(container):
     facade = A2aLocalFacade(container)
     response = await facade.dispatch(A2aRequest(method="session.create", params={"actor": "openai/gpt-4o"}))
     if response.result is not None:
