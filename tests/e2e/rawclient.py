@@ -44,6 +44,19 @@ class RawServer:
         )
         return cls(proc)
 
+    @classmethod
+    async def start_initialized(cls, *args: str, cwd: Path | None = None, **params: Any) -> RawServer:
+        """A server past LSP's handshake, ready to serve any request; ``params`` go into
+        ``initialize``'s params."""
+        server = await cls.start(*args, cwd=cwd)
+        try:
+            response = await server.initialize(**params)
+            assert "result" in response, f"initialize failed: {response.get('error')}"
+        except BaseException:
+            await server.kill()
+            raise
+        return server
+
     def send(self, data: bytes) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.write(data)
@@ -83,6 +96,8 @@ class RawServer:
         return await self.response(msg_id)
 
     async def initialize(self, **params: Any) -> dict[str, Any]:
+        """LSP's handshake (``initialize`` with id 0, then ``initialized``): the server
+        answers every other request with -32002 before it."""
         response = await self.request(0, "initialize", {"processId": None, "capabilities": {}, **params})
         self.send_message({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         return response

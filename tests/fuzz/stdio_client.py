@@ -81,6 +81,16 @@ class StdioServer:
                 waiting.discard(message["id"])
         return seen
 
+    def initialize(self, **params: Any) -> dict[str, Any]:
+        """LSP's handshake (``initialize`` with id 0, then ``initialized``): the server
+        answers every other request with -32002 before it. The answer's result."""
+        self.send(frame({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                         "params": {"processId": None, "capabilities": {}, **params}})
+                  + frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        response = self.until({0})[-1]
+        assert "result" in response, f"initialize failed: {response.get('error')}"
+        return response["result"]
+
     def rss_kib(self) -> int:
         with open(f"/proc/{self.pid}/status") as status:
             for line in status:
