@@ -20,6 +20,21 @@ async def server(workspace):
     await srv.kill()
 
 
+@pytest.fixture
+async def ready(workspace):
+    """A server past the handshake."""
+    srv = await RawServer.start_initialized("--workspace", str(workspace))
+    yield srv
+    await srv.kill()
+
+
+def handshake_frames(**params: object) -> bytes:
+    """``initialize`` (id 0) and ``initialized``, for input written all at once."""
+    return (frame({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                   "params": {"processId": None, "capabilities": {}, **params}})
+            + frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+
+
 async def assert_alive(server: RawServer, msg_id: int = 999) -> None:
     response = await server.request(msg_id, "_cleveragents/health/check", {})
     assert response["result"]["status"] == "ok"
@@ -39,11 +54,8 @@ async def test_initialize_declares_a2a(server):
     assert response["result"]["serverInfo"]["name"] == "cleveragents"
 
 
-async def test_requests_work_without_initialize(server):
-    await assert_alive(server)
-
-
-async def test_embedded_envelopes_in_params_round_trip(server):
+async def test_embedded_envelopes_in_params_round_trip(ready):
+    server = ready
     metadata = {"inner": {"jsonrpc": "2.0", "id": 7, "method": "session.close", "params": {}},
                 "_meta": {"jsonrpc": "2.0", "result": None, "id": 3}}
     created = await server.request(1, "session.create", {"metadata": metadata})
@@ -51,9 +63,10 @@ async def test_embedded_envelopes_in_params_round_trip(server):
     assert session["result"]["metadata"] == metadata
 
 
-async def test_non_ascii_answers_are_utf_8_and_their_length_counts_bytes(server):
+async def test_non_ascii_answers_are_utf_8_and_their_length_counts_bytes(ready):
     """Answers are UTF-8 JSON (not ASCII-escaped): Content-Length must count bytes, or
     the next frame would be read from the wrong place."""
+    server = ready
     metadata = {"note": "héllo ✓ 日本語 🚀"}
     created = await server.request(1, "session.create", {"metadata": metadata})
     session = await server.request(2, "session.get", {"session_id": created["result"]["session_id"]})
@@ -83,6 +96,9 @@ async def test_bad_frames_are_answered_and_the_server_stays_up(workspace):
         assert too_large["error"]["code"] == -32600
         assert too_large["error"]["data"] == {"size": len(huge), "max_message_size": 2048}
 
+        # The bad frames above came before initialize: framing errors are answered whatever
+        # the lifecycle's state, and the handshake still works after them.
+        assert "result" in await server.initialize()
         server.send(b"\r\n\r\n" + frame({"jsonrpc": "2.0", "id": 6, "method": "session.list"}))
         assert "result" in await server.response(6)
         await assert_alive(server)
@@ -90,7 +106,8 @@ async def test_bad_frames_are_answered_and_the_server_stays_up(workspace):
         await server.kill()
 
 
-async def test_truncated_body_at_end_of_input_exits_cleanly(server):
+async def test_truncated_body_at_end_of_input_exits_cleanly(ready):
+    server = ready
     await assert_alive(server, 1)
     server.send(b'Content-Length: 100\r\n\r\n{"jsonrpc": "2.0", "id": 2')
     server.close_stdin()
@@ -127,14 +144,16 @@ async def test_exit_without_shutdown_is_code_1(server):
 
 async def test_end_of_input_answers_in_flight_requests(server):
     # A piped script: everything at once, then EOF. Every request still gets its answer.
+    server.send(handshake_frames())
     for i in range(1, 21):
         server.send_message({"jsonrpc": "2.0", "id": i, "method": "session.create", "params": {}})
     server.close_stdin()
     code, rest, _ = await server.wait()
     assert code == 0
     bodies = re.split(rb"Content-Length: \d+\r\n(?:[^\r\n]+\r\n)*\r\n", rest)[1:]
-    answered = sorted(json.loads(b)["id"] for b in bodies if b.strip())
-    assert answered == list(range(1, 21))
+    answers = [json.loads(b) for b in bodies if b.strip()]
+    assert all("result" in answer for answer in answers), answers
+    assert sorted(answer["id"] for answer in answers) == list(range(21))  # 0: initialize
 
 
 async def test_stdout_carries_only_frames_even_with_debug_logs(workspace):
@@ -179,13 +198,13 @@ async def test_state_lives_under_the_client_root(tmp_path):
 
 async def test_state_dir_and_memory_options(tmp_path, workspace):
     state = tmp_path / "elsewhere"
-    server = await RawServer.start("--workspace", str(workspace), "--state-dir", str(state))
+    server = await RawServer.start_initialized("--workspace", str(workspace), "--state-dir", str(state))
     try:
-        await server.request(1, "session.create", {})
+        assert "result" in await server.request(1, "session.create", {})
         assert (state / "state.db").is_file()
     finally:
         await server.kill()
-    memory = await RawServer.start("--workspace", str(workspace), "--memory")
+    memory = await RawServer.start_initialized("--workspace", str(workspace), "--memory")
     try:
         health = await memory.request(1, "_cleveragents/health/check", {})
         assert health["result"]["store"]["backend"] == "memory"
@@ -198,7 +217,7 @@ async def test_internal_errors_do_not_leak_tracebacks(tmp_path, workspace):
     # A state directory that is a file: the store cannot open; requests fail cleanly.
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("")
-    server = await RawServer.start("--workspace", str(workspace), "--state-dir", str(blocker))
+    server = await RawServer.start_initialized("--workspace", str(workspace), "--state-dir", str(blocker))
     try:
         response = await server.request(1, "session.create", {})
         error = response["error"]
@@ -233,12 +252,14 @@ def test_stdin_from_a_regular_file_is_served(tmp_path, workspace):
     import sys
 
     script = tmp_path / "requests.bin"
-    script.write_bytes(frame({"jsonrpc": "2.0", "id": 1, "method": "session.create", "params": {}}))
+    script.write_bytes(handshake_frames() + frame({"jsonrpc": "2.0", "id": 1, "method": "session.create", "params": {}}))
     with script.open("rb") as stdin:
         done = subprocess.run([sys.executable, "-m", "cleveragents.transports.lsp", "--memory"],
                               stdin=stdin, capture_output=True, timeout=30, cwd=workspace)
     assert done.returncode == 0
-    assert [m["result"]["status"] for m in unframe(done.stdout)] == ["created"]
+    initialized, created = unframe(done.stdout)
+    assert initialized["id"] == 0 and "capabilities" in initialized["result"]
+    assert created["id"] == 1 and created["result"]["status"] == "created"
 
 
 async def test_exit_right_behind_requests_exits_without_a_traceback(server):
@@ -294,9 +315,12 @@ def test_agents_serve_runs_the_same_server(workspace):
     import sys
 
     agents = [sys.executable, "-m", "cleveragents.cli.main"]
-    body = frame({"jsonrpc": "2.0", "id": 1, "method": "_cleveragents/health/check"})
+    body = handshake_frames() + frame({"jsonrpc": "2.0", "id": 1, "method": "_cleveragents/health/check"})
     served = subprocess.run([*agents, "serve", "--memory"], input=body, capture_output=True, timeout=30, cwd=workspace)
-    assert served.returncode == 0 and [m["result"]["status"] for m in unframe(served.stdout)] == ["ok"]
+    assert served.returncode == 0
+    initialized, health = unframe(served.stdout)
+    assert initialized["id"] == 0 and "capabilities" in initialized["result"]
+    assert health["id"] == 1 and health["result"]["status"] == "ok"
     bare = subprocess.run(agents, capture_output=True, timeout=30)
     assert bare.returncode == 2 and b"serve" in bare.stderr
 
@@ -321,9 +345,11 @@ async def test_the_server_exits_when_its_client_process_dies(workspace):
 
 
 async def test_a_cancelled_request_gets_32800_and_the_server_carries_on(server):
-    # Cancelled while it waits for the services to load: the load itself must go on.
-    server.send(frame({"jsonrpc": "2.0", "id": 1, "method": "session.create", "params": {}})
+    # Cancelled while it waits for the services to load: the load itself must go on. The
+    # handshake goes in the same write, so the services are still loading.
+    server.send(handshake_frames() + frame({"jsonrpc": "2.0", "id": 1, "method": "session.create", "params": {}})
                 + frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 1}}))
+    assert "result" in await server.response(0)
     cancelled = await server.response(1)
     assert cancelled["error"]["code"] == -32800
     listed = await server.request(2, "session.list", {})
@@ -332,12 +358,12 @@ async def test_a_cancelled_request_gets_32800_and_the_server_carries_on(server):
 
 
 async def test_acknowledged_sessions_survive_sigkill(workspace):
-    server = await RawServer.start("--workspace", str(workspace))
+    server = await RawServer.start_initialized("--workspace", str(workspace))
     created = [(await server.request(i, "session.create", {}))["result"]["session_id"] for i in range(1, 21)]
     await server.request(21, "session.close", {"session_id": created[0]})
     server.proc.kill()  # SIGKILL: no shutdown, no checkpoint
     await server.proc.wait()
-    again = await RawServer.start("--workspace", str(workspace))
+    again = await RawServer.start_initialized("--workspace", str(workspace))
     try:
         listed = (await again.request(1, "session.list", {"limit": 100}))["result"]
         assert sorted(s["session_id"] for s in listed["sessions"]) == sorted(created)
