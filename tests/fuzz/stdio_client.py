@@ -21,6 +21,14 @@ def frame(body: bytes | dict[str, Any]) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(data) + data
 
 
+def handshake(msg_id: Any = 0, **params: Any) -> bytes:
+    """LSP's ``initialize`` (with ``msg_id``; ``params`` go into its params) and
+    ``initialized``, as one write."""
+    return (frame({"jsonrpc": "2.0", "id": msg_id, "method": "initialize",
+                   "params": {"processId": None, "capabilities": {}, **params}})
+            + frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+
+
 class StdioServer:
     def __init__(self, *args: str, command: list[str] | None = None, memory: bool = True, **popen: Any):
         """``command`` and ``popen`` (``subprocess.Popen`` keywords) start the server
@@ -84,9 +92,7 @@ class StdioServer:
     def initialize(self, **params: Any) -> dict[str, Any]:
         """LSP's handshake (``initialize`` with id 0, then ``initialized``): the server
         answers every other request with -32002 before it. The answer's result."""
-        self.send(frame({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                         "params": {"processId": None, "capabilities": {}, **params}})
-                  + frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        self.send(handshake(0, **params))
         response = self.until({0})[-1]
         assert "result" in response, f"initialize failed: {response.get('error')}"
         return response["result"]

@@ -5,7 +5,8 @@ UTF-8, headers without a body, junk headers) go to one server; after each run a 
 request must be answered, every bad frame must have had exactly the error it
 deserves, and stdout must carry nothing but frames. After a refused header block the
 reader skips to the next ``Content-Length:`` (``transports/lsp/framing.py``): the
-expected answers of a run follow that rule.
+expected answers of a run follow that rule. Framing errors come before LSP's
+lifecycle: a bad frame gets the same answer before ``initialize`` as after it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cleveragents.transports.lsp.framing import DEFAULT_MAX_MESSAGE_SIZE
-from tests.fuzz.stdio_client import StdioServer, frame
+from tests.fuzz.stdio_client import StdioServer, frame, handshake
 from tests.fuzz.strategies import SCALE
 
 MAX = 4096  # the server under test runs with --max-message-size 4096
@@ -176,9 +177,12 @@ def as_read(run: list[Case]) -> list[Case] | None:
     return read
 
 
-def run_cases(server: StdioServer, run: list[Case]) -> None:
+def run_cases(server: StdioServer, run: list[Case], initialized: bool = True) -> None:
+    """Send ``run`` and a probe, and check the answers. On a server not ``initialized``
+    yet the probe is ``initialize``, and the run's good requests get -32002 instead
+    of a result."""
     probe = next(_ids)
-    server.send(b"".join(case.data for case in run) + frame(request(probe)))
+    server.send(b"".join(case.data for case in run) + (frame(request(probe)) if initialized else handshake(probe)))
     read = as_read(run)
     wanted = set().union(*(case.ids for case in read or ())) | {probe}
     seen = server.until(wanted)
@@ -186,9 +190,13 @@ def run_cases(server: StdioServer, run: list[Case]) -> None:
         assert_well_formed(message)
     assert "result" in seen[-1] or any(m.get("id") == probe and "result" in m for m in seen)
     if read is not None and all(case.known for case in read):
+        early = [] if initialized else [-32002]
         errors = [m["error"] for m in seen if "error" in m]
-        assert [e["code"] for e in errors] == [code for case in read for code in case.errors], (run, seen)
-        assert all(m["id"] is None for m in seen if "error" in m)
+        assert [e["code"] for e in errors] == [code for case in read for code in case.errors + early * len(case.ids)], \
+            (run, seen)
+        assert all(m["id"] is None for m in seen if "error" in m and m["error"]["code"] != -32002)
+        assert all(m["id"] in wanted and m["error"]["data"] == {"method": "session.list", "reason": "not_initialized"}
+                   for m in seen if "error" in m and m["error"]["code"] == -32002)
         sizes = [e["data"]["size"] for e in errors if e["code"] == -32600]
         assert sizes == [case.size_error for case in read if case.size_error is not None]
         for error in errors:
@@ -200,6 +208,7 @@ def run_cases(server: StdioServer, run: list[Case]) -> None:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     server = StdioServer("--workspace", str(tmp_path_factory.mktemp("ws")), "--max-message-size", str(MAX))
+    server.initialize()
     yield server
     code, stderr = server.finish()
     server.kill()
@@ -216,11 +225,12 @@ def test_bad_frames_get_their_errors_and_the_server_keeps_serving(server, run):
 @given(first=cases, cut=st.integers(1, 200), tail=st.sampled_from(["header", "body"]))
 def test_a_bad_first_frame_then_input_that_ends_mid_frame(tmp_path_factory, first, cut, tail):
     """The first frame is read before the server proper starts (the early answer to
-    ``initialize``): it gets the same treatment. Input that then ends inside a frame
-    ends the server cleanly, after answering what came before."""
+    ``initialize``): it gets the same treatment, and ``initialize`` still works after
+    it. Input that then ends inside a frame ends the server cleanly, after answering
+    what came before."""
     server = StdioServer("--workspace", str(tmp_path_factory.mktemp("ws")), "--max-message-size", str(MAX))
     try:
-        run_cases(server, [first])
+        run_cases(server, [first], initialized=False)
         whole = frame(request(1)) if tail == "body" else b"Content-Length: 40\r\nContent-Type: x\r\n"
         server.send(frame(request(7)) + whole[:min(cut, len(whole) - 1)])
         assert "result" in server.until({7})[-1]
@@ -249,6 +259,7 @@ def test_the_default_limit_is_sixteen_mebibytes(tmp_path):
         error = server.next_message()["error"]
         assert error == {"code": -32600, "message": "Invalid request: message too large",
                          "data": {"size": size, "max_message_size": DEFAULT_MAX_MESSAGE_SIZE}}
+        server.initialize()
         server.send(frame(request(1)))
         assert "result" in server.until({1})[-1]
     finally:
@@ -260,6 +271,8 @@ def test_memory_stays_bounded_over_two_thousand_bad_frames(tmp_path):
     bad = [b"Content-Length: x\r\n\r\n", frame(b"\xff" * 100), frame(b"{" * 500), frame(b"z" * (MAX + 100)),
            b"junk\r\nContent-Length: 2\r\n\r\n{}", frame(b'{"jsonrpc": "2.0", "id": [1], "method": "x"}')]
     try:
+        server.initialize()
+
         def burst(count: int) -> None:
             probe = next(_ids)
             server.send(b"".join(bad[n % len(bad)] for n in range(count)) + frame(request(probe)))
@@ -289,9 +302,10 @@ def test_inputs_that_once_crashed_the_server(tmp_path, data, code, words):
     """Each, as the first frame and as a later one, once ended the server with a traceback."""
     server = StdioServer("--workspace", str(tmp_path))
     try:
-        for probe in (2, 3):
-            server.send(data + frame(request(probe)))
+        for probe, follow in ((2, handshake(2)), (3, frame(request(3)))):  # the first round initializes
+            server.send(data + follow)
             seen = server.until({probe})
+            assert "result" in seen[-1], seen
             assert [(m["error"]["code"], words in m["error"]["message"]) for m in seen if "error" in m] == [(code, True)]
         exit_code, stderr = server.finish()
         assert exit_code == 0 and "Traceback" not in stderr, stderr[-3000:]
@@ -313,6 +327,7 @@ def test_lsp_params_of_the_wrong_shape_are_one_warning_line(tmp_path):
     """pygls logged a whole traceback at ERROR for each such message (bad input, not a bug)."""
     server = StdioServer("--workspace", str(tmp_path))
     try:
+        server.initialize()
         server.send(frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": [1]}})
                     + frame({"jsonrpc": "2.0", "id": 5, "method": "textDocument/hover", "params": {"textDocument": []}})
                     + frame(request(6)))
