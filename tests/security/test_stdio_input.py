@@ -229,12 +229,25 @@ def test_a_wrong_typed_version_gets_the_version_error(identity):
             v03 = client.call("message/send", raw_params=with_key({"message": {}}, "A2A-Version", raw))
             assert v03["error"]["code"] == -32009 and v03["error"]["data"]["requested"] == sent, v03
         assert "result" in client.call("ListTasks", {"A2A-Version": "1.0"})
-        # initialize again (the late path): the same values in initializationOptions.
+    finally:
+        stderr = client.finish()
+    assert "Traceback" not in stderr, stderr[-3000:]
+
+
+def test_a_wrong_typed_version_in_a_later_initialize_is_refused(identity):
+    """An ``initialize`` that is not the first message takes the server proper's path:
+    the same values in initializationOptions get the same error, and a refused
+    ``initialize`` may be sent again."""
+    client = Client(identity, initialize=False)
+    try:
+        early = client.call("_cleveragents/health/check")
+        assert early["error"]["data"]["reason"] == "not_initialized", early
         for raw in WRONG_VERSIONS:
             params = '{"capabilities": {}, "initializationOptions": {"a2aVersion": %s}}' % raw
             answer = client.call("initialize", raw_params=params)
             assert answer["error"]["code"] == -32009, (raw, answer)
             assert answer["error"]["data"]["requested"] == json.loads(raw), answer
+        assert "result" in client.call("initialize", {"capabilities": {}, "initializationOptions": {"a2aVersion": "1.0"}})
     finally:
         stderr = client.finish()
     assert "Traceback" not in stderr, stderr[-3000:]
