@@ -11,13 +11,14 @@ Everything else is the dataclass's own: fields, defaults, equality, hashing, rep
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast, dataclass_transform
 
 T = TypeVar("T")
 
 _NO_VALUE = object()  # the default of a field whose default is made by a factory
 
 
+@dataclass_transform(frozen_default=True)  # type checkers see the dataclass it makes
 def record(cls: type[T]) -> type[T]:
     """``@dataclass(frozen=True, slots=True)``, with the faster ``__init__``."""
     made: Any = dataclasses.dataclass(frozen=True, slots=True)(cls)
@@ -45,4 +46,4 @@ def record(cls: type[T]) -> type[T]:
     init = scope["__init__"]
     init.__qualname__ = f"{made.__qualname__}.__init__"
     made.__init__ = init
-    return made
+    return cast("type[T]", made)
