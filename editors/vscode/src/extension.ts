@@ -45,18 +45,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<Extens
 
   context.subscriptions.push(
     agents.onEvent((event) => events.appendLine(formatEvent(event))),
-    agents.onGate((gate) => void commands.offerGate(gate)),
+    // A gate's buttons run outside any command: a failed approval is shown all the same.
+    agents.onGate((gate) => void reportingErrors(() => commands.offerGate(gate))),
     vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, commands.diffContent),
   );
   for (const [name, handler] of Object.entries(commands.handlers())) {
-    context.subscriptions.push(vscode.commands.registerCommand(`cleveragents.${name}`, async (...args: any[]) => {
-      try {
-        return await handler(...args);
-      } catch (error) {
-        void vscode.window.showErrorMessage(`CleverAgents: ${describeError(error)}`);
-        return undefined;
-      }
-    }));
+    context.subscriptions.push(vscode.commands.registerCommand(`cleveragents.${name}`,
+      (...args: any[]) => reportingErrors(() => handler(...args))));
   }
 
   try {
@@ -66,6 +61,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<Extens
     events.appendLine(`no event subscription: ${describeError(error)}`);
   }
   return { agents, client };
+}
+
+/** Runs `work`; a failure becomes an error notification (and undefined), never a silent rejection. */
+async function reportingErrors<T>(work: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await work();
+  } catch (error) {
+    void vscode.window.showErrorMessage(`CleverAgents: ${describeError(error)}`);
+    return undefined;
+  }
 }
 
 export async function deactivate(): Promise<void> {
