@@ -153,21 +153,25 @@ async function answerInput(heading, answer) {
   await page.keyboard.press('Enter');
 }
 
-/** Presses a button of the notification whose message matches `pattern`. */
+/** Presses a button of the notification whose message matches `pattern`, in the page: a
+ * click at the button's coordinates lands elsewhere when another toast arrives in between
+ * and moves it. Pressing closes the notification; until it does, it is pressed again. */
 async function pressNotificationButton(pattern, label) {
-  const button = await page.waitForFunction((source, flags, text) => {
+  const press = `${label} ${pattern} ${Date.now()}`;
+  await until(`the ${label} button of a notification matching ${pattern} pressed`, () => page.evaluate((source, flags, text, token) => {
     const matcher = new RegExp(source, flags);
-    for (const toast of document.querySelectorAll('.notification-toast')) {
-      if (matcher.test(toast.querySelector('.notification-list-item-message')?.textContent ?? '')) {
-        const found = [...toast.querySelectorAll('.monaco-button')].find((candidate) => candidate.textContent === text);
-        if (found) {
-          return found;
-        }
-      }
+    const toast = [...document.querySelectorAll('.notification-toast')].find((candidate) =>
+      matcher.test(candidate.querySelector('.notification-list-item-message')?.textContent ?? ''));
+    if (!toast) {
+      return window.cleveragentsPressed === token; // closed after the press
     }
-    return null;
-  }, { timeout: STEP_TIMEOUT }, pattern.source, pattern.flags, label);
-  await button.asElement().click();
+    const button = [...toast.querySelectorAll('.monaco-button')].find((candidate) => candidate.textContent === text);
+    if (button) {
+      button.click();
+      window.cleveragentsPressed = token;
+    }
+    return false;
+  }, pattern.source, pattern.flags, label, press));
 }
 
 async function activateTab(label) {
@@ -213,6 +217,8 @@ describe('the .vsix in code-server', () => {
       const file = path.join(ARTIFACTS, `failed-${name.replace(/\W+/g, '-')}`);
       await page.screenshot({ path: `${file}.png` }).catch(() => {});
       await page.content().then((html) => fs.writeFileSync(`${file}.html`, html)).catch(() => {});
+      // CI keeps only this output: what the window said is the first clue.
+      error.message += `\nnotifications shown: ${JSON.stringify(await notifications().catch(() => []))}`;
       throw error;
     }
   });
