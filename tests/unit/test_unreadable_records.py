@@ -225,8 +225,8 @@ async def test_memory_plan_records_that_are_not_json_are_skipped():
     store = MemoryStore()
     await store.add_plan(make_plan("p1"))
     await store.add_plan(make_plan("p2"))
-    seq, _ = store._plan_bodies["p1"]
-    store._plan_bodies["p1"] = (seq, "{broken")  # what a bug writing the body would leave
+    seq, _ = store.plans._plan_bodies["p1"]
+    store.plans._plan_bodies["p1"] = (seq, "{broken")  # what a bug writing the body would leave
     assert [plan.plan_id for _, plan in await store.list_plans(limit=5)] == ["p2"]
     assert await store.count_plans() == 2
     with pytest.raises(UnreadableRecordError, match="is not JSON"):

@@ -1,12 +1,16 @@
-"""What every SQLite store module shares: the write transaction, and the query for a
-newest-first page."""
+"""What every SQLite store module shares: the write transaction, the query for a
+newest-first page, and the base of the repositories."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol, TypeVar
+
+from cleveragents.infra.store.records import RecordReader
+
+T = TypeVar("T")
 
 
 @contextmanager
@@ -40,3 +44,27 @@ def newest_first(columns: str, table: str, equal: Mapping[str, Any], before: int
         args.append(before)
     where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
     return f"SELECT {columns} FROM {table} {where} ORDER BY seq DESC LIMIT ?", (*args, limit)
+
+
+class Runner(Protocol):
+    """Runs ``fn(*args)`` on the store's thread, in a group commit (``sqlite_batch``)."""
+
+    def __call__(self, fn: Callable[..., T], /, *args: Any) -> Awaitable[T]: ...
+
+
+class SqliteRepository:
+    """One concern's calls (sessions, tasks, ...) on the store's one connection: they
+    all share its thread, its group commit and its record reader."""
+
+    def __init__(self, run: Runner, db: Callable[[], sqlite3.Connection], records: RecordReader):
+        self._run = run
+        self._db = db
+        self.records = records
+
+    def _write_sync(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        with transaction(self._db()) as db:
+            return work(db)
+
+    async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work(connection)`` in one transaction, on the store's thread."""
+        return await self._run(self._write_sync, work)

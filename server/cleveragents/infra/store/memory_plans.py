@@ -1,4 +1,4 @@
-"""Plan storage for MemoryStore, with the same contract as SqlitePlanQueries.
+"""Plans and context pins in the in-memory store, with the same contract as SQLite's.
 
 Values are kept as JSON text, as SQLite keeps them: a caller mutating a dict later
 can't change what was stored, and a value SQLite would reject fails here too.
@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Collection
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection
+from typing import Any
 
 from cleveragents.domain.plan import Decision, Plan, State
+from cleveragents.infra.store._memory import MemoryRepository
 from cleveragents.infra.store.records import RecordReader, as_is
 from cleveragents.infra.store.sqlite_plans import (
     check_artifact,
@@ -32,16 +33,11 @@ def _encode_overlay(records: list[dict[str, Any]]) -> list[str]:
     return [json.dumps(record) for _, record in overlay_rows(records)]
 
 
-class MemoryPlanQueries:
-    """Mixed into MemoryStore, which calls `_init_plans()` and provides `_check_open` and
-    `records` (values are read through it, as SQLite's are)."""
+class MemoryPlans(MemoryRepository):
+    """Plans and what hangs off them, with the same contract as ``SqlitePlans``."""
 
-    records: RecordReader
-
-    if TYPE_CHECKING:
-        def _check_open(self) -> None: ...
-
-    def _init_plans(self) -> None:
+    def __init__(self, check_open: Callable[[], None], records: RecordReader):
+        super().__init__(check_open, records)
         self._plan_bodies: dict[str, tuple[int, str]] = {}  # plan_id -> (position, body)
         self._plan_seq = itertools.count(1)
         # Dicts keep insertion order, and assigning an existing key keeps its place.
@@ -49,7 +45,6 @@ class MemoryPlanQueries:
         self._plan_overlays: dict[str, list[str]] = {}
         self._plan_checkpoints: dict[str, str] = {}
         self._plan_artifacts: dict[str, dict[str, str]] = {}
-        self._context_pins: dict[str, dict[str, str]] = {}
 
     def _require_plan(self, plan_id: str) -> None:
         self._check_open()
@@ -169,7 +164,15 @@ class MemoryPlanQueries:
                    for artifact_id, record in self._plan_artifacts.get(plan_id, {}).items())
         return [record for record in records if record is not None]
 
-    # -- context pins --------------------------------------------------------------
+
+
+class MemoryPins(MemoryRepository):
+    """Context pins, with the same contract as ``SqlitePins``."""
+
+    def __init__(self, check_open: Callable[[], None], records: RecordReader):
+        super().__init__(check_open, records)
+        self._context_pins: dict[str, dict[str, str]] = {}
+
     async def set_pin(self, scope: str, key: str, value: Any) -> None:
         self._check_open()
         self._context_pins.setdefault(scope, {})[key] = json.dumps(value)

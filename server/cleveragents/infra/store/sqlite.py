@@ -8,7 +8,6 @@ wait for that thread together run together, in one transaction (``sqlite_batch``
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import sqlite3
 import time
@@ -17,18 +16,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cleveragents.domain.errors import UnreadableRecordError
-from cleveragents.domain.session import Session, SessionStatus
-from cleveragents.infra.store._sql import newest_first, transaction
-from cleveragents.infra.store.records import RecordReader, fill
+from cleveragents.infra.store._sql import transaction
+from cleveragents.infra.store.records import RecordReader
 from cleveragents.infra.store.sqlite_batch import GroupCommit
-from cleveragents.infra.store.sqlite_plans import PLANS_MIGRATION, SqlitePlanQueries
+from cleveragents.infra.store.sqlite_plans import PLANS_MIGRATION, SqlitePins, SqlitePlans
+from cleveragents.infra.store.sqlite_sessions import SqliteSessions
 from cleveragents.infra.store.sqlite_tasks import (
     DEFAULT_TERMINAL_CAP,
-    SqliteTaskMixin,
-    checked_terminal_cap,
+    SqlitePushConfigs,
+    SqliteTasks,
     task_total,
 )
+from cleveragents.infra.store.whole import WholeStore
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -86,39 +85,26 @@ MIGRATIONS: tuple[str, ...] = (
     PLANS_MIGRATION,
 )
 
-_SESSION_COLUMNS = "seq, session_id, actor_name, status, created_at, updated_at, closed_at, metadata"
+class SqliteStore(WholeStore):
+    """The SQLite file: its connection, the thread that uses it, and its health. Each
+    concern is a repository on that one connection (``sessions``, ``tasks``,
+    ``push_configs``, ``plans``, ``pins``), so writes of every kind share one group
+    commit and one file."""
 
-
-def _session(records: RecordReader, row: tuple[Any, ...]) -> Session:
-    """The row's session; UnreadableRecordError when its metadata can't be served."""
-    _, session_id, actor, status, created, updated, closed, metadata = row
-
-    def build(value: Any) -> Session:
-        if not isinstance(value, dict):
-            raise TypeError(f"the metadata is a JSON {type(value).__name__}, not an object")
-        return Session(session_id, actor, created, updated, status, closed, value)
-
-    return records.load("sessions", session_id, metadata, build)
-
-
-def _session_values(session: Session) -> tuple[Any, ...]:
-    """Column values in the order both the INSERT and the UPDATE name them."""
-    return (
-        session.actor_name, session.status, session.created_at, session.updated_at,
-        session.closed_at, json.dumps(session.metadata), session.session_id,
-    )
-
-
-class SqliteStore(SqliteTaskMixin, SqlitePlanQueries):
     backend = "sqlite"
 
     def __init__(self, path: Path | str, *, terminal_cap: int = DEFAULT_TERMINAL_CAP):
         self.path = str(path)
-        self._terminal_cap = checked_terminal_cap(terminal_cap)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cleveragents-store")
         self._conn: sqlite3.Connection | None = None
         self._batches = GroupCommit(self._executor, self._db)
         self.records = RecordReader()
+        self.sessions = SqliteSessions(self._run, self._db, self.records)
+        self.tasks = SqliteTasks(self._run, self._db, self.records, terminal_cap=terminal_cap)
+        self.push_configs = SqlitePushConfigs(self._run, self._db, self.records)
+        self.plans = SqlitePlans(self._run, self._db, self.records)
+        self.pins = SqlitePins(self._run, self._db, self.records)
+        self._expose(self.sessions, self.tasks, self.push_configs, self.plans, self.pins)
 
     # -- lifecycle -----------------------------------------------------------------
     @classmethod
@@ -193,10 +179,6 @@ class SqliteStore(SqliteTaskMixin, SqlitePlanQueries):
             raise RuntimeError("the store is closed")
         return self._conn
 
-    def _write(self, sql: str, args: tuple[Any, ...]) -> int:
-        cur = self._db().execute(sql, args)
-        return cur.rowcount
-
     # -- health --------------------------------------------------------------------
     def unreadable_records(self) -> list[dict[str, str]]:
         return self.records.report()
@@ -225,49 +207,3 @@ class SqliteStore(SqliteTaskMixin, SqlitePlanQueries):
             }
 
         return await self._run(run)
-
-    # -- sessions ------------------------------------------------------------------
-    async def get_session(self, session_id: str) -> Session | None:
-        def run() -> Session | None:
-            row = self._db().execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            return _session(self.records, row) if row else None
-
-        return await self._run(run)
-
-    async def add_session(self, session: Session) -> bool:
-        sql = (
-            "INSERT INTO sessions (actor_name, status, created_at, updated_at, closed_at, metadata, "
-            "session_id) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING"
-        )
-        return await self._run(self._write, sql, _session_values(session)) == 1
-
-    async def save_session(self, session: Session) -> None:
-        sql = (
-            "UPDATE sessions SET actor_name = ?, status = ?, created_at = ?, updated_at = ?, "
-            "closed_at = ?, metadata = ? WHERE session_id = ?"
-        )
-        if await self._run(self._write, sql, _session_values(session)) != 1:
-            raise KeyError(session.session_id)
-
-    async def list_sessions(
-        self, status: SessionStatus | None, limit: int, before: int | None
-    ) -> list[tuple[int, Session]]:
-        def fetch(below: int | None, n: int) -> list[tuple[Any, ...]]:
-            return self._db().execute(*newest_first(_SESSION_COLUMNS, "sessions", {"status": status}, below, n)).fetchall()
-
-        def decode(row: tuple[Any, ...]) -> Session | None:
-            try:
-                return _session(self.records, row)
-            except UnreadableRecordError:
-                return None
-
-        return await self._run(lambda: fill(fetch, decode, before, limit))
-
-    async def count_sessions(self, status: SessionStatus | None = None) -> int:
-        sql = "SELECT COUNT(*) FROM sessions"
-        args: tuple[Any, ...] = ()
-        if status is not None:
-            sql, args = sql + " WHERE status = ?", (status,)
-        return await self._run(lambda: self._db().execute(sql, args).fetchone()[0])

@@ -1,4 +1,5 @@
-"""Plan storage for SqliteStore: plans, decisions, overlays, checkpoints, artifacts, pins.
+"""Plans in the SQLite store (plans, decisions, overlays, checkpoints, artifacts), and
+context pins.
 
 Bodies are stored as the domain's own JSON (`to_dict()`); only the columns that are
 queried (ids, session, state) are split out. Every write call is one transaction.
@@ -9,11 +10,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Collection, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from cleveragents.domain.errors import UnreadableRecordError
 from cleveragents.domain.plan import Decision, Plan, State
-from cleveragents.infra.store._sql import newest_first, transaction
+from cleveragents.infra.store._sql import SqliteRepository, newest_first
 from cleveragents.infra.store.records import RecordReader, as_is, fill, kept
 
 T = TypeVar("T")
@@ -154,22 +155,8 @@ def pins_kept(records: RecordReader, scope: str, rows: Iterable[tuple[str, str]]
     return found
 
 
-class SqlitePlanQueries:
-    """Mixed into SqliteStore, which provides `_run` (the store thread), `_db` and `records`."""
-
-    records: RecordReader
-
-    if TYPE_CHECKING:
-        async def _run(self, fn: Callable[..., T], *args: Any) -> T: ...
-
-        def _db(self) -> sqlite3.Connection: ...
-
-    def _plan_write_sync(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        with transaction(self._db()) as db:
-            return work(db)
-
-    async def _plan_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        return await self._run(self._plan_write_sync, work)
+class SqlitePlans(SqliteRepository):
+    """Plans and what hangs off them: decisions, overlay, checkpoint, artifacts index."""
 
     async def _read_one(self, store: str, record_id: str, sql: str, args: tuple[Any, ...],
                         build: Callable[[Any], T]) -> T | None:
@@ -187,10 +174,10 @@ class SqlitePlanQueries:
 
     # -- plans ---------------------------------------------------------------------
     async def add_plan(self, plan: Plan) -> None:
-        await self._plan_write(lambda db: _insert_plan(db, plan))
+        await self._write(lambda db: _insert_plan(db, plan))
 
     async def save_plan(self, plan: Plan) -> None:
-        await self._plan_write(lambda db: _update_plan(db, plan))
+        await self._write(lambda db: _update_plan(db, plan))
 
     async def get_plan(self, plan_id: str) -> Plan | None:
         return await self._read_one("plans", plan_id, "SELECT body FROM plans WHERE plan_id = ?", (plan_id,),
@@ -235,7 +222,7 @@ class SqlitePlanQueries:
             if rows is not None:
                 _replace_overlay(db, plan.plan_id, rows)
 
-        await self._plan_write(work)
+        await self._write(work)
 
     # -- decisions -----------------------------------------------------------------
     async def save_decision(self, decision: Decision) -> None:
@@ -243,7 +230,7 @@ class SqlitePlanQueries:
             _require_plan(db, decision.plan_id)
             _upsert_decisions(db, [decision])
 
-        await self._plan_write(work)
+        await self._write(work)
 
     async def list_decisions(self, plan_id: str) -> list[Decision]:
         sql = "SELECT plan_id || '/' || decision_id, body FROM plan_decisions WHERE plan_id = ? ORDER BY seq"
@@ -262,7 +249,7 @@ class SqlitePlanQueries:
             _require_plan(db, plan_id)
             _replace_overlay(db, plan_id, rows)
 
-        await self._plan_write(work)
+        await self._write(work)
 
     async def load_overlay(self, plan_id: str) -> list[dict[str, Any]]:
         """Every record, or UnreadableRecordError: an overlay missing a file would apply wrong."""
@@ -283,7 +270,7 @@ class SqlitePlanQueries:
                 (plan_id, json.dumps(checkpoint)),
             )
 
-        await self._plan_write(work)
+        await self._write(work)
 
     async def get_checkpoint(self, plan_id: str) -> dict[str, Any] | None:
         sql = "SELECT checkpoint FROM plan_checkpoints WHERE plan_id = ?"
@@ -303,24 +290,27 @@ class SqlitePlanQueries:
             if cur.rowcount != 1:
                 raise ValueError(f"artifact {artifact_id} of plan {plan_id} already exists")
 
-        await self._plan_write(work)
+        await self._write(work)
 
     async def list_plan_artifacts(self, plan_id: str) -> list[dict[str, Any]]:
         sql = "SELECT plan_id || '/' || artifact_id, record FROM plan_artifacts WHERE plan_id = ? ORDER BY seq"
         return await self._read_kept("plan_artifacts", sql, (plan_id,), as_is)
 
-    # -- context pins --------------------------------------------------------------
+
+class SqlitePins(SqliteRepository):
+    """Context pins, under a session's or a plan's scope."""
+
     async def set_pin(self, scope: str, key: str, value: Any) -> None:
         sql = (
             "INSERT INTO context_pins (scope, key, value) VALUES (?, ?, ?) "
             "ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value"
         )
         encoded = json.dumps(value)
-        await self._plan_write(lambda db: db.execute(sql, (scope, key, encoded)))
+        await self._write(lambda db: db.execute(sql, (scope, key, encoded)))
 
     async def delete_pin(self, scope: str, key: str) -> bool:
         sql = "DELETE FROM context_pins WHERE scope = ? AND key = ?"
-        return await self._plan_write(lambda db: db.execute(sql, (scope, key)).rowcount == 1)
+        return await self._write(lambda db: db.execute(sql, (scope, key)).rowcount == 1)
 
     async def list_pins(self, scope: str) -> list[tuple[str, Any]]:
         sql = "SELECT key, value FROM context_pins WHERE scope = ? ORDER BY seq"

@@ -1,4 +1,4 @@
-"""Tasks and push configs for SqliteStore: O(page) listing, O(1) counts, bounded retention.
+"""Tasks and push configs in the SQLite store: O(page) listing, O(1) counts, bounded retention.
 
 The schema is migration 2 in ``sqlite.py``. A page walks an index in ``seq`` order and
 reads about a page of rows (with ``status_after``, the timestamp index and a sort of
@@ -15,14 +15,12 @@ from collections import Counter
 from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 from cleveragents.domain.errors import ValidationError
 from cleveragents.domain.task import TERMINAL_STATES, PushConfig, Task, TaskState
-from cleveragents.infra.store._sql import transaction
+from cleveragents.infra.store._sql import Runner, SqliteRepository, transaction
 from cleveragents.infra.store.records import RecordReader, fill, kept
-
-T = TypeVar("T")
 
 DEFAULT_TERMINAL_CAP = 10_000
 LIVE_STATES = tuple(state for state in TaskState if not state.terminal)
@@ -155,16 +153,14 @@ def count_query(context_id: str | None, states: list[str] | None,
     return f"SELECT COALESCE(SUM(n), 0) FROM {table}{where}", args
 
 
-class SqliteTaskMixin:
-    """The task repository half of SqliteStore; it runs on the store's worker thread."""
+class SqliteTasks(SqliteRepository):
+    """Tasks in the SQLite store; terminal tasks beyond ``terminal_cap`` are evicted,
+    with their push configs."""
 
-    _terminal_cap: int
-    records: RecordReader
-
-    if TYPE_CHECKING:
-        def _db(self) -> sqlite3.Connection: ...
-
-        async def _run(self, fn: Callable[..., T], *args: Any) -> T: ...
+    def __init__(self, run: Runner, db: Callable[[], sqlite3.Connection], records: RecordReader, *,
+                 terminal_cap: int = DEFAULT_TERMINAL_CAP):
+        super().__init__(run, db, records)
+        self._terminal_cap = checked_terminal_cap(terminal_cap)
 
     # -- tasks ---------------------------------------------------------------------
     async def add_task(self, task: Task) -> bool:
@@ -254,7 +250,11 @@ class SqliteTaskMixin:
         sql = f"SELECT task_id, body FROM tasks INDEXED BY tasks_by_state WHERE state IN ({_marks(live)}) ORDER BY seq"
         return await self._run(lambda: kept(self._db().execute(sql, live), "tasks", self.records, Task.from_dict))
 
-    # -- push configs --------------------------------------------------------------
+
+
+class SqlitePushConfigs(SqliteRepository):
+    """Push configs, kept beside their tasks (a task's deletion takes its configs)."""
+
     async def put_push_config(self, cfg: PushConfig) -> None:
         def run() -> None:
             stored = self._db().execute(
