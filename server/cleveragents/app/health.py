@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cleveragents._version import __version__
-from cleveragents.app.ports import Store
+from cleveragents.app.ports import StoreHealth
 from cleveragents.ids import utc_now
 
 logger = logging.getLogger(__name__)
@@ -22,7 +22,7 @@ CHECKS = ("store", "workspace", "actors")
 
 class HealthService:
     def __init__(
-        self, store: Store, workspace: Path, configured_actors: Iterable[str],
+        self, store: StoreHealth, workspace: Path, configured_actors: Iterable[str],
         actor_providers: Collection[str],
     ):
         self._store = store

@@ -1,11 +1,30 @@
-"""What the application layer needs from the store to keep plans across restarts."""
+"""What the plan service needs: a store to keep plans across restarts, the tools its
+steps call and the actions plans are made from."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any, Protocol
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cleveragents.domain.plan import Decision, Plan, State
+from cleveragents.domain.tools import Tool
+
+if TYPE_CHECKING:
+    from cleveragents.app.registry import ResolvedAction
+
+
+class ToolLookup(Protocol):
+    """The tools a plan's steps call (``app.registry.ToolRegistry``)."""
+
+    def get(self, name: str) -> Tool:
+        """``ResourceNotFoundError`` when there is no such tool."""
+
+
+class ActionResolver(Protocol):
+    """The actions a plan is made from (``app.registry.ActionRegistry``)."""
+
+    def resolve(self, name: str, arguments: Mapping[str, Any]) -> ResolvedAction:
+        """Blocking (it may read the action files); raises when the arguments don't fit."""
 
 
 class PlanRepository(Protocol):
@@ -69,14 +88,3 @@ class PlanRepository(Protocol):
 
     async def list_plan_artifacts(self, plan_id: str) -> list[dict[str, Any]]:
         """In insertion order."""
-
-    # -- context pins --------------------------------------------------------------
-    async def set_pin(self, scope: str, key: str, value: Any) -> None:
-        """Upsert a JSON value under ("session:<id>" | "plan:<id>", key); an updated
-        pin keeps its place."""
-
-    async def delete_pin(self, scope: str, key: str) -> bool:
-        """``True`` when the pin existed."""
-
-    async def list_pins(self, scope: str) -> list[tuple[str, Any]]:
-        """(key, value) in insertion order."""

@@ -1,10 +1,18 @@
-"""The interfaces the application layer needs from infrastructure."""
+"""The interfaces the application layer needs from infrastructure.
+
+The store is one repository per concern (sessions, tasks, push configs, plans in
+``plan_ports.py``, context pins) plus its health, grouped in ``Stores`` for the
+composition root. Each service is given only the repositories it uses. Events are not
+stored: the event queue (``a2a/events.py``) keeps them in memory.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
+from cleveragents.app.plan_ports import PlanRepository
 from cleveragents.domain.session import Session, SessionStatus
 from cleveragents.domain.task import Message, PushConfig, StreamItem, Task, TaskState
 
@@ -27,8 +35,8 @@ class SessionRepository(Protocol):
 
 
 class TaskRepository(Protocol):
-    """Tasks and their push configs. Terminal tasks beyond the store's cap are evicted,
-    earliest-terminal first, with their push configs; live tasks never are."""
+    """Tasks. Terminal tasks beyond the store's cap are evicted, earliest-terminal
+    first, with their push configs; live tasks never are."""
 
     async def add_task(self, task: Task) -> bool:
         """Insert; ``False`` when a task with that id already exists."""
@@ -54,6 +62,12 @@ class TaskRepository(Protocol):
     async def live_tasks(self) -> list[Task]:
         """Every non-terminal task, oldest first (for recovery after a restart)."""
 
+
+
+@runtime_checkable
+class PushConfigRepository(Protocol):
+    """A task's push configs; they go when the task goes."""
+
     async def put_push_config(self, cfg: PushConfig) -> None:
         """Insert or replace by (task_id, id); ``KeyError`` when the task is missing."""
 
@@ -66,10 +80,24 @@ class TaskRepository(Protocol):
         """``False`` when there was nothing to delete."""
 
 
-class Store(SessionRepository, TaskRepository, Protocol):
-    """The whole store: every repository, plus its own health."""
+class PinRepository(Protocol):
+    """Context pins: JSON values under a scope (``"session:<id>"`` or ``"plan:<id>"``)."""
 
-    backend: str
+    async def set_pin(self, scope: str, key: str, value: Any) -> None:
+        """Upsert; an updated pin keeps its place."""
+
+    async def delete_pin(self, scope: str, key: str) -> bool:
+        """``True`` when the pin existed."""
+
+    async def list_pins(self, scope: str) -> list[tuple[str, Any]]:
+        """(key, value) in insertion order."""
+
+
+class StoreHealth(Protocol):
+    """The store's own health, for health checks and diagnostics."""
+
+    @property
+    def backend(self) -> str: ...
 
     async def ping(self) -> dict[str, object]:
         """A cheap round trip; raises when the store can't answer."""
@@ -81,7 +109,17 @@ class Store(SessionRepository, TaskRepository, Protocol):
         """The stored records met so far that can't be served (lists skip them), as
         ``{store, id, reason}``, in the order they were met."""
 
-    async def close(self) -> None: ...
+
+@dataclass(frozen=True, slots=True)
+class Stores:
+    """The store, one repository per concern; any engine that implements these will do."""
+
+    sessions: SessionRepository
+    tasks: TaskRepository
+    push_configs: PushConfigRepository
+    plans: PlanRepository
+    pins: PinRepository
+    health: StoreHealth
 
 
 # -- what the task service is given ---------------------------------------------------
