@@ -9,11 +9,36 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cleveragents.config import Settings
 from cleveragents.infra.actors.resolve import PROVIDERS
+
+if TYPE_CHECKING:
+    from cleveragents.a2a.card_service import AgentCardService, CardSource
+    from cleveragents.a2a.client_http import A2aClient
+    from cleveragents.a2a.events import A2aEventQueue, EventBusBridge
+    from cleveragents.a2a.push import PushSender
+    from cleveragents.app.context import ContextService
+    from cleveragents.app.health import HealthService
+    from cleveragents.app.plans import PlanLifecycleService
+    from cleveragents.app.ports import Stores
+    from cleveragents.app.registry import ActionRegistry, RegistryService, ResourceRegistryService, ToolRegistry
+    from cleveragents.app.sessions import SessionActors, SessionService
+    from cleveragents.app.tasks import TaskService
+    from cleveragents.domain.actor import Actor
+    from cleveragents.domain.events import EventBus
+    from cleveragents.domain.guards import GuardPolicy
+    from cleveragents.domain.json_limits import JsonLimits
+    from cleveragents.domain.plan import Plan
+    from cleveragents.infra.config_file import Configuration
+    from cleveragents.infra.state_dir import StateDirOwner
+    from cleveragents.infra.store.memory import MemoryStore
+    from cleveragents.infra.store.sqlite import SqliteStore
+    from cleveragents.infra.tools.runner import ToolRunner
+    from cleveragents.infra.workspace.plan_workspace import PlanWorkspace
 
 logger = logging.getLogger(__name__)
 
@@ -21,7 +46,7 @@ logger = logging.getLogger(__name__)
 ACTOR_PROVIDERS: frozenset[str] = frozenset(PROVIDERS)
 
 
-def known_providers() -> Any:
+def known_providers() -> list[str] | tuple[str, ...]:
     """The actor providers, as the actor resolver describes them."""
     try:
         from cleveragents.infra.actors.resolve import known_providers as resolver_providers
@@ -30,7 +55,7 @@ def known_providers() -> Any:
     return resolver_providers()
 
 
-def load_configuration(settings: Settings) -> Any:
+def load_configuration(settings: Settings) -> Configuration:
     """The configuration files of ``settings``' workspace (``ConfigError`` if one is bad)."""
     from cleveragents.app.registry import provider_rows
     from cleveragents.infra.config_file import load_config
@@ -39,7 +64,7 @@ def load_configuration(settings: Settings) -> Any:
     return load_config(settings.resolved_workspace, providers)
 
 
-def json_limits(settings: Settings) -> Any:
+def json_limits(settings: Settings) -> JsonLimits:
     """The limits on a request's params (``ValueError`` when a setting is out of range)."""
     from cleveragents.domain.json_limits import JsonLimits
 
@@ -63,7 +88,8 @@ def configuration_problem(settings: Settings) -> str | None:
     return None
 
 
-def _guard_policy(policy: Any, workspace: Path, state_dir: Path, protected_paths: tuple[str, ...] = ()) -> Any:
+def _guard_policy(policy: GuardPolicy, workspace: Path, state_dir: Path,
+                  protected_paths: tuple[str, ...] = ()) -> GuardPolicy:
     """The configuration's protected paths added to the list; and plans never touch
     the state directory, wherever it is inside the workspace (it comes last in the
     list, so no ``!`` pattern takes it off)."""
@@ -87,35 +113,39 @@ class Container:
     the card's name, skills and extended-card callback.
     """
 
-    def __init__(self, settings: Settings | None = None, *, actor: Any = None, card: Any = None):
+    def __init__(self, settings: Settings | None = None, *, actor: Actor | None = None,
+                 card: CardSource | None = None):
         from cleveragents.a2a.events import A2aEventQueue, EventBusBridge
         from cleveragents.app.health import HealthService
+        from cleveragents.app.ports import Stores
         from cleveragents.app.sessions import SessionService
         from cleveragents.domain.events import EventBus
 
         settings = settings or Settings()
-        self._owner: Any = None  # the state directory's owner lock, taken at the start-up repair
+        self._owner: StateDirOwner | None = None  # the state directory's owner lock, taken at the start-up repair
         # The configuration files; a bad one stops the build here, before anything is opened.
         self.config = load_configuration(settings)
         self.settings = settings.with_file_defaults(self.config.defaults)
         self.json_limits = json_limits(self.settings)
         self.workspace = self.settings.resolved_workspace
         self._scratch: Path | None = None
-        self.store = self._open_store()
-        self.event_bus = EventBus()
-        self.event_queue = A2aEventQueue(self.settings.event_buffer)
-        self.bridge = EventBusBridge(self.event_bus, self.event_queue).start()
-        self.session_service = SessionService(self.store, self.event_bus, self.settings.default_actor,
-                                              resolve=self.resolve_actor)
-        self.health_service = HealthService(
-            self.store, self.workspace, [self.settings.default_actor], ACTOR_PROVIDERS
+        self.store: SqliteStore | MemoryStore = self._open_store()
+        self.stores: Stores = Stores(self.store.sessions, self.store.tasks, self.store.push_configs,
+                                     self.store.plans, self.store.pins, health=self.store)
+        self.event_bus: EventBus = EventBus()
+        self.event_queue: A2aEventQueue = A2aEventQueue(self.settings.event_buffer)
+        self.bridge: EventBusBridge = EventBusBridge(self.event_bus, self.event_queue).start()
+        self.session_service: SessionService = SessionService(
+            self.stores.sessions, self.event_bus, self.settings.default_actor, resolve=self.resolve_actor)
+        self.health_service: HealthService = HealthService(
+            self.stores.health, self.workspace, [self.settings.default_actor], ACTOR_PROVIDERS
         )
         self._build_plans()
         self._build_tasks(actor, card)
         self._build_registries(card)
         self._closed = False
 
-    def _open_store(self) -> Any:
+    def _open_store(self) -> SqliteStore | MemoryStore:
         if self.settings.memory:
             from cleveragents.infra.store.memory import MemoryStore
 
@@ -147,23 +177,24 @@ class Container:
         from cleveragents.infra.workspace.plan_workspace import PlanWorkspace
 
         # Every tool call (a plan step's, an agent task's) runs here: off the event loop, within tool_timeout.
-        self.tool_runner = ToolRunner(self.settings.tool_timeout)
-        self.guard_policy = _guard_policy(GuardPolicy(), self.workspace, self.blob_dir,
-                                          self.config.protected_paths)
-        self.plan_workspace = PlanWorkspace(self.workspace, self.blob_dir, self.guard_policy)
-        self.tool_registry = ToolRegistry(builtin_tools())
-        self.action_registry = ActionRegistry(
+        self.tool_runner: ToolRunner = ToolRunner(self.settings.tool_timeout)
+        self.guard_policy: GuardPolicy = _guard_policy(GuardPolicy(), self.workspace, self.blob_dir,
+                                                       self.config.protected_paths)
+        self.plan_workspace: PlanWorkspace = PlanWorkspace(self.workspace, self.blob_dir, self.guard_policy)
+        self.tool_registry: ToolRegistry = ToolRegistry(builtin_tools())
+        self.action_registry: ActionRegistry = ActionRegistry(
             lambda: load_actions(self.workspace), self.tool_registry, lambda: actions_fingerprint(self.workspace)
         )
-        self.plan_service = PlanLifecycleService(
-            self.store, self.plan_workspace, self.tool_registry, self.action_registry, self.event_bus,
-            call_tool=self.tool_runner.call, max_steps=self.guard_policy.max_steps, actor_for=self._plan_actor,
+        self.plan_service: PlanLifecycleService = PlanLifecycleService(
+            self.stores.plans, self.plan_workspace, self.tool_registry, self.action_registry, self.event_bus,
+            sessions=self.stores.sessions, call_tool=self.tool_runner.call, max_steps=self.guard_policy.max_steps,
+            actor_for=self._plan_actor,
             plan_budget=Budget(self.settings.plan_max_tokens, self.settings.plan_max_cost),
             may_repair=self._owns_state, tool_settings=self.config.tool_settings(),
         )
         self.plan_service.default_profile = self.settings.automation_profile
 
-    def resolve_actor(self, name: str) -> Any:
+    def resolve_actor(self, name: str) -> Actor:
         """The actor called ``name`` (``ValidationError`` naming the known providers).
         Actors the configuration file declares are resolved with their settings."""
         from cleveragents.infra.actors.resolve import resolve_actor
@@ -172,14 +203,14 @@ class Container:
         return resolve_actor(name, self.settings, declared=declared() if declared else None,
                              local=self._local_actor, remote=self._remote_client)
 
-    def _local_actor(self, name: str) -> Any:
+    def _local_actor(self, name: str) -> Actor:
         from cleveragents.infra.actors.local import LocalActor
 
         tools = self.tool_registry
         return LocalActor(tools=lambda: [tools.get(n) for n in tools.names()], view=self.plan_workspace.overlay,
                           workspace=str(self.workspace), name=name, runner=self.tool_runner)
 
-    def _remote_client(self, url: str) -> Any:
+    def _remote_client(self, url: str) -> A2aClient:
         """The outbound A2A client of a remote agent (``a2a/<url>`` actors); the token,
         when the agent wants one, comes from ``CLEVERAGENTS_A2A_TOKEN``."""
         import os
@@ -191,17 +222,17 @@ class Container:
         timeout = min(max(self.settings.actor_timeout, 1.0), 3600.0)
         return A2aClient(ServerConnectionConfig(url=url, token=token, timeout_seconds=timeout))
 
-    def _plan_actor(self, plan: Any) -> Any:
+    def _plan_actor(self, plan: Plan) -> Awaitable[Actor]:
         """The actor a plan step asks (``actor.edit``): its session's, else the default."""
-        async def choose() -> Any:
-            session = await self.store.get_session(plan.session_id) if plan.session_id else None
+        async def choose() -> Actor:
+            session = await self.stores.sessions.get_session(plan.session_id) if plan.session_id else None
             if session is None:
                 return self.session_actors.default
             return self.session_actors.actor(session.actor_name)
 
         return choose()
 
-    def _build_tasks(self, actor: Any, card: Any) -> None:
+    def _build_tasks(self, actor: Actor | None, card: CardSource | None) -> None:
         from cleveragents.a2a.card_service import AgentCardService
         from cleveragents.a2a.push import PushSender
         from cleveragents.app.context import ContextService
@@ -215,9 +246,10 @@ class Container:
         from cleveragents.infra.webhooks import WebhookPoster
 
         tools = self.tool_registry
-        if isinstance(getattr(actor, "actor_name", None), str) and getattr(actor, "actor", None) is None:
-            actor.actor = self.resolve_actor(actor.actor_name)  # an Agent naming its model actor
-        self.actor = actor or self.resolve_actor(self.settings.default_actor)
+        named = getattr(actor, "actor_name", None)
+        if isinstance(named, str) and getattr(actor, "actor", None) is None:
+            setattr(actor, "actor", self.resolve_actor(named))  # noqa: B010 (an Agent naming its model actor)
+        self.actor: Actor = actor or self.resolve_actor(self.settings.default_actor)
         # Agent tasks read the workspace; changes go through plans, where they are reviewed.
         toolbox = ToolBox(lambda: [tools.get(name) for name in tools.names()], runner=self.tool_runner)
         infos: list[ToolInfo] = []
@@ -237,21 +269,22 @@ class Container:
 
         # A message in a session's context is answered by the session's actor; a
         # published agent answers everything itself.
-        self.session_actors = SessionActors(
-            self.store, self.resolve_actor, self.actor,
+        self.session_actors: SessionActors = SessionActors(
+            self.stores.sessions, self.stores.tasks, self.resolve_actor, self.actor,
             session_budget=Budget(self.settings.session_max_tokens, self.settings.session_max_cost),
             context=session_context)
         targets = PushTargets(self.settings.push_allowed_networks)
-        self.push_sender = PushSender(WebhookPoster(targets), admit=targets.admit)
-        self.task_service = TaskService(self.store, self.actor, tools=None if actor is not None else tool_infos,
-                                        push=self.push_sender, router=PlanGates(self.plan_service),
-                                        selector=None if actor is not None else self.session_actors,
-                                        invoker=None if actor is not None else toolbox.invoker(tool_context),
-                                        may_repair=self._owns_state)
-        self.agent_card_service = AgentCardService.for_backend(card, self.tool_registry)
-        self.context_service = ContextService(self.store, self.plan_workspace)
+        self.push_sender: PushSender = PushSender(WebhookPoster(targets), admit=targets.admit)
+        self.task_service: TaskService = TaskService(
+            self.stores.tasks, self.actor, push_configs=self.stores.push_configs,
+            tools=None if actor is not None else tool_infos, push=self.push_sender,
+            router=PlanGates(self.plan_service), selector=None if actor is not None else self.session_actors,
+            invoker=None if actor is not None else toolbox.invoker(tool_context), may_repair=self._owns_state)
+        self.agent_card_service: AgentCardService = AgentCardService.for_backend(card, self.tool_registry)
+        self.context_service: ContextService = ContextService(
+            self.stores.sessions, self.stores.plans, self.stores.tasks, self.stores.pins, self.plan_workspace)
 
-    def _build_registries(self, card: Any) -> None:
+    def _build_registries(self, card: CardSource | None) -> None:
         from cleveragents.app.registry import (
             RegistryService,
             ResourceRegistryService,
@@ -262,18 +295,19 @@ class Container:
 
         # A published agent's card skills; the backend's own card lists its tools, listed anyway.
         skills = self.agent_card_service.spec.skills if card is not None else ()
-        self.registry_service = RegistryService(
+        self.registry_service: RegistryService = RegistryService(
             self.action_registry, self.tool_registry,
             actors=actor_rows(known_providers(), self.config.actors, self.settings.default_actor),
             projects=project_rows(self.config.projects, self.workspace),
             agent_skills=[{"id": s.id, "name": s.name, "description": s.description, "tags": s.tags,
                            "examples": s.examples} for s in skills],
         )
-        self.resource_registry_service = ResourceRegistryService(resource_rows(self.config.resources, self.workspace))
+        self.resource_registry_service: ResourceRegistryService = ResourceRegistryService(
+            resource_rows(self.config.resources, self.workspace))
 
     @property
-    def services(self) -> dict[str, Any]:
-        """The facade's service map, keyed by the service names the method table uses."""
+    def services(self) -> dict[str, object]:
+        """The facade's service map, by the names the method table gives."""
         return {
             "session_service": self.session_service,
             "health_service": self.health_service,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cleveragents._version import __version__
 from cleveragents.a2a import dialects, methods
@@ -21,11 +21,21 @@ from cleveragents.a2a.errors import ExtendedAgentCardNotConfiguredError
 from cleveragents.a2a.extensions import ExtensionSet
 from cleveragents.app.calls import CallContext
 
+if TYPE_CHECKING:
+    from cleveragents.app.registry import ToolRegistry
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_URL = "http://localhost:8000/a2a"
 BOTH = "both"  # the public card that 1.0 and 0.3 clients both read
 CardCallback = Callable[[dict[str, Any]], Any]
+
+
+class CardSource(Protocol):
+    """What describes a published agent (``cleveragents.A2A``); it may also have an
+    ``extended_agent_card_callback``."""
+
+    def card_spec(self) -> AgentCardSpec: ...
 
 
 def backend_extension() -> ExtensionSpec:
@@ -41,7 +51,7 @@ class AgentCardService:
         self.extensions = ExtensionSet(spec.extensions)
 
     @classmethod
-    def for_backend(cls, source: Any, tools: Any) -> AgentCardService:
+    def for_backend(cls, source: CardSource | None, tools: ToolRegistry) -> AgentCardService:
         """The card of a published agent (``source.card_spec()``), else the backend's."""
         if source is not None:
             spec = source.card_spec()

@@ -15,14 +15,15 @@ import math
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from cleveragents.app.plan_ports import PlanRepository
+from cleveragents.app.ports import PinRepository, SessionRepository, TaskRepository
 from cleveragents.domain.errors import (
     BudgetExceededError,
     ResourceNotFoundError,
     StructuredError,
     ValidationError,
 )
-from cleveragents.domain.plan import Decision, Plan
-from cleveragents.domain.session import Session
+from cleveragents.domain.plan import Plan
 from cleveragents.domain.task import Message, Task
 from cleveragents.domain.tools import WorkspaceView
 
@@ -37,27 +38,6 @@ HISTORY_LIMIT = 200
 HISTORY_PAGE = 50
 # Every task holds at least one message, so this many pages always reach the limit.
 HISTORY_PAGES = math.ceil(HISTORY_LIMIT / HISTORY_PAGE)
-
-
-class ContextStore(Protocol):
-    """The store calls the context needs (``app.ports`` and ``app.plan_ports``)."""
-
-    async def get_session(self, session_id: str) -> Session | None: ...
-
-    async def get_plan(self, plan_id: str) -> Plan | None: ...
-
-    async def list_decisions(self, plan_id: str) -> list[Decision]: ...
-
-    async def load_overlay(self, plan_id: str) -> list[dict[str, Any]]: ...
-
-    async def list_tasks(self, *, context_id: str | None = None, limit: int,
-                         before: int | None = None) -> list[tuple[int, Task]]: ...
-
-    async def set_pin(self, scope: str, key: str, value: Any) -> None: ...
-
-    async def delete_pin(self, scope: str, key: str) -> bool: ...
-
-    async def list_pins(self, scope: str) -> list[tuple[str, Any]]: ...
 
 
 class GuardedFiles(Protocol):
@@ -92,8 +72,12 @@ class _Scope:
 
 
 class ContextService:
-    def __init__(self, store: ContextStore, workspace: GuardedFiles):
-        self._store = store
+    def __init__(self, sessions: SessionRepository, plans: PlanRepository, tasks: TaskRepository,
+                 pins: PinRepository, workspace: GuardedFiles):
+        self._sessions = sessions
+        self._plans = plans
+        self._tasks = tasks
+        self._pins = pins
         self._workspace = workspace
 
     # -- reading -------------------------------------------------------------------
@@ -147,26 +131,26 @@ class ContextService:
             _check_value(value)
         scope = await self._resolve(session_id, plan_id)
         if value is None:
-            await self._store.delete_pin(scope.store_key, key)
+            await self._pins.delete_pin(scope.store_key, key)
             return {"key": key, "pinned": False}
         if is_file:
             path = key[len(FILE_PREFIX):]
             records = await self._overlay_records(scope)
             await asyncio.to_thread(self._read_one, path, records)  # raises when it can't be read now
             value = {"file": path}
-        await self._store.set_pin(scope.store_key, key, value)
+        await self._pins.set_pin(scope.store_key, key, value)
         return {"key": key, "pinned": True, "scope": scope.to_dict()}
 
     # -- assembly ------------------------------------------------------------------
     async def _resolve(self, session_id: str | None, plan_id: str | None) -> _Scope:
         _check_scope_args(session_id, plan_id)
         if plan_id is not None:
-            plan = await self._store.get_plan(plan_id)
+            plan = await self._plans.get_plan(plan_id)
             if plan is None:
                 raise ResourceNotFoundError("Plan not found", {"plan_id": plan_id})
             return _Scope(plan.session_id, plan)
         assert session_id is not None
-        if await self._store.get_session(session_id) is None:
+        if await self._sessions.get_session(session_id) is None:
             raise ResourceNotFoundError("Session not found", {"session_id": session_id})
         return _Scope(session_id, None)
 
@@ -179,7 +163,7 @@ class ContextService:
     async def _pinned(self, scope: _Scope) -> list[dict[str, Any]]:
         pins: dict[str, tuple[Any, str]] = {}
         for store_key, label in scope.pin_sources():
-            for key, value in await self._store.list_pins(store_key):
+            for key, value in await self._pins.list_pins(store_key):
                 pins.setdefault(key, (value, label))
         paths = [key[len(FILE_PREFIX):] for key in pins if key.startswith(FILE_PREFIX)]
         texts: dict[str, str | StructuredError] = {}
@@ -202,7 +186,7 @@ class ContextService:
                 "tool": d.tool, "arguments": d.arguments, "rationale": d.rationale,
                 "outcome": d.outcome, "summary": d.summary,
             })
-            for d in await self._store.list_decisions(plan.plan_id) if d.outcome != "superseded"
+            for d in await self._plans.list_decisions(plan.plan_id) if d.outcome != "superseded"
         ]
 
     async def _history(self, session_id: str) -> list[dict[str, Any]]:
@@ -210,7 +194,7 @@ class ContextService:
         newest_first: list[tuple[Task, Message]] = []
         before: int | None = None
         for _ in range(HISTORY_PAGES):
-            rows = await self._store.list_tasks(context_id=session_id, limit=HISTORY_PAGE, before=before)
+            rows = await self._tasks.list_tasks(context_id=session_id, limit=HISTORY_PAGE, before=before)
             for _, task in rows:
                 newest_first.extend((task, message) for message in reversed(task.history))
             if len(newest_first) >= HISTORY_LIMIT or len(rows) < HISTORY_PAGE:
@@ -224,7 +208,7 @@ class ContextService:
 
     async def _overlay_records(self, scope: _Scope) -> list[dict[str, Any]] | None:
         """A plan's files are read as the plan sees them: its overlay over the workspace."""
-        return await self._store.load_overlay(scope.plan.plan_id) if scope.plan is not None else None
+        return await self._plans.load_overlay(scope.plan.plan_id) if scope.plan is not None else None
 
     # -- file reads (worker thread) ------------------------------------------------
     def _read_one(self, path: str, records: list[dict[str, Any]] | None) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from cleveragents.app.plan_ports import PlanRepository, ToolLookup
 from cleveragents.app.progress import Progress
 from cleveragents.app.step_actor import StepActor
 from cleveragents.app.workspace import PlanOverlay, PlanWorkspace
@@ -58,10 +59,10 @@ class StepFailed(Exception):
 
 
 class PlanRunner:
-    def __init__(self, store: Any, workspace: PlanWorkspace, tools: Any, bus: events.EventBus,
+    def __init__(self, plans: PlanRepository, workspace: PlanWorkspace, tools: ToolLookup, bus: events.EventBus,
                  max_steps: int, call_tool: CallTool, tool_settings: dict[str, Any] | None = None,
                  actor_for: Callable[[Plan], Any] | None = None, plan_budget: Budget | None = None):
-        self._store = store
+        self._plans = plans
         self._call_tool = call_tool
         self._workspace = workspace
         self._tools = tools
@@ -88,7 +89,7 @@ class PlanRunner:
                                             {"plan_id": plan.plan_id, "limit": "max_steps", "max": self._max_steps})
                 decision = Decision(new_id(), plan.plan_id, step.id, step.tool, step.arguments, parent_id,
                                     step.rationale, "failed", error.message, error=_error_dict(error))
-                await self._store.save_decision(decision)
+                await self._plans.save_decision(decision)
                 raise StepFailed(decision, error)
             used += 1
             # Queued guidance (plan/prompt) goes to this step; a correction's stays with its step.
@@ -100,7 +101,7 @@ class PlanRunner:
             decision, overlay, calls = await self._step(execution, step, overlay, records, parent_id, guidance)
             parent_id = decision.decision_id
             records = await asyncio.to_thread(overlay.to_records)
-            await self._store.save_plan_state(execution.plan, [decision, *calls], records)
+            await self._plans.save_plan_state(execution.plan, [decision, *calls], records)
             progress.report(f"step {index + 1}/{total}: {decision.summary or decision.outcome}", index + 1, total)
         return overlay
 
@@ -139,7 +140,7 @@ class PlanRunner:
             )
             calls = self._actor_calls(execution, decision, actor)
             records = await asyncio.to_thread(overlay.to_records) if keep else before
-            await self._store.save_plan_state(execution.plan, [decision, *calls], records)
+            await self._plans.save_plan_state(execution.plan, [decision, *calls], records)
             if error is None:
                 raise asyncio.CancelledError() from None
             raise StepFailed(decision, error) from None
@@ -179,7 +180,7 @@ class PlanRunner:
         record = {"artifact_id": new_id(), "decision_id": decision_id, "name": artifact.name,
                   "media_type": artifact.media_type, "blob": digest, "size": len(artifact.data),
                   "created_at": utc_now()}
-        await self._store.add_plan_artifact(plan.plan_id, record)
+        await self._plans.add_plan_artifact(plan.plan_id, record)
         self._bus.publish(events.DomainEvent(events.PLAN_ARTIFACT_CREATED, plan.plan_id, plan.session_id, {
             **{k: record[k] for k in ("artifact_id", "decision_id", "name", "media_type", "size")},
             "phase": plan.phase.value, "state": plan.state.value,

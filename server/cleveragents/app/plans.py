@@ -19,7 +19,9 @@ from cleveragents.app.calls import CallContext
 from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
 from cleveragents.app.plan_edits import EDITOR_RESTART_REASON, apply_files, rollback_files
+from cleveragents.app.plan_ports import ActionResolver, PlanRepository, ToolLookup
 from cleveragents.app.plan_runner import CallTool, Execution, PlanRunner, StepFailed
+from cleveragents.app.ports import SessionRepository
 from cleveragents.app.progress import Progress
 from cleveragents.app.workspace import PlanWorkspace
 from cleveragents.domain import events
@@ -39,16 +41,17 @@ class PlanLifecycleService:
     # The profile of a plan created without one (the configuration's [defaults] may change it).
     default_profile = "supervised"
 
-    def __init__(self, store: Any, workspace: PlanWorkspace, tools: Any, actions: Any,
-                 bus: events.EventBus, *, call_tool: CallTool, max_steps: int = 200,
+    def __init__(self, plans: PlanRepository, workspace: PlanWorkspace, tools: ToolLookup, actions: ActionResolver,
+                 bus: events.EventBus, *, sessions: SessionRepository, call_tool: CallTool, max_steps: int = 200,
                  tool_settings: dict[str, Any] | None = None,
                  actor_for: Callable[[Plan], Any] | None = None, plan_budget: Budget | None = None,
                  may_repair: Callable[[], bool] | None = None):
-        self._store = store
+        self._plans = plans
+        self._sessions = sessions
         self._workspace = workspace
         self._actions = actions
         self._bus = bus
-        self._runner = PlanRunner(store, workspace, tools, bus, max_steps, call_tool, tool_settings, actor_for,
+        self._runner = PlanRunner(plans, workspace, tools, bus, max_steps, call_tool, tool_settings, actor_for,
                                   plan_budget)
         self._running: dict[str, Execution] = {}
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
@@ -67,7 +70,7 @@ class PlanLifecycleService:
         await self._ready()
         if (execution := self._running.get(plan_id)) is not None:
             return execution.plan
-        plan = await self._store.get_plan(plan_id)
+        plan = await self._plans.get_plan(plan_id)
         if plan is None:
             raise ResourceNotFoundError("Plan not found", {"plan_id": plan_id})
         return plan
@@ -78,7 +81,7 @@ class PlanLifecycleService:
         if (execution := self._running.get(plan.plan_id)) is not None:
             moved = replace(moved, guidance=execution.plan.guidance)
             execution.plan = moved
-        await self._store.save_plan(moved)
+        await self._plans.save_plan(moved)
         name = event or (events.PLAN_PHASE_CHANGED if phase is not plan.phase else events.PLAN_STATE_CHANGED)
         self._publish(moved, name, **data)
         return moved
@@ -98,7 +101,7 @@ class PlanLifecycleService:
         """Finish or undo an interrupted apply or rollback, then mark plans that were
         running as interrupted. Nothing is left silently half done."""
         for report in await asyncio.to_thread(self._workspace.recover):
-            plan = await self._store.get_plan(report["plan_id"])
+            plan = await self._plans.get_plan(report["plan_id"])
             if plan is None or report["outcome"] == "failed":
                 logger.error("could not recover the %s of plan %s", report["op"], report["plan_id"])
                 continue
@@ -109,7 +112,7 @@ class PlanLifecycleService:
                                  events.PLAN_ERRORED)
             elif report["op"] == "apply":
                 if completed:
-                    await self._store.put_checkpoint(plan.plan_id, report["checkpoint"])
+                    await self._plans.put_checkpoint(plan.plan_id, report["checkpoint"])
                     await self._move(plan, Phase.APPLY, State.COMPLETED, "the apply was completed after a restart",
                                      events.PLAN_APPLIED, files=report["paths"])
                 else:
@@ -123,7 +126,7 @@ class PlanLifecycleService:
                 await self._move(plan, Phase.APPLY, State.COMPLETED,
                                  "the rollback was interrupted and undone: the plan is still applied")
             await asyncio.to_thread(self._workspace.discard, plan.plan_id)
-        for plan in await self._store.plans_in_states([State.RUNNING]):
+        for plan in await self._plans.plans_in_states([State.RUNNING]):
             if plan.phase is Phase.EXECUTE:
                 await self._move(plan, Phase.EXECUTE, State.INTERRUPTED, RESTART_REASON, events.PLAN_ERRORED)
             elif plan.phase is Phase.APPLY:  # no journal: no file was touched
@@ -136,7 +139,7 @@ class PlanLifecycleService:
     async def use(self, action_name: str, arguments: dict[str, Any] | None = None,
                   automation_profile: str | None = None, session_id: str | None = None) -> dict[str, Any]:
         await self._ready()
-        if session_id is not None and await self._store.get_session(session_id) is None:
+        if session_id is not None and await self._sessions.get_session(session_id) is None:
             raise ResourceNotFoundError("Session not found", {"session_id": session_id})
         # Reads the action files when they changed, and checks every step's arguments: off the loop.
         resolved = await asyncio.to_thread(self._actions.resolve, action_name, arguments or {})
@@ -148,7 +151,7 @@ class PlanLifecycleService:
             Phase.PLAN, State.INPUT_REQUIRED if profile.gate_before_execute else State.READY, session_id,
             "approve the plan to execute it" if profile.gate_before_execute else None,
         )
-        await self._store.add_plan(plan)
+        await self._plans.add_plan(plan)
         self._publish(plan, events.PLAN_CREATED, automation_profile=profile.value)
         return {**plan.status(), "action_name": plan.action_name, "automation_profile": profile.value,
                 "context_id": plan.context_id, "steps": [s.to_dict() for s in plan.steps]}
@@ -161,10 +164,10 @@ class PlanLifecycleService:
 
     async def list(self, session_id: str | None = None, limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
         await self._ready()
-        rows = await self._store.list_plans(session_id=session_id, limit=limit + 1, before=parse_cursor(cursor))
+        rows = await self._plans.list_plans(session_id=session_id, limit=limit + 1, before=parse_cursor(cursor))
         plans, next_cursor = page(rows, limit)
         return {"plans": [self._summary(plan) for plan in plans], "next_cursor": next_cursor,
-                "total": await self._store.count_plans(session_id=session_id)}
+                "total": await self._plans.count_plans(session_id=session_id)}
 
     def _summary(self, plan: Plan) -> dict[str, Any]:
         return {**plan.status(), "action_name": plan.action_name, "automation_profile": plan.profile.value,
@@ -172,7 +175,7 @@ class PlanLifecycleService:
 
     async def tree(self, plan_id: str) -> dict[str, Any]:
         plan = await self._require(plan_id)
-        decisions = await self._store.list_decisions(plan_id)
+        decisions = await self._plans.list_decisions(plan_id)
         children: dict[str | None, list[dict[str, Any]]] = {}
         nodes = []
         for decision in decisions:
@@ -186,7 +189,7 @@ class PlanLifecycleService:
 
     async def explain(self, plan_id: str, decision_id: str) -> dict[str, Any]:
         plan = await self._require(plan_id)
-        decision = await self._store.get_decision(plan_id, decision_id)
+        decision = await self._plans.get_decision(plan_id, decision_id)
         if decision is None:
             raise ResourceNotFoundError("Decision not found", {"plan_id": plan_id, "decision_id": decision_id})
         step_index = next((i for i, s in enumerate(plan.steps) if s.id == decision.step_id), None)
@@ -195,8 +198,8 @@ class PlanLifecycleService:
 
     async def diff(self, plan_id: str) -> dict[str, Any]:
         plan = await self._require(plan_id)
-        records = await self._store.load_overlay(plan_id)
-        checkpoint = await self._store.get_checkpoint(plan_id) if plan.phase in (Phase.APPLY, Phase.ROLLBACK) else None
+        records = await self._plans.load_overlay(plan_id)
+        checkpoint = await self._plans.get_checkpoint(plan_id) if plan.phase in (Phase.APPLY, Phase.ROLLBACK) else None
 
         def compute() -> dict[str, Any]:
             return self._workspace.diff(self._workspace.overlay(records), checkpoint)
@@ -206,7 +209,7 @@ class PlanLifecycleService:
     async def artifacts(self, plan_id: str) -> dict[str, Any]:
         await self._require(plan_id)
         out = []
-        for record in await self._store.list_plan_artifacts(plan_id):
+        for record in await self._plans.list_plan_artifacts(plan_id):
             item = {k: v for k, v in record.items() if k != "blob"}
             if record["media_type"].startswith("text/") and record["size"] <= TEXT_ARTIFACT_LIMIT:
                 data = await asyncio.to_thread(self._workspace.get_blob, record["blob"])
@@ -222,7 +225,7 @@ class PlanLifecycleService:
             plan = plan.with_guidance(guidance)
             if (execution := self._running.get(plan_id)) is not None:
                 execution.plan = plan
-            await self._store.save_plan(plan)
+            await self._plans.save_plan(plan)
         return {"plan_id": plan_id, "queued": len(plan.guidance), **plan.status()}
 
     async def cancel(self, plan_id: str) -> dict[str, Any]:
@@ -244,18 +247,18 @@ class PlanLifecycleService:
             plan.require(rules.EXECUTE)
             start, parent_id, records, made = 0, None, None, 0
             if plan.phase is not Phase.PLAN:
-                decisions = await self._store.list_decisions(plan_id)
+                decisions = await self._plans.list_decisions(plan_id)
                 made = sum(d.kind == "step" for d in decisions)
                 active = [d for d in decisions if d.outcome != "superseded"]
                 done = [d for d in active if d.outcome == "succeeded" and d.kind == "step"]
                 start, parent_id = len(done), (done[-1].decision_id if done else None)
-                records = await self._store.load_overlay(plan_id)
+                records = await self._plans.load_overlay(plan_id)
                 # An unfinished step goes, with the tool calls an actor made inside it.
                 gone = {d.decision_id for d in active if d.kind == "step" and d.outcome != "succeeded"}
                 unfinished = [replace(d, outcome="superseded") for d in active
                               if d.decision_id in gone or d.parent_id in gone and d.kind != "step"]
                 if unfinished:
-                    await self._store.save_plan_state(plan, unfinished, None)
+                    await self._plans.save_plan_state(plan, unfinished, None)
             execution = await self._launch(plan, start, records, parent_id, context, made)
         return await self._finish_launch(execution, wait)
 
@@ -267,7 +270,7 @@ class PlanLifecycleService:
         async with self._lock(plan_id):
             plan = await self._require(plan_id)
             plan.require(rules.CORRECT)
-            made = await self._store.list_decisions(plan_id)
+            made = await self._plans.list_decisions(plan_id)
             decisions = [d for d in made if d.outcome != "superseded"]
             steps_made = [d for d in decisions if d.kind == "step"]
             target = next((d for d in decisions if d.decision_id == decision_id), None) if decision_id else (
@@ -287,7 +290,7 @@ class PlanLifecycleService:
                 metadata["step_guidance"] = step_guidance
             plan = replace(plan, steps=tuple(steps), metadata=metadata)
             later = decisions[decisions.index(target):]
-            await self._store.save_plan_state(
+            await self._plans.save_plan_state(
                 plan, [replace(d, outcome="superseded") for d in later], None)
             execution = await self._launch(plan, index, list(target.overlay_before), target.parent_id, context,
                                            sum(d.kind == "step" for d in made), corrected=target.decision_id)
@@ -360,7 +363,7 @@ class PlanLifecycleService:
         async with self._lock(plan_id):
             plan = await self._require(plan_id)
             plan.require(rules.APPLY)
-            records = await self._store.load_overlay(plan_id)
+            records = await self._plans.load_overlay(plan_id)
             progress = Progress(context, f"Applying plan {plan.action_name}")
             progress.begin(f"{len(records)} file(s)")
             before = plan
@@ -371,7 +374,7 @@ class PlanLifecycleService:
                     self._workspace, plan_id, records, force, editor, f"Apply plan {plan.action_name}"))
             finally:
                 progress.end()
-            await self._store.put_checkpoint(plan_id, checkpoint)
+            await self._plans.put_checkpoint(plan_id, checkpoint)
             files = [entry["path"] for entry in checkpoint["entries"]]
             plan = await self._move(plan, Phase.APPLY, State.COMPLETED, None, events.PLAN_APPLIED, files=files,
                                     written_by=written_by)
@@ -382,7 +385,7 @@ class PlanLifecycleService:
         async with self._lock(plan_id):
             plan = await self._require(plan_id)
             plan.require(rules.ROLLBACK)
-            checkpoint = await self._store.get_checkpoint(plan_id)
+            checkpoint = await self._plans.get_checkpoint(plan_id)
             if checkpoint is None:
                 raise PlanError("The plan has no checkpoint to restore", {"plan_id": plan_id})
             before = plan

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cleveragents.app.paging import page, parse_cursor
-from cleveragents.app.ports import SessionRepository
+from cleveragents.app.ports import SessionRepository, TaskRepository
 from cleveragents.domain import events
 from cleveragents.domain.actor import Actor, Budget, Usage
 from cleveragents.domain.errors import BudgetExceededError, DuplicateEntityError, ResourceNotFoundError
@@ -23,9 +23,9 @@ from cleveragents.ids import new_id, utc_now
 
 
 class SessionService:
-    def __init__(self, store: SessionRepository, event_bus: events.EventBus, default_actor: str = DEFAULT_ACTOR,
+    def __init__(self, sessions: SessionRepository, event_bus: events.EventBus, default_actor: str = DEFAULT_ACTOR,
                  resolve: Callable[[str], Actor] | None = None):
-        self._store = store
+        self._sessions = sessions
         self._bus = event_bus
         self.default_actor = default_actor
         # Checks an actor name (a ValidationError naming the known providers); no I/O.
@@ -45,7 +45,7 @@ class SessionService:
         if budget is not None:
             metadata["budget"] = {k: v for k, v in budget.items() if v is not None}
         if session_id is not None:
-            existing = await self._store.get_session(session_id)
+            existing = await self._sessions.get_session(session_id)
             if existing is not None:
                 return self._existing(existing, chosen)
         now = utc_now()
@@ -53,9 +53,9 @@ class SessionService:
             session_id=session_id or new_id(), actor_name=chosen or self.default_actor,
             created_at=now, updated_at=now, metadata=metadata,
         )
-        if not await self._store.add_session(session):
+        if not await self._sessions.add_session(session):
             # Another call created it between our read and our insert.
-            existing = await self._store.get_session(session.session_id)
+            existing = await self._sessions.get_session(session.session_id)
             assert existing is not None
             return self._existing(existing, chosen)
         self._bus.publish(events.DomainEvent(
@@ -81,7 +81,7 @@ class SessionService:
         }
 
     async def _require(self, session_id: str) -> Session:
-        session = await self._store.get_session(session_id)
+        session = await self._sessions.get_session(session_id)
         if session is None:
             raise ResourceNotFoundError("Session not found", {"session_id": session_id})
         return session
@@ -90,7 +90,7 @@ class SessionService:
         session = await self._require(session_id)
         if session.is_open:
             session = session.closed(utc_now())
-            await self._store.save_session(session)
+            await self._sessions.save_session(session)
             self._bus.publish(events.DomainEvent(
                 events.SESSION_CLOSED, session_id=session_id, data={"status": "closed"},
             ))
@@ -103,12 +103,12 @@ class SessionService:
         self, status: SessionStatus | None = None, limit: int = 100, cursor: str | None = None
     ) -> dict[str, Any]:
         before = parse_cursor(cursor)
-        rows = await self._store.list_sessions(status, limit + 1, before)
+        rows = await self._sessions.list_sessions(status, limit + 1, before)
         sessions, next_cursor = page(rows, limit)
         return {
             "sessions": [session.to_dict() for session in sessions],
             "next_cursor": next_cursor,
-            "total": await self._store.count_sessions(status),
+            "total": await self._sessions.count_sessions(status),
         }
 
 
@@ -140,10 +140,11 @@ class ActorChoice:
 
 
 class SessionActors:
-    def __init__(self, store: Any, resolve: Callable[[str], Actor], default: Actor, *,
-                 session_budget: Budget = NO_BUDGET,
+    def __init__(self, sessions: SessionRepository, tasks: TaskRepository, resolve: Callable[[str], Actor],
+                 default: Actor, *, session_budget: Budget = NO_BUDGET,
                  context: Callable[[str], Awaitable[Mapping[str, Any]]] | None = None):
-        self._store = store
+        self._sessions = sessions
+        self._tasks = tasks
         self._resolve = resolve
         self.default = default
         self._session_budget = session_budget
@@ -160,7 +161,7 @@ class SessionActors:
         return actor
 
     async def choose(self, context_id: str | None) -> ActorChoice:
-        session = await self._store.get_session(context_id) if context_id else None
+        session = await self._sessions.get_session(context_id) if context_id else None
         if session is None:
             return ActorChoice(self.default)
         session.require_open()
@@ -176,7 +177,7 @@ class SessionActors:
     async def _spent(self, session_id: str) -> Usage:
         total, before = Usage(), None
         for _ in range(SPENT_PAGES):
-            rows = await self._store.list_tasks(context_id=session_id, limit=SPENT_PAGE, before=before)
+            rows = await self._tasks.list_tasks(context_id=session_id, limit=SPENT_PAGE, before=before)
             for _, task in rows:
                 total = total + Usage.from_dict((task.metadata or {}).get("usage"))
             if len(rows) < SPENT_PAGE:

@@ -22,7 +22,13 @@ from typing import Any
 from cleveragents.app.direct_replies import FirstEvent, PrimedActor, answer_message, replies_directly
 from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
-from cleveragents.app.ports import ActorSelector, ContextRouter, PushDispatcher
+from cleveragents.app.ports import (
+    ActorSelector,
+    ContextRouter,
+    PushConfigRepository,
+    PushDispatcher,
+    TaskRepository,
+)
 from cleveragents.app.task_events import StreamEvent
 from cleveragents.app.task_runs import TaskRun, add_usage, with_budget_error
 from cleveragents.app.task_subscribers import TaskSubscribers
@@ -83,11 +89,18 @@ def _agent_message(task: Task, text: str) -> Message:
 
 
 class TaskService:
-    def __init__(self, store: Any, actor: Actor, *, tools: Callable[[], list[ToolInfo]] | None = None,
+    def __init__(self, tasks: TaskRepository, actor: Actor, *, push_configs: PushConfigRepository | None = None,
+                 tools: Callable[[], list[ToolInfo]] | None = None,
                  push: PushDispatcher | None = None, router: ContextRouter | None = None,
                  selector: ActorSelector | None = None, invoker: ToolInvoker | None = None,
                  may_repair: Callable[[], bool] | None = None):
-        self._store = store
+        """``push_configs`` defaults to ``tasks`` when that keeps them too (a whole store)."""
+        if push_configs is None:
+            if not isinstance(tasks, PushConfigRepository):
+                raise TypeError("push_configs is needed: the task repository doesn't keep push configs")
+            push_configs = tasks
+        self._tasks = tasks
+        self._push_configs = push_configs
         self.actor = actor
         self._selector = selector
         self._invoker = invoker
@@ -108,10 +121,10 @@ class TaskService:
         await self._ready()
 
     async def _recover(self) -> None:
-        for task in await self._store.live_tasks():
+        for task in await self._tasks.live_tasks():
             if task.state in (TaskState.SUBMITTED, TaskState.WORKING):
                 failed = task.transition(TaskState.FAILED, utc_now(), _agent_message(task, RESTART_REASON))
-                await self._store.save_task(failed)
+                await self._tasks.save_task(failed)
 
     # -- sending -------------------------------------------------------------------
     async def send(self, message: Message, *, blocking: bool = True, history_length: int | None = None,
@@ -216,20 +229,20 @@ class TaskService:
                 if resumed:
                     # Read again now that this run is registered: a cancel that finished
                     # while we looked the task up must win.
-                    fresh = await self._store.get_task(task.id)
+                    fresh = await self._tasks.get_task(task.id)
                     if fresh is None or fresh.state not in INTERRUPTED_STATES:
                         state = fresh.state.value if fresh is not None else "gone"
                         raise BusinessRuleViolation(
                             f"Task {task.id} is {state}; only a task that asks for input takes a new message",
                             {"task_id": task.id, "state": state})
                     before = fresh
-                await (self._store.save_task(task) if resumed else self._store.add_task(task))
+                await (self._tasks.save_task(task) if resumed else self._tasks.add_task(task))
                 if push_config is not None:
                     push_config = replace(push_config, task_id=task.id, id=push_config.id or new_id())
-                    await self._store.put_push_config(push_config)
+                    await self._push_configs.put_push_config(push_config)
                 if self._push is not None:
                     # A new task has only the config it came with; a resumed one may have more.
-                    run.push_configs = await self._store.list_push_configs(task.id) if resumed else (
+                    run.push_configs = await self._push_configs.list_push_configs(task.id) if resumed else (
                         [push_config] if push_config is not None else [])
         except BaseException as exc:
             if self._live.get(task.id) is run:
@@ -263,7 +276,7 @@ class TaskService:
                 {"task_id": task.id, "state": task.state.value},
             )
         if message.context_id:
-            waiting = await self._store.list_tasks(
+            waiting = await self._tasks.list_tasks(
                 context_id=message.context_id, states=INTERRUPTED_STATES, limit=1)
             if waiting:
                 return waiting[0][1]
@@ -388,7 +401,7 @@ class TaskService:
                     return False  # a late result after a cancel: discarded
                 task = change(run.task)
                 if persist:
-                    await self._store.save_task(task)
+                    await self._tasks.save_task(task)
                 run.task = task
         if broadcast and run.heard:
             self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status, final=False))
@@ -405,7 +418,7 @@ class TaskService:
     async def _require(self, task_id: str) -> Task:
         if (run := self._live.get(task_id)) is not None:
             return run.task
-        task = await self._store.get_task(task_id)
+        task = await self._tasks.get_task(task_id)
         if task is None:
             raise TaskNotFoundError(f"Task not found: {task_id}", {"task_id": task_id})
         return task
@@ -425,11 +438,11 @@ class TaskService:
         await self._ready()
         before = parse_cursor(page_token, "pageToken")
         filters: dict[str, Any] = {"context_id": context_id, "states": states, "status_after": status_after}
-        rows = await self._store.list_tasks(**filters, limit=page_size + 1, before=before)
+        rows = await self._tasks.list_tasks(**filters, limit=page_size + 1, before=before)
         tasks, next_token = page(rows, page_size)
         return TaskPage(
             [task.trimmed(history_length, include_artifacts) for task in tasks],
-            next_token or "", page_size, await self._store.count_tasks(**filters),
+            next_token or "", page_size, await self._tasks.count_tasks(**filters),
         )
 
     async def cancel(self, task_id: str) -> Task:
@@ -448,7 +461,7 @@ class TaskService:
             if placeholder.task is not task:  # a message is resuming it: cancel that run
                 return await self.cancel(task_id)
             try:
-                await self._store.save_task(task)
+                await self._tasks.save_task(task)
             finally:
                 if self._live.get(task_id) is placeholder:
                     del self._live[task_id]
@@ -457,7 +470,7 @@ class TaskService:
             return task
         async with run.lock:
             task = run.task.transition(TaskState.CANCELED, utc_now())
-            await self._store.save_task(task)
+            await self._tasks.save_task(task)
             run.task = task
         self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status, final=True))
         if run.runner is not None:
@@ -477,7 +490,7 @@ class TaskService:
     def _undo_start(self, task: Task) -> None:
         async def store() -> None:
             try:
-                await self._store.save_task(task)
+                await self._tasks.save_task(task)
             except KeyError:
                 pass  # the start's write never ran: nothing to put back
             except Exception:
@@ -500,7 +513,7 @@ class TaskService:
         if self._push is not None:
             await self._push.admit(config)
         config = replace(config, id=config.id or new_id())
-        await self._store.put_push_config(config)
+        await self._push_configs.put_push_config(config)
         if (run := self._live.get(config.task_id)) is not None:
             run.push_configs = [c for c in run.push_configs if c.id != config.id] + [config]
         return config
@@ -508,9 +521,9 @@ class TaskService:
     async def get_push_config(self, task_id: str, config_id: str | None) -> PushConfig:
         await self._require(task_id)
         if config_id is not None:
-            config = await self._store.get_push_config(task_id, config_id)
+            config = await self._push_configs.get_push_config(task_id, config_id)
         else:  # 0.3 may leave the id out: the task's first config
-            config = next(iter(await self._store.list_push_configs(task_id)), None)
+            config = next(iter(await self._push_configs.list_push_configs(task_id)), None)
         if config is not None:
             return config
         raise TaskNotFoundError("Push notification config not found",
@@ -518,10 +531,10 @@ class TaskService:
 
     async def list_push_configs(self, task_id: str) -> list[PushConfig]:
         await self._require(task_id)
-        return await self._store.list_push_configs(task_id)
+        return await self._push_configs.list_push_configs(task_id)
 
     async def delete_push_config(self, task_id: str, config_id: str) -> None:
         await self._require(task_id)
-        await self._store.delete_push_config(task_id, config_id)
+        await self._push_configs.delete_push_config(task_id, config_id)
         if (run := self._live.get(task_id)) is not None:
             run.push_configs = [c for c in run.push_configs if c.id != config_id]
