@@ -23,7 +23,7 @@ from cleveragents.app.plan_ports import ActionResolver, PlanRepository, ToolLook
 from cleveragents.app.plan_runner import CallTool, Execution, PlanRunner, StepFailed
 from cleveragents.app.ports import SessionRepository
 from cleveragents.app.progress import Progress
-from cleveragents.app.workspace import PlanWorkspace
+from cleveragents.app.workspace import PlanOverlay, PlanWorkspace
 from cleveragents.domain import events
 from cleveragents.domain import plan as rules
 from cleveragents.domain.actor import Budget
@@ -326,7 +326,7 @@ class PlanLifecycleService:
             await asyncio.wait([execution.task])
             raise
 
-    async def _execute(self, execution: Execution, start: int, overlay: Any, parent_id: str | None,
+    async def _execute(self, execution: Execution, start: int, overlay: PlanOverlay, parent_id: str | None,
                        progress: Progress, steps_used: int) -> dict[str, Any]:
         plan_id = execution.plan.plan_id
         progress.begin(f"{len(execution.plan.steps) - start} step(s)", len(execution.plan.steps))

@@ -8,11 +8,12 @@ stored: the event queue (``a2a/events.py``) keeps them in memory.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from cleveragents.app.plan_ports import PlanRepository
+from cleveragents.domain.actor import Actor, Usage
 from cleveragents.domain.session import Session, SessionStatus
 from cleveragents.domain.task import Message, PushConfig, StreamItem, Task, TaskState
 
@@ -142,9 +143,21 @@ class ContextRouter(Protocol):
     async def cancel(self, task_id: str) -> Task | None: ...
 
 
-class ActorSelector(Protocol):
-    """Which actor answers a message in a context (``app.sessions.SessionActors``):
-    an object with ``actor``, ``context`` (the turn's context tiers) and
-    ``check(used)``, which raises ``BudgetExceededError`` once the budget is spent."""
+class ChosenActor(Protocol):
+    """The actor that answers a message (``app.sessions.ActorChoice``)."""
 
-    async def choose(self, context_id: str | None) -> Any: ...
+    @property
+    def actor(self) -> Actor: ...
+
+    @property
+    def context(self) -> Mapping[str, Any]:
+        """The turn's context tiers."""
+
+    def check(self, used: Usage = ...) -> None:
+        """``BudgetExceededError`` once what was spent, plus ``used``, passes the budget."""
+
+
+class ActorSelector(Protocol):
+    """Which actor answers a message in a context (``app.sessions.SessionActors``)."""
+
+    async def choose(self, context_id: str | None) -> ChosenActor: ...

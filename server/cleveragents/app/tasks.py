@@ -24,6 +24,7 @@ from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
 from cleveragents.app.ports import (
     ActorSelector,
+    ChosenActor,
     ContextRouter,
     PushConfigRepository,
     PushDispatcher,
@@ -259,10 +260,10 @@ class TaskService:
             self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status), listeners=False)
         turn = Turn(task.id, task.context_id, message, task.history[:-1], tuple(self._tools()),
                     choice.context if choice is not None else {}, self._invoker)
-        actor = PrimedActor(primed) if primed is not None else None
+        answering = PrimedActor(primed) if primed is not None else None
         if here:
-            return run, queue, self._drive(run, turn, choice, here=True, actor=actor)
-        run.runner = asyncio.ensure_future(self._drive(run, turn, choice, actor=actor))
+            return run, queue, self._drive(run, turn, choice, here=True, actor=answering)
+        run.runner = asyncio.ensure_future(self._drive(run, turn, choice, actor=answering))
         return run, queue, None
 
     async def _resumable(self, message: Message) -> Task | None:
@@ -283,8 +284,8 @@ class TaskService:
         return None
 
     # -- running -------------------------------------------------------------------
-    async def _drive(self, run: TaskRun, turn: Turn, choice: Any = None, here: bool = False,
-                     actor: Any = None) -> None:
+    async def _drive(self, run: TaskRun, turn: Turn, choice: ChosenActor | None = None, here: bool = False,
+                     actor: Actor | PrimedActor | None = None) -> None:
         """Work the task to its end. ``here``: in the asyncio task of a blocking send,
         where a CancelledError has two causes. cancel() (CancelTask, shutdown) has
         already recorded the task as canceled, and is taken back, so the send answers
@@ -309,7 +310,8 @@ class TaskService:
         current = asyncio.current_task()
         return current is not None and current.uncancel() == 0
 
-    async def _respond(self, run: TaskRun, turn: Turn, choice: Any, actor: Any = None) -> None:
+    async def _respond(self, run: TaskRun, turn: Turn, choice: ChosenActor | None,
+                       actor: Actor | PrimedActor | None = None) -> None:
         """Run the actor (``actor``, else the choice's, else ours) on the turn, recording
         what it produces."""
         chunks: list[str] = []
