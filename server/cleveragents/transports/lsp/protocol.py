@@ -1,37 +1,23 @@
-"""The pygls protocol subclass: A2A capabilities in ``initialize``, responses written
-straight from the facade's wire dicts, graceful ``exit``."""
+"""The stdio protocol: A2A capabilities in ``initialize``, responses written straight
+from the facade's wire dicts, graceful ``exit``. It builds on ``pygls_hooks``, the one
+module that touches pygls's internals."""
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextvars
-import functools
 import logging
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
-import attrs
 from lsprotocol import types
-from pygls.exceptions import (
-    JsonRpcException,
-    JsonRpcInternalError,
-    JsonRpcInvalidParams,
-    JsonRpcMethodNotFound,
-)
-from pygls.protocol import (
-    JsonRPCNotification,
-    JsonRPCRequestMessage,
-    JsonRPCResponseMessage,
-    LanguageServerProtocol,
-    default_converter,
-    lsp_method,
-)
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.protocol import lsp_method
 
 from cleveragents.a2a import dialects, envelope
 from cleveragents.a2a.errors import error_payload, internal_error_payload, is_known
 from cleveragents.transports.lsp.framing import frame_body
 from cleveragents.transports.lsp.handshake import initialize_response
+from cleveragents.transports.lsp.pygls_hooks import PyglsProtocol, plain_dict_converter
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -41,7 +27,6 @@ if TYPE_CHECKING:
     from cleveragents.transports.lsp.server import A2aLanguageServer
 
 logger = logging.getLogger(__name__)
-_pygls_logger = logging.getLogger("pygls.protocol.json_rpc")
 
 SHUTDOWN_GRACE_SECONDS = 10.0
 
@@ -54,18 +39,6 @@ class WireResponse:
     def __init__(self, payload: dict[str, Any] | None = None, *, body: bytes | None = None):
         self.payload = payload
         self.body = body
-
-
-def plain_dict_converter() -> Converter:
-    """pygls's converter, except that custom messages keep their params as dicts
-    (pygls would turn them into namedtuples and rename keys such as ``_meta``)."""
-    converter = default_converter()
-    for cls in (JsonRPCRequestMessage, JsonRPCNotification, JsonRPCResponseMessage):
-        names = tuple(f.name for f in attrs.fields(cls))
-        converter.register_structure_hook(
-            cls, lambda obj, c, names=names: c(**{name: obj.get(name) for name in names})
-        )
-    return converter
 
 
 def error_for(exc: BaseException, where: str) -> dict[str, Any]:
@@ -85,11 +58,11 @@ def error_for(exc: BaseException, where: str) -> dict[str, Any]:
     return internal_error_payload(exc, dialects.EXTENSION, where)
 
 
-class A2aProtocol(LanguageServerProtocol):
-    _server: A2aLanguageServer
+class A2aProtocol(PyglsProtocol):
+    server: A2aLanguageServer
 
     def __init__(self, server: A2aLanguageServer, converter: Converter):
-        self._draining = False  # before super(): it scans our attributes
+        self._draining = False  # before super(): it reads our attributes (see pygls_hooks)
         self._suppressed: set[Any] = set()
         super().__init__(server, converter)
         self._after_response: dict[Any, list[Callable[[], None]]] = {}
@@ -101,15 +74,11 @@ class A2aProtocol(LanguageServerProtocol):
         Params of the wrong shape are the client's mistake (answered -32602, or dropped
         for a notification): one warning line. Anything else is a bug, which the caller
         logs under an error id (``error_for``)."""
-        level = _pygls_logger.level
-        _pygls_logger.setLevel(logging.CRITICAL)
         try:
-            return super().structure_message(data)
+            return self.structure_quietly(data)
         except JsonRpcInvalidParams as exc:
             logger.warning("invalid params for %s: %s", data.get("method"), exc.__cause__)
             raise
-        finally:
-            _pygls_logger.setLevel(level)
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(  # type: ignore[override]  # answers with a wire dict, not attrs
@@ -117,12 +86,12 @@ class A2aProtocol(LanguageServerProtocol):
     ) -> Generator[Any, Any, WireResponse]:
         msg_id = self.msg_id
         try:
-            self._server.configure_from_initialize(params)
+            self.server.configure_from_initialize(params)
         except Exception:
-            self._server.initialize_refused(msg_id)
+            self.server.initialize_refused(msg_id)
             raise
         yield from super().lsp_initialize(params)  # pygls's own state: workspace, client capabilities
-        return WireResponse(initialize_response(msg_id, self._converter.unstructure(params), self._server.agent_card))
+        return WireResponse(initialize_response(msg_id, self.unstructure(params), self.server.agent_card))
 
     def notify(self, method: str, params: Any | None = None) -> None:
         """Send a notification whose params are a plain dict, even for methods that
@@ -130,7 +99,7 @@ class A2aProtocol(LanguageServerProtocol):
         The message stays a dict too (cattrs would unstructure an attrs one, about 5 µs
         of each stream item)."""
         if isinstance(params, dict):
-            self._send_data({"jsonrpc": "2.0", "method": method, "params": params})
+            self.send_message({"jsonrpc": "2.0", "method": method, "params": params})
         else:
             super().notify(method, params)
 
@@ -144,28 +113,24 @@ class A2aProtocol(LanguageServerProtocol):
         if type(token) not in (str, int):  # pygls passes any JSON through
             logger.warning("window/workDoneProgress/cancel: the token must be a string or an integer, not %s",
                            type(token).__name__)
-        elif not self._server.cancel_progress(token):
+        elif not self.server.cancel_progress(token):
             logger.info("work done progress cancel for an unknown token %s", token)
 
     @lsp_method(types.INITIALIZED)
     def lsp_initialized(self, *args: Any) -> None:
-        self._server.warm_up()
+        self.server.warm_up()
 
     @lsp_method(types.SHUTDOWN)
     async def lsp_shutdown(self, *args: Any) -> None:  # type: ignore[override]  # awaits in-flight work
         """Refuse new requests, let in-flight ones finish (within a grace period),
         cancel what is left."""
         await self.drain(SHUTDOWN_GRACE_SECONDS, keep=self.msg_id)
-        self._shutdown = True
+        self.refuse_all_but_exit()
         return None
 
     async def drain(self, grace: float, keep: Any = None) -> None:
         """Wait up to ``grace`` seconds for in-flight requests, then cancel the rest."""
-        pending = [
-            asyncio.wrap_future(f) if isinstance(f, concurrent.futures.Future) else f
-            for msg_id, f in list(self._request_futures.items())
-            if msg_id != keep and not f.done()
-        ]
+        pending = self.requests_in_flight(keep)
         if not pending:
             return
         _, late = await asyncio.wait(pending, timeout=grace)
@@ -178,32 +143,27 @@ class A2aProtocol(LanguageServerProtocol):
     def lsp_exit(self, *args: Any) -> None:  # type: ignore[override]  # ends the serve loop, no sys.exit
         # LSP: exit code 0 after a shutdown request, 1 otherwise.
         self.exit_code = 0 if self._draining else 1
-        self._server.request_stop()
+        self.server.request_stop()
 
     @property
     def shutting_down(self) -> bool:
         """True from the moment a shutdown request arrives: new requests are refused."""
         return self._draining
 
-    def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
-        """pygls's, except that an error is answered by ``error_for``, not with a traceback."""
-        if method_name == types.SHUTDOWN:
+    def request_received(self, msg_id: Any, method: str) -> None:
+        if method == types.SHUTDOWN:
             self._draining = True
-        try:
-            handler = self._get_handler(method_name)
-            self._ctx_msg_id.set(msg_id)
-            self._methods[msg_id] = method_name
-            self._execute_handler(msg_id=msg_id, handler=handler, args=(params,),
-                                  callback=functools.partial(self._send_handler_result, msg_id=msg_id))
-        except Exception as exc:
-            self._methods.pop(msg_id, None)
-            self.send_error(msg_id, error_for(exc, method_name))
+        self._methods[msg_id] = method
 
-    def _check_handler_result(self, future: Future[Any]) -> None:
-        """A notification's handler failed: nobody waits for an answer, so a bug is
-        logged under an error id and the user is told that id (``report_server_error``)."""
-        if not future.cancelled() and (exc := future.exception()) is not None:
-            self._server.report_server_error(exc, "a notification")
+    def request_failed(self, msg_id: Any, method: str, exc: Exception) -> None:
+        """An error is answered by ``error_for``, not with pygls's traceback."""
+        self._methods.pop(msg_id, None)
+        self.send_error(msg_id, error_for(exc, method))
+
+    def notification_failed(self, exc: BaseException) -> None:
+        """Nobody waits for an answer, so a bug is logged under an error id and the
+        user is told that id (``report_server_error``)."""
+        self.server.report_server_error(exc, "a notification")
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(  # type: ignore[override]
@@ -232,53 +192,41 @@ class A2aProtocol(LanguageServerProtocol):
         logger.warning("%s/didChange for a document that is not open: %s", kind, uri[:200])
         return False
 
-    def start_request(self, msg_id: Any, work: Coroutine[Any, Any, Any]) -> None:
-        """Run a request as pygls runs a coroutine handler (``$/cancelRequest`` and
-        shutdown find it, ``_send_handler_result`` answers it), without the lookup."""
-        context = contextvars.copy_context()
-        context.run(self._ctx_msg_id.set, msg_id)  # what ``msg_id`` reads during the request
-        task = asyncio.get_running_loop().create_task(work, context=context)
-        self._request_futures[msg_id] = task
-        task.add_done_callback(functools.partial(self._send_handler_result, msg_id=msg_id))
-
-    def _get_handler(self, feature_name: str) -> Any:
-        try:
-            return super()._get_handler(feature_name)
-        except JsonRpcMethodNotFound:
-            if feature_name.startswith("$/"):
-                raise
-            # Every A2A method is served by the facade, which also answers -32601
-            # (naming the method) for names it doesn't know.
-            return self._server.handler_for(feature_name)
+    def unregistered_handler(self, method: str) -> Any:
+        if method.startswith("$/"):
+            return None
+        # Every A2A method is served by the facade, which also answers -32601
+        # (naming the method) for names it doesn't know.
+        return self.server.handler_for(method)
 
     def after_response(self, msg_id: Any, action: Callable[[], None]) -> None:
         """Run ``action`` once the response to ``msg_id`` has been written."""
         self._after_response.setdefault(msg_id, []).append(action)
 
-    def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
+    def answer(self, future: Future[Any], msg_id: Any) -> bool:
+        """Write what pygls would get wrong: nothing for a suppressed response, an
+        error by ``error_for``, a ``WireResponse`` as it is."""
         method = self._methods.pop(msg_id, None)
-        try:
-            if msg_id in self._suppressed:
-                self._suppressed.discard(msg_id)
-                self._request_futures.pop(msg_id, None)
-            elif not future.cancelled() and (exc := future.exception()) is not None:
-                self._request_futures.pop(msg_id, None)
-                self.send_error(msg_id, error_for(exc, method or f"request {msg_id!r}"))
-            elif not future.cancelled() and isinstance(future.result(), WireResponse):
-                self._request_futures.pop(msg_id, None)
-                wire = future.result()
-                if wire.body is not None:
-                    self._send_body(wire.body)
-                else:
-                    self._send_data(wire.payload)
+        if msg_id in self._suppressed:
+            self._suppressed.discard(msg_id)
+        elif not future.cancelled() and (exc := future.exception()) is not None:
+            self.send_error(msg_id, error_for(exc, method or f"request {msg_id!r}"))
+        elif not future.cancelled() and isinstance(future.result(), WireResponse):
+            wire = future.result()
+            if wire.body is not None:
+                self._send_body(wire.body)
             else:
-                super()._send_handler_result(future, msg_id=msg_id)
-        finally:
-            for action in self._after_response.pop(msg_id, ()):
-                try:
-                    action()
-                except Exception:
-                    logger.exception("after-response action failed for %s", msg_id)
+                self.send_message(wire.payload)  # type: ignore[arg-type]
+        else:
+            return False
+        return True
+
+    def answered(self, msg_id: Any) -> None:
+        for action in self._after_response.pop(msg_id, ()):
+            try:
+                action()
+            except Exception:
+                logger.exception("after-response action failed for %s", msg_id)
 
     def _send_body(self, body: bytes) -> None:
         """Frame a UTF-8 JSON body that is ready."""
@@ -289,7 +237,7 @@ class A2aProtocol(LanguageServerProtocol):
 
     def send_error(self, msg_id: Any, error: dict[str, Any]) -> None:
         """Write an error response (``error`` is the JSON-RPC error object)."""
-        self._send_data(envelope.error_response(msg_id, error))
+        self.send_message(envelope.error_response(msg_id, error))
 
 
 __all__ = ["A2aProtocol", "JsonRpcException", "JsonRpcInternalError", "WireResponse", "error_for",
