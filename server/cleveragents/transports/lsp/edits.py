@@ -40,7 +40,7 @@ class LspEditor:
     """Implements ``app.calls.Editor`` over a pygls server's connection."""
 
     def __init__(self, server: Any, timeout: float = EDIT_TIMEOUT_SECONDS):
-        self._server = server
+        self._language_server = server
         self._timeout = timeout
         edit = server.client_capabilities.workspace.workspace_edit
         self._operations = {str(getattr(op, "value", op)) for op in (edit.resource_operations or ())} if edit else set()
@@ -54,7 +54,7 @@ class LspEditor:
     async def apply_edit(self, label: str, changes: Sequence[Any]) -> tuple[bool, str | None]:
         params = types.ApplyWorkspaceEditParams(edit=workspace_edit(changes, self._document_changes), label=label)
         try:
-            result = await asyncio.wait_for(self._server.workspace_apply_edit_async(params), self._timeout)
+            result = await asyncio.wait_for(self._language_server.workspace_apply_edit_async(params), self._timeout)
         except asyncio.TimeoutError:
             return False, f"the editor did not answer within {self._timeout:g} s (it may still apply the edit)"
         except Exception as exc:  # an error response, or the connection is gone
