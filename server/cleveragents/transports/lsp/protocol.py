@@ -59,7 +59,9 @@ def error_for(exc: BaseException, where: str) -> dict[str, Any]:
 
 
 class A2aProtocol(PyglsProtocol):
-    server: A2aLanguageServer
+    if TYPE_CHECKING:
+        @property
+        def server(self) -> A2aLanguageServer: ...
 
     def __init__(self, server: A2aLanguageServer, converter: Converter):
         self._draining = False  # before super(): it reads our attributes (see pygls_hooks)
