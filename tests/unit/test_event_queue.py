@@ -184,13 +184,12 @@ async def test_live_subscriptions_are_bounded():
     from cleveragents.domain.errors import BusinessRuleViolation
 
     subs = EventSubscriptions(A2aEventQueue(), limit=2)
-    attached = []
-    context = CallContext(method="", dialect="", attach_stream=lambda sid, cur: attached.append(cur))
+    context = CallContext(method="", dialect="", push=True)
     first = await subs.subscribe(context=context)
     await subs.subscribe(context=context)
     with pytest.raises(BusinessRuleViolation) as info:
         await subs.subscribe(context=context)
     assert info.value.data["limit"] == 2
-    await subs.unsubscribe(first["subscription_id"])
+    await subs.unsubscribe(first.key)
     await subs.subscribe(context=context)
-    assert subs.live_count == 2 and attached[0].closed
+    assert subs.live_count == 2 and first.items.closed

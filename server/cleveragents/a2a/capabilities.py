@@ -10,13 +10,14 @@ from typing import Any
 
 from cleveragents._version import __version__
 from cleveragents.a2a import dialects, methods
+from cleveragents.a2a.streams import ARTIFACT_NOTIFICATION, EVENT_NOTIFICATION, STATUS_NOTIFICATION
 from cleveragents.a2a.version import DEFAULT_VERSION, SUPPORTED_VERSIONS
 
 EXTENSION_URI = "urn:cleveragents:extensions:v1"
 AGENT_NAME = "CleverAgents"
 AGENT_DESCRIPTION = "Autonomous software engineering agent"
 
-NOTIFICATIONS = ("_cleveragents/event", "task/statusUpdate", "task/artifactUpdate", "$/progress")
+NOTIFICATIONS = (EVENT_NOTIFICATION, STATUS_NOTIFICATION, ARTIFACT_NOTIFICATION, "$/progress")
 
 
 def a2a_capabilities(agent_card: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -29,13 +29,14 @@ from cleveragents.a2a.errors import (
     is_known,
 )
 from cleveragents.a2a.models import A2aErrorDetail, A2aRequest, A2aResponse
+from cleveragents.a2a.streams import Call, Followed, call_notification
 from cleveragents.a2a.version import A2aVersionNegotiator
 from cleveragents.app.calls import CallContext
 from cleveragents.domain.json_limits import JsonLimits
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["A2aLocalFacade", "CallContext", "PendingResponse"]
+__all__ = ["A2aLocalFacade", "Call", "CallContext", "PendingResponse"]
 
 # Params keys that belong to the transport, not to the method.
 VERSION_PARAM = "A2A-Version"
@@ -206,27 +207,55 @@ class A2aLocalFacade:
 
     # -- the dispatcher ------------------------------------------------------------
     async def respond(self, raw: A2aRequest | Mapping[str, Any], context: CallContext | None = None) -> A2aResponse:
-        """``dispatch`` as a plain coroutine, for async callers (the transports)."""
+        """``dispatch`` as a plain coroutine: the call's one response. A stream's items
+        go to ``context.notify`` (as ``call_notification``s) and the last one answers;
+        a live stream after the response goes to ``context.attach_stream``."""
+        if context is not None and context.attach_stream is not None:
+            context.push = True
+        call = await self.open(raw, context)
+        if call.response is not None:
+            if call.follow is not None:
+                if context is not None and context.attach_stream is not None:
+                    context.attach_stream(call.follow_key or "", call.follow)
+                else:
+                    call.follow.close()
+            return call.response
+        notify = context.notify if context is not None else None
+        request_id = context.request_id if context is not None else call.id
+        async for item in call:
+            if notify is not None:
+                notify(*call_notification(item, request_id))
+        return call.final_response()
+
+    async def open(self, raw: A2aRequest | Mapping[str, Any], context: CallContext | None = None) -> Call:
+        """Run one request up to its answer: a ``Call`` with its response, or its
+        stream of items (read already up to the first, so that a stream refused at
+        once answers with its error). What transports use."""
         if (plain := _plain_request(raw)) is not None:
             msg_id, method, params = plain
         else:
             request = raw if isinstance(raw, A2aRequest) else self._coerce(raw)
             if isinstance(request, A2aResponse):
-                return request
+                return Call(request.id, request)
             msg_id, method, params = request.id, request.method, request.params
         spec = methods.get(method)
         if spec is None:
-            return self._error(msg_id, A2aOperationNotFoundError(method), dialects.EXTENSION)
+            return Call(msg_id, self._error(msg_id, A2aOperationNotFoundError(method), dialects.EXTENSION))
         try:
             result = await self._call(spec, msg_id, params, context)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return self._error(msg_id, exc, spec.dialect, method=spec.name)
+            return Call(msg_id, self._error(msg_id, exc, spec.dialect, method=spec.name))
+        if spec.streaming:
+            return await Call.streaming(msg_id, result, lambda exc: self._error_payload(exc, spec.dialect, spec.name))
+        if isinstance(result, Followed):
+            return Call(msg_id, A2aResponse(id=msg_id, result=result.result), follow=result.items,
+                        follow_key=result.key)
         response = A2aResponse(id=msg_id, result=result)
         if spec.bulk:  # megabytes are encoded in a worker thread, a piece at a time
             response.keep_encoded(await asyncio.to_thread(response.json_bytes_in_pieces))
-        return response
+        return Call(msg_id, response)
 
     def _coerce(self, raw: Mapping[str, Any]) -> A2aRequest | A2aResponse:
         msg_id = envelope.echo_id(raw)
@@ -295,5 +324,8 @@ class A2aLocalFacade:
         return result
 
     def _error(self, msg_id: Any, exc: BaseException, dialect: str, method: str | None = None) -> A2aResponse:
-        payload = error_payload(exc, dialect) if is_known(exc) else internal_error_payload(exc, dialect, method)
-        return A2aResponse(id=msg_id, error=A2aErrorDetail(**payload))
+        return A2aResponse(id=msg_id, error=A2aErrorDetail(**self._error_payload(exc, dialect, method)))
+
+    @staticmethod
+    def _error_payload(exc: BaseException, dialect: str, method: str | None = None) -> dict[str, Any]:
+        return error_payload(exc, dialect) if is_known(exc) else internal_error_payload(exc, dialect, method)

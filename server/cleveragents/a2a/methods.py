@@ -27,7 +27,12 @@ class MethodSpec:
     errors: tuple[str, ...] = ()
     example: dict[str, Any] = field(default_factory=dict)
     replaced_by: str | None = None
+    # The handler answers with an async iterator of StreamItems (``a2a/streams.py``).
     streaming: bool = False
+    # The param a reconnecting client's resume point goes in (HTTP: ``Last-Event-ID``).
+    resume_param: str | None = None
+    # Over HTTP the call is cancelled when its client goes away before the answer.
+    ends_with_client: bool = False
     # The handler also receives the caller's context (notification sink, progress).
     with_context: bool = False
     # Its answer can run to megabytes (a diff, pinned files, tasks' artifacts): the facade
@@ -52,24 +57,27 @@ def _add(*specs: MethodSpec) -> None:
 
 def _standard(v1: str, v03: tuple[str, ...], params: str, call: str, summary: str, result: str,
               errors: tuple[str, ...] = (), example: dict[str, Any] | None = None,
-              streaming: bool = False, service: str = "task_service", bulk: bool = False) -> None:
+              streaming: bool = False, service: str = "task_service", bulk: bool = False,
+              resume_param: str | None = None, ends_with_client: bool = False) -> None:
     base = MethodSpec(v1, A2A_V1, params, service, call, summary, result, errors,
-                      example or {}, streaming=streaming, with_context=True, bulk=bulk)
+                      example or {}, streaming=streaming, with_context=True, bulk=bulk,
+                      resume_param=resume_param, ends_with_client=ends_with_client)
     _add(base, *(replace(base, name=name, dialect=A2A_V03) for name in v03))
 
 
 def _ext(name: str, params: str, service: str, call: str, summary: str, result: str,
          errors: tuple[str, ...] = (), example: dict[str, Any] | None = None,
-         with_context: bool = False, bulk: bool = False) -> None:
+         with_context: bool = False, bulk: bool = False, resume_param: str | None = None) -> None:
     _add(MethodSpec(name, EXTENSION, params, service, call, summary, result, errors,
-                    example or {}, with_context=with_context, bulk=bulk))
+                    example or {}, with_context=with_context, bulk=bulk, resume_param=resume_param))
 
 
 # --- Standard A2A methods: the 1.0 name, then its 0.3 and older names ----------------
 _message = {"message": {"role": "ROLE_USER", "messageId": _ULID, "parts": [{"text": "fs.search TODO"}]}}
 _standard("SendMessage", ("message/send",), "SendMessageParams", "send",
           "Send a message to the agent; returns the task (or a direct message).",
-          "Task or Message", ("ValidationError", "TaskNotFoundError"), _message, bulk=True)
+          "Task or Message", ("ValidationError", "TaskNotFoundError"), _message, bulk=True,
+          ends_with_client=True)
 _standard("SendStreamingMessage", ("message/stream",), "SendMessageParams", "stream",
           "Send a message and stream the task's updates.",
           "Stream of Task / Message / status and artifact updates", ("ValidationError",),
@@ -86,7 +94,8 @@ _standard("CancelTask", ("tasks/cancel",), "TaskIdParams", "cancel",
 _standard("SubscribeToTask", ("tasks/resubscribe", "tasks/subscribe"), "SubscribeToTaskParams", "subscribe",
           "Stream the updates of a task that is still running, or resume a stream after its last event seen.",
           "Stream of status and artifact updates",
-          ("TaskNotFoundError", "BusinessRuleViolation"), {"id": _ULID}, streaming=True)
+          ("TaskNotFoundError", "BusinessRuleViolation"), {"id": _ULID}, streaming=True,
+          resume_param="lastEventId")
 _standard("CreateTaskPushNotificationConfig", ("tasks/pushNotificationConfig/set",),
           "PushConfigParams", "create_push_config", "Register a webhook for a task's updates.",
           "TaskPushNotificationConfig", ("TaskNotFoundError", "PushNotificationNotSupportedError"),
@@ -232,7 +241,7 @@ _ext("_cleveragents/event/subscribe", "EventSubscribeParams", "event_queue", "su
      "arrive as `_cleveragents/event` (and `task/statusUpdate`, `task/artifactUpdate`) "
      "notifications; in process the buffered events are returned.",
      "{subscription_id, live, cursor, replayed, gap, events?}", ("ValidationError", "BusinessRuleViolation"),
-     {"plan_id": None, "since": _ULID}, with_context=True)
+     {"plan_id": None, "since": _ULID}, with_context=True, resume_param="since")
 _ext("_cleveragents/event/unsubscribe", "EventUnsubscribeParams", "event_queue", "unsubscribe",
      "End a subscription.", "{subscription_id, status: closed}", _NOT_FOUND,
      {"subscription_id": _ULID}, with_context=True)

@@ -4,9 +4,8 @@ The facade calls these with the request's params and its CallContext; the codec 
 the call's dialect decodes the params and encodes the results, so the service only
 ever sees the one internal model.
 
-Streams: a transport that can push (``context.notify``) gets each stream item as a
-``task/statusUpdate`` or ``task/artifactUpdate`` notification carrying
-``requestId`` and the item's ``eventId``; the response is the last item.
+Streams: ``stream`` and ``subscribe`` answer with an async iterator of
+``StreamItem``s (``a2a/streams.py``), which each transport frames its own way.
 ``SubscribeToTask`` takes our ``lastEventId`` param (HTTP: the ``Last-Event-ID``
 header) to resume after the last event a client saw.
 """
@@ -22,14 +21,12 @@ from typing import Any
 from cleveragents.a2a import dialects
 from cleveragents.a2a.codecs import Codec, SendRequest, get_codec, invalid
 from cleveragents.a2a.push import DIALECT_KEY
+from cleveragents.a2a.streams import ARTIFACT, STATUS, StreamItem
 from cleveragents.app.calls import CallContext
 from cleveragents.app.task_events import StreamEvent
 from cleveragents.app.tasks import TaskService
 from cleveragents.domain.push_policy import PushTargetRefused
 from cleveragents.domain.task import PushConfig, Task, TaskArtifactUpdate
-
-STATUS_NOTIFICATION = "task/statusUpdate"
-ARTIFACT_NOTIFICATION = "task/artifactUpdate"
 
 
 def codec_for(context: CallContext | None) -> Codec:
@@ -52,40 +49,37 @@ class TaskEndpoint:
             )
         return codec.encode_send_result(result)
 
-    async def stream(self, context: CallContext | None = None, **params: Any) -> dict[str, Any]:
+    async def stream(self, context: CallContext | None = None, **params: Any) -> AsyncIterator[StreamItem]:
         codec = codec_for(context)
         request = _with_dialect(codec.decode_send_params(params), codec)
         with _push_url_at(_send_url_loc(params)):
-            items = await self.service.stream(request.message, push_config=request.push_config,
-                                              metadata=request.metadata)
-        started: list[str] = []
-        try:
-            return await self._relay(items, codec, context, started)
-        except asyncio.CancelledError:
-            if context is not None and context.cancel_ends_task and started:
-                with contextlib.suppress(Exception):  # already ended: nothing to cancel
-                    await asyncio.shield(self.service.cancel(started[0]))
-            raise
+            events = await self.service.stream(request.message, push_config=request.push_config,
+                                               metadata=request.metadata)
+        return self._items(events, codec, context, ends_task=True)
 
-    async def subscribe(self, context: CallContext | None = None, **params: Any) -> dict[str, Any]:
+    async def subscribe(self, context: CallContext | None = None, **params: Any) -> AsyncIterator[StreamItem]:
         codec = codec_for(context)
-        items = await self.service.subscribe(_task_id(params), params.get("lastEventId") or None)
-        return await self._relay(items, codec, context)
+        events = await self.service.subscribe(_task_id(params), params.get("lastEventId") or None)
+        return self._items(events, codec, context, ends_task=False)
 
-    async def _relay(self, events: AsyncIterator[StreamEvent], codec: Codec,
-                     context: CallContext | None, started: list[str] | None = None) -> dict[str, Any]:
-        """Relays ``events``; the task's id goes into ``started`` with the first one."""
-        last: dict[str, Any] | None = None
-        async with contextlib.aclosing(events):  # type: ignore[type-var]
-            async for event_id, item in events:
-                if started is not None and not started and isinstance(item, Task):
-                    started.append(item.id)
-                last = codec.encode_stream_item(item)
-                if context is not None and context.notify is not None:
-                    method = ARTIFACT_NOTIFICATION if isinstance(item, TaskArtifactUpdate) else STATUS_NOTIFICATION
-                    context.notify(method, {"requestId": context.request_id, "eventId": event_id, **last})
-        assert last is not None  # a stream always starts with the task
-        return last
+    async def _items(self, events: AsyncIterator[StreamEvent], codec: Codec, context: CallContext | None,
+                     ends_task: bool) -> AsyncIterator[StreamItem]:
+        """The task's events as stream items. A call cancelled while it streams cancels
+        the task it started when ``context.cancel_ends_task`` says so (stdio's
+        ``$/cancelRequest``, an HTTP client that stopped reading)."""
+        started: str | None = None
+        try:
+            async with contextlib.aclosing(events):  # type: ignore[type-var]
+                async for event_id, item in events:
+                    if started is None and isinstance(item, Task):
+                        started = item.id
+                    kind = ARTIFACT if isinstance(item, TaskArtifactUpdate) else STATUS
+                    yield StreamItem(kind, codec.encode_stream_item(item), event_id)
+        except asyncio.CancelledError:
+            if ends_task and started is not None and context is not None and context.cancel_ends_task:
+                with contextlib.suppress(Exception):  # already ended: nothing to cancel
+                    await asyncio.shield(self.service.cancel(started))
+            raise
 
     # -- tasks ---------------------------------------------------------------------
     async def get(self, context: CallContext | None = None, **params: Any) -> dict[str, Any]:

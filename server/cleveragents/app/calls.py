@@ -33,10 +33,11 @@ class Editor(Protocol):
 class CallContext:
     """Built by the facade for each call; transports fill in what they can do.
 
-    ``notify`` sends a notification to the caller (stdio, SSE); ``attach_stream``
-    hands the transport an async iterable to pump after the response is sent;
-    ``editor`` makes plan changes through the client's editor. All are ``None`` for
-    in-process callers.
+    ``notify`` sends a notification to the caller (stdio, in-process callers);
+    ``push`` says the transport sends a live stream after the response (a
+    subscription's events); ``attach_stream`` is how an in-process caller of
+    ``respond`` takes such a stream; ``editor`` makes plan changes through the
+    client's editor. All are unset for in-process callers.
     """
 
     method: str
@@ -47,6 +48,7 @@ class CallContext:
     progress_token: str | int | None = None
     notify: Notify | None = None
     attach_stream: Callable[[str, Any], None] | None = None
+    push: bool = False
     editor: Editor | None = None
     # A cancelled request cancels the task its stream follows. Over stdio the stream is
     # the editor's own (its Cancel is $/cancelRequest); over HTTP a dropped stream

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -28,10 +29,10 @@ from cleveragents.a2a.errors import (
     internal_error_payload,
 )
 from cleveragents.a2a.facade import CallContext
+from cleveragents.a2a.streams import EVENT_NOTIFICATION, StreamItem
 from cleveragents.transports.http.media import A2A_JSON, JSON, json_answer
 from cleveragents.transports.http.sse import EventStreamResponse, ServerSentEvent
 from cleveragents.transports.http.streams import ERROR, StreamCall, one_event, resuming, sse_response
-from cleveragents.transports.lsp.notifications import EVENT_NOTIFICATION, task_notification
 
 if TYPE_CHECKING:
     from cleveragents.transports.http.app import A2aHttpApp
@@ -143,15 +144,15 @@ class JsonRpcEndpoint:
         context = self.app.call_context(request, message["method"], message.get("id"))
         try:
             if spec is not None and spec.streaming:
-                if spec.call == "subscribe":
-                    message = resuming(message, request.headers)
+                message = resuming(message, request.headers, spec.resume_param)
                 return await self._stream(request, facade, message, context)
-            if spec is not None and spec.service == "event_queue" and spec.call == "subscribe" and wants_events(request):
-                return await self._subscribe_events(facade, request, message, context)
-            if spec is not None and spec.call == "send" and spec.service == "task_service":
+            if spec is not None and spec.ends_with_client:
                 response = await self.app.until_disconnect(request, facade.respond(message, context))
                 if response is None:
                     return Response(status_code=499)
+            elif wants_events(request):  # a live stream may follow the response
+                message = resuming(message, request.headers, spec.resume_param if spec is not None else None)
+                return await self._followed(request, facade, message, context)
             else:
                 response = await facade.respond(message, context)
             return answer(request, response, self.app.echo(request, context))
@@ -175,7 +176,8 @@ class JsonRpcEndpoint:
             return refused
         facade = await self.app.facade(request)
         context = self.app.call_context(request, message["method"], message["id"])
-        return await self._subscribe_events(facade, request, message, context)
+        spec = methods.METHODS[message["method"]]
+        return await self._followed(request, facade, resuming(message, request.headers, spec.resume_param), context)
 
     def _run_in_background(self, facade: Any, message: dict[str, Any], context: CallContext) -> None:
         task = asyncio.ensure_future(facade.respond(message, context))
@@ -201,41 +203,39 @@ class JsonRpcEndpoint:
 
         return sse_response(call, first, frame, headers=headers)
 
-    async def _subscribe_events(self, facade: Any, request: Request, message: dict[str, Any],
-                                context: CallContext) -> Response:
-        if not isinstance(message.get("params", {}), dict):
-            return answer(request, await facade.respond(message, context), self.app.echo(request, context))
-        params = dict(message.get("params") or {})
-        if (last := request.headers.get("last-event-id")) and last.strip():
-            params["since"] = last.strip()  # the browser's resume point wins
-        attached: list[tuple[str, Any]] = []
-        context.attach_stream = lambda subscription_id, cursor: attached.append((subscription_id, cursor))
-        response = await facade.respond({**message, "params": params}, context)
+    async def _followed(self, request: Request, facade: Any, message: dict[str, Any],
+                        context: CallContext) -> Response:
+        """A call whose response a live stream may follow (an event subscription): the
+        response, then the stream, as SSE; or the response alone."""
+        context.push = True
+        call = await facade.open(message, context)
         headers = self.app.echo(request, context)
-        if response.error is not None or not attached:
-            return answer(request, response, headers)
-        subscription_id, cursor = attached[0]
-        return EventStreamResponse(event_stream(subscription_id, cursor, response.to_wire()), headers=headers)
+        if call.follow is None:
+            return answer(request, call.response, headers)
+        follow = call.follow
+
+        async def close() -> None:
+            follow.close()
+
+        return EventStreamResponse(event_stream(follow, call.response.to_wire()), headers=headers, on_close=close)
 
 
-async def event_stream(subscription_id: str, cursor: Any, first: dict[str, Any] | None):
-    """The SSE events of an event subscription: ``event`` is the event type, ``id``
-    its ULID, and each ``data`` a JSON-RPC notification; task and plan events are
-    ``task/*`` ones."""
+async def event_stream(items: AsyncIterable[StreamItem], first: dict[str, Any] | None) -> AsyncIterator[ServerSentEvent]:
+    """The SSE events of an event subscription: each ``data`` is a JSON-RPC
+    notification; task and plan events are ``task/*`` ones."""
     try:
         if first is not None:
             yield ServerSentEvent(first)
-        async for event in cursor:
-            params = {**event.to_wire(), "subscription_id": subscription_id}
-            method = EVENT_NOTIFICATION
-            if (task := task_notification(event)) is not None:
-                method, extra = task
-                params = {**extra, **params}
+        async for item in items:
+            method, params = EVENT_NOTIFICATION, item.payload
+            if item.update is not None:
+                method, params = item.update.notification, {**item.update.payload, **params}
             yield ServerSentEvent({"jsonrpc": "2.0", "method": method, "params": params},
-                                  event=event.event_type, id=event.event_id)
+                                  event=item.event_type, id=item.event_id)
     finally:
-        with contextlib.suppress(Exception):
-            cursor.close()
+        if callable(close := getattr(items, "close", None)):
+            with contextlib.suppress(Exception):
+                close()
 
 
 __all__ = ["JsonRpcEndpoint", "event_stream", "is_json", "read_body"]

@@ -18,7 +18,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from cleveragents.a2a import dialects, envelope
+from cleveragents.a2a import dialects, envelope, methods
 from cleveragents.a2a.errors import (
     AuthenticationError,
     ContentTypeNotSupportedError,
@@ -90,10 +90,8 @@ class RestVersion:
 class RestRoute:
     path: str
     verb: str
-    method: str  # the JSON-RPC method it stands for
+    method: str  # the JSON-RPC method it stands for; the method table says if it streams
     params: ParamsOf
-    streaming: bool = False
-    resumes: bool = False  # a task subscription: Last-Event-ID resumes it
 
 
 V1 = RestVersion(status_body, lambda method, result: result if result is not None else {},
@@ -109,10 +107,10 @@ def error_response(request: Request, exc: Exception, headers: dict[str, str] | N
 def v1_routes() -> list[RestRoute]:
     return [
         RestRoute("/message:send", "POST", "SendMessage", _body),
-        RestRoute("/message:stream", "POST", "SendStreamingMessage", _body, streaming=True),
+        RestRoute("/message:stream", "POST", "SendStreamingMessage", _body),
         RestRoute("/tasks/{id}:cancel", "POST", "CancelTask", _task_body),
-        RestRoute("/tasks/{id}:subscribe", "POST", "SubscribeToTask", _task_only, streaming=True, resumes=True),
-        RestRoute("/tasks/{id}:subscribe", "GET", "SubscribeToTask", _task_only, streaming=True, resumes=True),
+        RestRoute("/tasks/{id}:subscribe", "POST", "SubscribeToTask", _task_only),
+        RestRoute("/tasks/{id}:subscribe", "GET", "SubscribeToTask", _task_only),
         RestRoute("/tasks/{id}/pushNotificationConfigs/{push_id}", "GET", "GetTaskPushNotificationConfig", _config),
         RestRoute("/tasks/{id}/pushNotificationConfigs/{push_id}", "DELETE", "DeleteTaskPushNotificationConfig",
                   _config),
@@ -173,9 +171,10 @@ class RestBinding:
         message = {"jsonrpc": "2.0", "id": "rest", "method": method, "params": route.params(request, body or {})}
         facade = await self.app.facade(request)
         context = self.app.call_context(request, method, "rest")
+        spec = methods.get(method)
         try:
-            if route.streaming:
-                message = resuming(message, request.headers) if route.resumes else message
+            if spec is not None and spec.streaming:
+                message = resuming(message, request.headers, spec.resume_param)
                 return await self._stream(request, version, facade, message, context)
             response = await facade.respond(message, context)
         except Exception as exc:

@@ -103,10 +103,10 @@ def _card(request: Request, body: dict[str, Any]) -> dict[str, Any]:
 def routes() -> list[RestRoute]:
     return [
         RestRoute("/v1/message:send", "POST", "message/send", _send),
-        RestRoute("/v1/message:stream", "POST", "message/stream", _send, streaming=True),
+        RestRoute("/v1/message:stream", "POST", "message/stream", _send),
         RestRoute("/v1/tasks/{id}:cancel", "POST", "tasks/cancel", _task),
-        RestRoute("/v1/tasks/{id}:subscribe", "GET", "tasks/resubscribe", _task, streaming=True, resumes=True),
-        RestRoute("/v1/tasks/{id}:subscribe", "POST", "tasks/resubscribe", _task, streaming=True, resumes=True),
+        RestRoute("/v1/tasks/{id}:subscribe", "GET", "tasks/resubscribe", _task),
+        RestRoute("/v1/tasks/{id}:subscribe", "POST", "tasks/resubscribe", _task),
         RestRoute("/v1/tasks/{id}/pushNotificationConfigs/{push_id}", "GET", "tasks/pushNotificationConfig/get",
                   _config),
         RestRoute("/v1/tasks/{id}/pushNotificationConfigs/{push_id}", "DELETE",

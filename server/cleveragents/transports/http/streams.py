@@ -1,13 +1,11 @@
-"""A streaming method (``SendStreamingMessage``, ``SubscribeToTask``, their 0.3 names)
-dispatched through the facade, with its items read one by one for SSE.
+"""A streaming method (``MethodSpec.streaming``) run through the facade, with its items
+read one by one for SSE.
 
-The facade relays each stream item to ``context.notify`` and answers with the last
-one, so every item reaches the queue before the call ends. Closing the call early (the
-client went away) cancels the dispatch, and the task service then cancels the task.
-
-Items are encoded to JSON as they arrive, so the bytes waiting for a client that
-stopped reading are known: past ``CLEVERAGENTS_MAX_OUTPUT_BUFFER`` (as on stdio) the
-call gives up on it, drops what waits and cancels the dispatch, and so the task.
+The call runs in a task of its own, which encodes each item to JSON as it arrives and
+queues it, so the bytes waiting for a client that stopped reading are known: past
+``CLEVERAGENTS_MAX_OUTPUT_BUFFER`` (as on stdio) the call gives up on it, drops what
+waits and cancels the call, and so the task. Closing the call early (the client went
+away) cancels it too, but leaves the task running, for the client to subscribe again.
 """
 
 from __future__ import annotations
@@ -21,7 +19,8 @@ from typing import Any
 from cleveragents.a2a import dialects
 from cleveragents.a2a.errors import internal_error_payload
 from cleveragents.a2a.facade import CallContext
-from cleveragents.a2a.task_endpoint import ARTIFACT_NOTIFICATION, STATUS_NOTIFICATION
+from cleveragents.a2a.models import A2aResponse
+from cleveragents.a2a.streams import StreamItem
 from cleveragents.transports.http.sse import EventStreamResponse, ServerSentEvent
 from cleveragents.transports.output_limit import max_output_buffer_default
 
@@ -31,14 +30,14 @@ ITEM, ERROR, END = "item", "error", "end"
 _DONE = object()
 
 
-def resuming(message: dict[str, Any], headers: Any) -> dict[str, Any]:
-    """A task subscription with the ``Last-Event-ID`` of a reconnecting SSE client
-    resumes after that event (the header wins over a ``lastEventId`` param)."""
+def resuming(message: dict[str, Any], headers: Any, param: str | None) -> dict[str, Any]:
+    """A call that resumes (``MethodSpec.resume_param``) from the ``Last-Event-ID`` of
+    a reconnecting SSE client: the header wins over the param."""
     last = (headers.get("last-event-id") or "").strip()
     params = message.get("params")
-    if not last or not isinstance(params, dict):
+    if param is None or not last or not isinstance(params, dict):
         return message
-    return {**message, "params": {**params, "lastEventId": last}}
+    return {**message, "params": {**params, param: last}}
 
 
 class StreamCall:
@@ -48,24 +47,32 @@ class StreamCall:
         self._max_buffered = max_output_buffer_default()
         self._gave_up = False
         self._method = request.get("method")
-        context.notify = self._on_item
         self._context = context
-        self._task = asyncio.ensure_future(facade.respond(request, context))
+        self._task = asyncio.ensure_future(self._run(facade, request, context))
         self._task.add_done_callback(lambda _: self._queue.put_nowait(_DONE))
         self._ended = False
 
-    def _on_item(self, method: str, params: dict[str, Any]) -> None:
-        if method not in (STATUS_NOTIFICATION, ARTIFACT_NOTIFICATION) or self._gave_up:
+    async def _run(self, facade: Any, request: dict[str, Any], context: CallContext) -> A2aResponse | None:
+        """The call's error response, if it has one."""
+        call = await facade.open(request, context)
+        if call.response is not None:
+            return call.response
+        try:
+            async for item in call:
+                self._on_item(item)
+        finally:
+            await call.aclose()
+        return None if call.error is None else call.final_response()
+
+    def _on_item(self, item: StreamItem) -> None:
+        if self._gave_up:
             return
-        item = dict(params)
-        item.pop("requestId", None)
-        event_id = item.pop("eventId", None)
-        text = json.dumps(item, separators=(",", ":"))
+        text = json.dumps(item.payload, separators=(",", ":"))
         self._buffered += len(text)
         if self._buffered > self._max_buffered:
             self._give_up()
             return
-        self._queue.put_nowait((event_id, text))
+        self._queue.put_nowait((item.event_id, text))
 
     def _give_up(self) -> None:
         self._gave_up = True
@@ -94,7 +101,7 @@ class StreamCall:
             return END, None
         except Exception as exc:
             return ERROR, internal_error_payload(exc, dialects.EXTENSION, f"{self._method} (http stream)")
-        if response.error is not None:
+        if response is not None and response.error is not None:
             return ERROR, response.to_wire()["error"]
         return END, None
 

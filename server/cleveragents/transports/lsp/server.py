@@ -20,6 +20,7 @@ from pygls.lsp.server import LanguageServer
 from cleveragents._version import __version__
 from cleveragents.a2a import dialects, envelope, methods
 from cleveragents.a2a.errors import A2aError, error_payload, internal_error_payload, is_known
+from cleveragents.a2a.streams import call_notification
 from cleveragents.config import Settings
 from cleveragents.transports.lsp.framing import FrameError, FrameReader, read_frames
 from cleveragents.transports.lsp.handshake import connection_extensions
@@ -152,13 +153,17 @@ class A2aLanguageServer(LanguageServer):
             context = CallContext(
                 method=method, dialect="", request_id=msg_id, a2a_version=self.a2a_version,
                 extensions=self.a2a_extensions, transport="stdio", notify=self.notify, cancel_ends_task=True,
-                attach_stream=lambda sub_id, events: self._attach(msg_id, sub_id, events),
-                editor=self._client_editor(),
+                push=True, editor=self._client_editor(),
             )
             request = {"jsonrpc": "2.0", "id": msg_id, "method": method,
                        "params": {} if params is None else params}
-            response = await facade.respond(request, context)
-            return WireResponse(body=response.json_bytes())
+            call = await facade.open(request, context)
+            if call.response is None:  # each item a notification, then the last one answers
+                async for item in call:
+                    self.notify(*call_notification(item, msg_id))
+            elif call.follow is not None:
+                self._attach(msg_id, call.follow_key or "", call.follow)
+            return WireResponse(body=call.final_response().json_bytes())
         except asyncio.CancelledError:
             raise
         except Exception as exc:
