@@ -56,22 +56,6 @@ def _service_map(source: Any) -> dict[str, Any]:
     raise TypeError("A2aLocalFacade needs a services mapping or a container with .services")
 
 
-def _adapt(services: dict[str, Any]) -> dict[str, Any]:
-    """Wrap services whose request handling lives at the protocol boundary."""
-    from cleveragents.a2a.events import A2aEventQueue
-    from cleveragents.a2a.subscriptions import EventSubscriptions
-    from cleveragents.app.tasks import TaskService
-
-    adapted = dict(services)
-    if isinstance(queue := services.get("event_queue"), A2aEventQueue):
-        adapted["event_queue"] = EventSubscriptions(queue)
-    if isinstance(tasks := services.get("task_service"), TaskService):
-        from cleveragents.a2a.task_endpoint import TaskEndpoint
-
-        adapted["task_service"] = TaskEndpoint(tasks)
-    return adapted
-
-
 _ENVELOPE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 
 
@@ -143,7 +127,9 @@ class A2aLocalFacade:
 
     ``A2aLocalFacade(services={...})`` takes a service map (keys such as
     ``session_service``, ``plan_lifecycle_service``, ``tool_registry``, ``event_queue``);
-    ``A2aLocalFacade(container)`` takes anything with a ``services`` mapping. A
+    ``A2aLocalFacade(container)`` takes anything with a ``services`` mapping; the task
+    service and the event queue are served through their protocol handlers
+    (``a2a/endpoints.py``). A
     method whose service is missing answers with a clear error naming the service.
     Every request's params are held to ``limits`` (the container's ``json_limits``, else
     the defaults) before anything reads them.
@@ -153,7 +139,9 @@ class A2aLocalFacade:
         self, container: Any = None, *, services: Mapping[str, Any] | None = None,
         negotiator: A2aVersionNegotiator | None = None, limits: JsonLimits | None = None,
     ):
-        self._services = _adapt({**_service_map(container), **_service_map(services)})
+        from cleveragents.a2a.endpoints import bind_handlers  # the services' modules: loaded with them
+
+        self._services = bind_handlers({**_service_map(container), **_service_map(services)})
         self.negotiator = negotiator or A2aVersionNegotiator()
         self.limits = limits or getattr(container, "json_limits", None) or JsonLimits()
         cards = self._services.get("agent_card_service")

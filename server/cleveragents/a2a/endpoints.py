@@ -1,0 +1,37 @@
+"""Which object serves each service key of the method table.
+
+Most application services answer their methods themselves. Two are served through a
+handler at the protocol boundary, which the facade binds here, by type:
+
+- a ``TaskService`` through ``TaskEndpoint``: the A2A task methods decode their params
+  and encode their results with the codec of the call's dialect;
+- an ``A2aEventQueue`` through ``EventSubscriptions``: a subscription needs the
+  caller's context (whether a live stream can follow the response).
+
+A handler given in their place (already a ``TaskEndpoint``, say) is used as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from cleveragents.a2a.events import A2aEventQueue
+from cleveragents.a2a.subscriptions import EventSubscriptions
+from cleveragents.a2a.task_endpoint import TaskEndpoint
+from cleveragents.app.tasks import TaskService
+
+# service key -> (the service's type, the handler that serves it)
+PROTOCOL_HANDLERS: dict[str, tuple[type[Any], Callable[[Any], object]]] = {
+    "task_service": (TaskService, TaskEndpoint),
+    "event_queue": (A2aEventQueue, EventSubscriptions),
+}
+
+
+def bind_handlers(services: Mapping[str, Any]) -> dict[str, Any]:
+    """The object each service key names: the service, or the handler that serves it."""
+    handlers = dict(services)
+    for key, (service_type, handler) in PROTOCOL_HANDLERS.items():
+        if isinstance(service := services.get(key), service_type):
+            handlers[key] = handler(service)
+    return handlers
