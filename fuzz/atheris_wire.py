@@ -23,8 +23,8 @@ import atheris
 
 from cleveragents.a2a import envelope, methods
 from cleveragents.a2a.codecs import get_codec
-from cleveragents.a2a.errors import A2aError
-from cleveragents.a2a.facade import A2aLocalFacade
+from cleveragents.a2a.errors import A2AError
+from cleveragents.a2a.facade import A2ALocalFacade
 from cleveragents.config import Settings
 from cleveragents.container import Container
 from cleveragents.domain.errors import ValidationError
@@ -39,7 +39,7 @@ logging.basicConfig(level=logging.ERROR)
 LOOP = asyncio.new_event_loop()
 WORKSPACE = Path(tempfile.mkdtemp(prefix="atheris-workspace-"))
 CONTAINER = Container(Settings(workspace=WORKSPACE, memory=True))
-FACADE = A2aLocalFacade(CONTAINER)
+FACADE = A2ALocalFacade(CONTAINER)
 LOOP.run_until_complete(CONTAINER.start())
 for _name, _spec in sorted(methods.METHODS.items()):
     _params = json.loads(json.dumps(_spec.example).replace("https://example.invalid", "http://127.0.0.1:9"))
@@ -69,7 +69,7 @@ def fuzz_framing(data: bytes) -> None:
 def fuzz_envelope(data: bytes) -> None:
     try:
         envelope.classify(envelope.decode(data))
-    except A2aError:
+    except A2AError:
         pass
 
 

@@ -51,7 +51,7 @@ FAMILIES: list[tuple[str, tuple[str, ...]]] = [
 ]
 
 NOTIFICATION_TEXT = {
-    "_cleveragents/event": "the raw `A2aEvent` of a live `_cleveragents/event/subscribe` "
+    "_cleveragents/event": "the raw `A2AEvent` of a live `_cleveragents/event/subscribe` "
     "subscription: `event_id`, `event_type`, `plan_id`, `data`, `timestamp`, plus "
     "`subscription_id`.",
     "task/statusUpdate": "a stream item of a task (with `requestId` and `eventId`, see Streams), or a plan "
@@ -84,13 +84,13 @@ JSONRPC_CODES = [
 def configured_services() -> set[str]:
     """What a default in-memory Container serves, as `service_key.call` names (no
     database is opened)."""
-    from cleveragents.a2a.facade import A2aLocalFacade
+    from cleveragents.a2a.facade import A2ALocalFacade
     from cleveragents.config import Settings
     from cleveragents.container import Container
 
     container = Container(Settings(memory=True))
     try:
-        services = A2aLocalFacade(container).services
+        services = A2ALocalFacade(container).services
         return {f"{spec.service}.{spec.call}" for spec in methods.METHODS.values()
                 if hasattr(services.get(spec.service), spec.call)}
     finally:
@@ -176,14 +176,14 @@ def error_code_text(name: str, dialect: str) -> str:
 
 def not_available_code(dialect: str) -> int:
     if _standard_table(dialect):
-        return errors.A2A_ERROR_CODES[errors.A2aNotAvailableError][0]
-    return errors.EXTENSION_ERROR_CODES[errors.A2aNotAvailableError]
+        return errors.A2A_ERROR_CODES[errors.A2ANotAvailableError][0]
+    return errors.EXTENSION_ERROR_CODES[errors.A2ANotAvailableError]
 
 
 def version_code(standard: bool) -> int:
     if standard:
-        return errors.A2A_ERROR_CODES[errors.A2aVersionMismatchError][0]
-    return errors.EXTENSION_ERROR_CODES[errors.A2aVersionMismatchError]
+        return errors.A2A_ERROR_CODES[errors.A2AVersionMismatchError][0]
+    return errors.EXTENSION_ERROR_CODES[errors.A2AVersionMismatchError]
 
 
 # --- params tables --------------------------------------------------------------------

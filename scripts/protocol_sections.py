@@ -182,7 +182,7 @@ def events_section() -> list[str]:
         "and `event_types`.",
         "",
         "- Over stdio the subscription is live: the result has `live: true`, and each event is "
-        "pushed as a `_cleveragents/event` notification holding the raw `A2aEvent` (`event_id`, "
+        "pushed as a `_cleveragents/event` notification holding the raw `A2AEvent` (`event_id`, "
         "`event_type`, `plan_id`, `data`, `timestamp`) plus `subscription_id`. Task and plan "
         "events are also sent as `task/statusUpdate` or `task/artifactUpdate`.",
         "- `since=<event_id>` resumes after that event: buffered events after it are replayed "

@@ -1,8 +1,8 @@
 """CleverAgents: an A2A backend that editors start like a language server.
 
 The publishing API (``Agent``, ``AgentTeam``, ``Task``, ``A2A``, ``AgentExtension``,
-``tool``) loads on first use, so ``import cleveragents`` stays cheap. ``A2AClient`` (an alias of
-the outbound client, ``cleveragents.a2a.client.A2aClient``) loads only when named, so
+``tool``) loads on first use, so ``import cleveragents`` stays cheap. ``A2AClient`` (the
+outbound client, ``cleveragents.a2a.client.A2AClient``) loads only when named, so
 a server that never calls out never imports it; httpx loads at its first request.
 """
 
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from cleveragents._version import __version__
 
 if TYPE_CHECKING:
-    from cleveragents.a2a.client import A2aClient as A2AClient
+    from cleveragents.a2a.client import A2AClient
     from cleveragents.publish import (
         A2A,
         Agent,
@@ -36,7 +36,7 @@ __all__ = ["A2A", "A2AClient", "Agent", "AgentExtension", "AgentTeam", "InputReq
 
 def __getattr__(name: str) -> Any:
     if name == "A2AClient":
-        value = importlib.import_module("cleveragents.a2a.client").A2aClient
+        value = importlib.import_module("cleveragents.a2a.client").A2AClient
     elif name in _PUBLISHED:
         value = getattr(importlib.import_module("cleveragents.publish"), name)
     else:

@@ -11,17 +11,17 @@ warnings.warn(
 )
 
 _RENAMES = {
-    "AcpRequest": "A2aRequest",
-    "AcpResponse": "A2aResponse",
-    "AcpErrorDetail": "A2aErrorDetail",
-    "AcpEvent": "A2aEvent",
-    "AcpLocalFacade": "A2aLocalFacade",
-    "AcpError": "A2aError",
-    "AcpEventQueue": "A2aEventQueue",
-    "AcpNotAvailableError": "A2aNotAvailableError",
-    "AcpOperationNotFoundError": "A2aOperationNotFoundError",
-    "AcpVersionMismatchError": "A2aVersionMismatchError",
-    "AcpVersionNegotiator": "A2aVersionNegotiator",
+    "AcpRequest": "A2ARequest",
+    "AcpResponse": "A2AResponse",
+    "AcpErrorDetail": "A2AErrorDetail",
+    "AcpEvent": "A2AEvent",
+    "AcpLocalFacade": "A2ALocalFacade",
+    "AcpError": "A2AError",
+    "AcpEventQueue": "A2AEventQueue",
+    "AcpNotAvailableError": "A2ANotAvailableError",
+    "AcpOperationNotFoundError": "A2AOperationNotFoundError",
+    "AcpVersionMismatchError": "A2AVersionMismatchError",
+    "AcpVersionNegotiator": "A2AVersionNegotiator",
 }
 globals().update({old: getattr(_a2a, new) for old, new in _RENAMES.items()})
 

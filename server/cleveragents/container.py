@@ -18,8 +18,8 @@ from cleveragents.infra.actors.resolve import PROVIDERS
 
 if TYPE_CHECKING:
     from cleveragents.a2a.card_service import AgentCardService, CardSource
-    from cleveragents.a2a.client_http import A2aClient
-    from cleveragents.a2a.events import A2aEventQueue, EventBusBridge
+    from cleveragents.a2a.client_http import A2AClient
+    from cleveragents.a2a.events import A2AEventQueue, EventBusBridge
     from cleveragents.a2a.push import PushSender
     from cleveragents.app.context import ContextService
     from cleveragents.app.health import HealthService
@@ -115,7 +115,7 @@ class Container:
 
     def __init__(self, settings: Settings | None = None, *, actor: Actor | None = None,
                  card: CardSource | None = None):
-        from cleveragents.a2a.events import A2aEventQueue, EventBusBridge
+        from cleveragents.a2a.events import A2AEventQueue, EventBusBridge
         from cleveragents.app.health import HealthService
         from cleveragents.app.ports import Stores
         from cleveragents.app.sessions import SessionService
@@ -133,7 +133,7 @@ class Container:
         self.stores: Stores = Stores(self.store.sessions, self.store.tasks, self.store.push_configs,
                                      self.store.plans, self.store.pins, health=self.store)
         self.event_bus: EventBus = EventBus()
-        self.event_queue: A2aEventQueue = A2aEventQueue(self.settings.event_buffer)
+        self.event_queue: A2AEventQueue = A2AEventQueue(self.settings.event_buffer)
         self.bridge: EventBusBridge = EventBusBridge(self.event_bus, self.event_queue).start()
         self.session_service: SessionService = SessionService(
             self.stores.sessions, self.event_bus, self.settings.default_actor, resolve=self.resolve_actor)
@@ -210,17 +210,17 @@ class Container:
         return LocalActor(tools=lambda: [tools.get(n) for n in tools.names()], view=self.plan_workspace.overlay,
                           workspace=str(self.workspace), name=name, runner=self.tool_runner)
 
-    def _remote_client(self, url: str) -> A2aClient:
+    def _remote_client(self, url: str) -> A2AClient:
         """The outbound A2A client of a remote agent (``a2a/<url>`` actors); the token,
         when the agent wants one, comes from ``CLEVERAGENTS_A2A_TOKEN``."""
         import os
 
         from cleveragents.a2a.client import ServerConnectionConfig
-        from cleveragents.a2a.client_http import A2aClient
+        from cleveragents.a2a.client_http import A2AClient
 
         token = os.environ.get("CLEVERAGENTS_A2A_TOKEN") or "anonymous"
         timeout = min(max(self.settings.actor_timeout, 1.0), 3600.0)
-        return A2aClient(ServerConnectionConfig(url=url, token=token, timeout_seconds=timeout))
+        return A2AClient(ServerConnectionConfig(url=url, token=token, timeout_seconds=timeout))
 
     def _plan_actor(self, plan: Plan) -> Awaitable[Actor]:
         """The actor a plan step asks (``actor.edit``): its session's, else the default."""

@@ -47,12 +47,12 @@ class FacadeRunner:
         self._open()
 
     def _open(self) -> None:
-        from cleveragents.a2a.facade import A2aLocalFacade
+        from cleveragents.a2a.facade import A2ALocalFacade
         from cleveragents.config import Settings
         from cleveragents.container import Container
 
         self.container = Container(Settings(workspace=self.workspace))
-        self.facade = A2aLocalFacade(self.container)
+        self.facade = A2ALocalFacade(self.container)
 
     async def start(self) -> None:
         pass

@@ -277,8 +277,8 @@ def _remote_ready() -> str | None:
         return "no HTTP transport (cleveragents.transports.http.main) in this build"
     from cleveragents.a2a import client
 
-    if not hasattr(client, "A2aClient"):
-        return "no outbound client (cleveragents.a2a.client.A2aClient) in this build"
+    if not hasattr(client, "A2AClient"):
+        return "no outbound client (cleveragents.a2a.client.A2AClient) in this build"
     return None
 
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from cleveragents import A2A, Agent
-from cleveragents.a2a.client import A2aClient, ServerConnectionConfig
+from cleveragents.a2a.client import A2AClient, ServerConnectionConfig
 from cleveragents.domain.task import TaskArtifactUpdate, TaskState, TaskStatusUpdate
 from cleveragents.ids import is_ulid
 from tests.contract.runners import sse_messages
@@ -130,7 +130,7 @@ async def test_a_resume_after_the_end_gets_the_end(paced):
 
 async def test_our_client_resumes_a_subscription(paced):
     agent, http = paced
-    async with A2aClient(ServerConnectionConfig(url=str(http.base_url).rstrip("/"), token="unused")) as client:
+    async with A2AClient(ServerConnectionConfig(url=str(http.base_url).rstrip("/"), token="unused")) as client:
         task = await client.send("go", blocking=False)
         async with client.subscribe(task.id) as stream:
             assert (await anext(stream)).id == task.id  # the request goes out when the stream is read

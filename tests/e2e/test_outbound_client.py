@@ -32,17 +32,17 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
 from cleveragents.a2a.client import (
-    A2aClient,
-    A2aClientConnectionError,
-    A2aClientError,
-    A2aClientHTTPError,
-    A2aClientTimeoutError,
-    A2aRemoteError,
+    A2AClient,
+    A2AClientConnectionError,
+    A2AClientError,
+    A2AClientHTTPError,
+    A2AClientTimeoutError,
+    A2ARemoteError,
     HttpRemoteExecutionClient,
     HttpServerClient,
     ServerConnectionConfig,
 )
-from cleveragents.a2a.errors import A2aOperationNotFoundError
+from cleveragents.a2a.errors import A2AOperationNotFoundError
 from cleveragents.domain.errors import AuthenticationError, ResourceNotFoundError, TaskNotCancelableError, TaskNotFoundError
 from cleveragents.domain.task import Message, PushConfig, Task, TaskArtifactUpdate, TaskState, TaskStatusUpdate
 from tests.conftest import REPO
@@ -166,8 +166,8 @@ def server(request, servers) -> Served:
 
 
 @pytest.fixture
-async def client(server) -> A2aClient:
-    async with A2aClient(server.config()) as client:
+async def client(server) -> A2AClient:
+    async with A2AClient(server.config()) as client:
         yield client
 
 
@@ -185,8 +185,8 @@ async def test_reads_the_card_and_picks_the_servers_dialect(client, server):
 
 
 async def test_a_forced_dialect_the_card_does_not_offer_is_refused(servers):
-    with pytest.raises(A2aClientError) as caught:
-        async with A2aClient(servers["1.0"].config(), version="0.3"):
+    with pytest.raises(A2AClientError) as caught:
+        async with A2AClient(servers["1.0"].config(), version="0.3"):
             pass
     assert "no JSON-RPC interface in A2A 0.3" in str(caught.value) and servers["1.0"].base in str(caught.value)
 
@@ -237,7 +237,7 @@ async def test_get_and_task_not_found(client, server):
     with pytest.raises(TaskNotFoundError) as caught:
         await client.get("no-such-task")
     error = caught.value
-    assert isinstance(error, A2aRemoteError) and error.code == -32001
+    assert isinstance(error, A2ARemoteError) and error.code == -32001
     assert server.base in str(error) and ("GetTask" in str(error) or "tasks/get" in str(error))
     if server.version == "1.0":
         assert error.reason == "TASK_NOT_FOUND" and error.details
@@ -247,7 +247,7 @@ async def test_list_pages_through_tasks(client, server):
     first = await client.send("list one")
     await client.send("list two", metadata=None)
     if server.version == "0.3":  # the SDK's 0.3 endpoint has no tasks/list
-        with pytest.raises(A2aOperationNotFoundError):
+        with pytest.raises(A2AOperationNotFoundError):
             await client.list(page_size=1)
         return
     page = await client.list(page_size=1, context_id=first.context_id)
@@ -292,7 +292,7 @@ async def test_push_config_create_get_list_delete(client):
 async def test_extended_card_needs_the_token(client, server):
     extended = await client.extended_card()
     assert "secret" in [s["id"] for s in extended["skills"]]
-    async with A2aClient(server.config(token=WRONG)) as stranger:
+    async with A2AClient(server.config(token=WRONG)) as stranger:
         assert (await stranger.card())["name"] == "echo"  # the public card needs no token
         with pytest.raises(AuthenticationError) as caught:
             await stranger.extended_card()
@@ -301,7 +301,7 @@ async def test_extended_card_needs_the_token(client, server):
 
 
 async def test_a_wrong_token_is_refused_on_every_call(server):
-    async with A2aClient(server.config(token=WRONG)) as client:
+    async with A2AClient(server.config(token=WRONG)) as client:
         with pytest.raises(AuthenticationError) as caught:
             await client.send("hi")
         with pytest.raises(AuthenticationError):
@@ -312,7 +312,7 @@ async def test_a_wrong_token_is_refused_on_every_call(server):
 
 async def test_the_token_is_never_logged(server, caplog):
     caplog.set_level(logging.DEBUG)
-    async with A2aClient(server.config()) as client:
+    async with A2AClient(server.config()) as client:
         await client.send("log me")
         with pytest.raises(TaskNotFoundError):
             await client.get("missing")
@@ -338,7 +338,7 @@ async def test_call_and_call_stream_reach_any_method(client, server):
 
 
 async def test_an_unknown_method_is_a_clear_error(client):
-    with pytest.raises(A2aOperationNotFoundError) as caught:
+    with pytest.raises(A2AOperationNotFoundError) as caught:
         await client.call("_cleveragents/plan/status", {"plan_id": "p"})
     assert caught.value.code == -32601 and "_cleveragents/plan/status" in str(caught.value)
 
@@ -350,13 +350,13 @@ async def test_server_client_and_remote_execution_over_http(server):
             await remote.call(method, {"id": "nope"})
     async with HttpRemoteExecutionClient(server.config()) as executor:
         # An a2a-sdk agent has no plans: the refusal is the remote's own.
-        with pytest.raises(A2aOperationNotFoundError):
+        with pytest.raises(A2AOperationNotFoundError):
             await executor.execute("plan-1")
 
 
 async def test_call_stream_yields_notifications_and_results_and_resumes(servers):
     base = servers["1.0"].base
-    async with A2aClient(servers["1.0"].config(), card=_card_at(base + "/sse/a2a")) as client:
+    async with A2AClient(servers["1.0"].config(), card=_card_at(base + "/sse/a2a")) as client:
         stream = client.call_stream("_cleveragents/event/subscribe", {})
         got = [(item, stream.last_event_id) async for item in stream]
         assert got == [({"n": 1, "resumed_from": None}, "01A"), ({"n": 2}, "01B")]
@@ -376,12 +376,12 @@ async def test_a_server_that_never_answers_times_out():
     try:
         config = ServerConnectionConfig(url=base, token=TOKEN, timeout_seconds=0.3)
         started = time.monotonic()
-        async with A2aClient(config) as never:
+        async with A2AClient(config) as never:
             pass
-    except A2aClientTimeoutError as exc:
+    except A2AClientTimeoutError as exc:
         assert base in str(exc) and "agent card" in str(exc) and isinstance(exc, TimeoutError)
-        async with A2aClient(config, card=_card_at(base + "/a2a")) as client:
-            with pytest.raises(A2aClientTimeoutError) as caught:
+        async with A2AClient(config, card=_card_at(base + "/a2a")) as client:
+            with pytest.raises(A2AClientTimeoutError) as caught:
                 await client.get("t")
         assert "GetTask" in str(caught.value) and "0.3s" in str(caught.value)
         assert time.monotonic() - started < 5
@@ -396,8 +396,8 @@ async def test_connection_refused_is_a_clear_error():
     closed.bind(("127.0.0.1", 0))
     base = f"http://127.0.0.1:{closed.getsockname()[1]}"
     closed.close()
-    with pytest.raises(A2aClientConnectionError) as caught:
-        async with A2aClient(ServerConnectionConfig(url=base, token=TOKEN)):
+    with pytest.raises(A2AClientConnectionError) as caught:
+        async with A2AClient(ServerConnectionConfig(url=base, token=TOKEN)):
             pass
     assert base in str(caught.value) and "cannot connect" in str(caught.value)
     assert isinstance(caught.value, ConnectionError)
@@ -406,16 +406,16 @@ async def test_connection_refused_is_a_clear_error():
 async def test_http_errors_name_the_status_and_url(servers):
     base = servers["1.0"].base
     config = servers["1.0"].config()
-    async with A2aClient(config, card=_card_at(base + "/broken/a2a")) as client:
-        with pytest.raises(A2aClientHTTPError) as caught:
+    async with A2AClient(config, card=_card_at(base + "/broken/a2a")) as client:
+        with pytest.raises(A2AClientHTTPError) as caught:
             await client.get("t")
     assert caught.value.status == 503 and "HTTP 503" in str(caught.value) and base in str(caught.value)
-    async with A2aClient(config, card=_card_at(base + "/nowhere")) as client:
-        with pytest.raises(A2aClientHTTPError) as caught:
+    async with A2AClient(config, card=_card_at(base + "/nowhere")) as client:
+        with pytest.raises(A2AClientHTTPError) as caught:
             await client.send("x")
     assert caught.value.status == 404 and "no A2A endpoint" in str(caught.value)
-    with pytest.raises(A2aClientHTTPError) as caught:
-        async with A2aClient(ServerConnectionConfig(url=base + "/.well-known/missing.json", token=TOKEN)):
+    with pytest.raises(A2AClientHTTPError) as caught:
+        async with A2AClient(ServerConnectionConfig(url=base + "/.well-known/missing.json", token=TOKEN)):
             pass
     assert caught.value.status == 404 and "no agent card" in str(caught.value)
 

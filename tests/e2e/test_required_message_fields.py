@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from cleveragents import A2A, Agent
-from cleveragents.a2a.client import A2aClient, ServerConnectionConfig
+from cleveragents.a2a.client import A2AClient, ServerConnectionConfig
 from tests.contract.runners import UvicornServer
 from tests.e2e.agent_server import AgentServer
 from tests.e2e.test_http_server import serving
@@ -105,7 +105,7 @@ async def test_our_client_reads_a_sloppy_peers_reply():
     try:
         card = {"name": "Sloppy", "url": server.url + "/rpc", "protocolVersion": "0.3.0",
                 "preferredTransport": "JSONRPC"}
-        async with A2aClient(ServerConnectionConfig(url=server.url, token="unused"), card=card) as client:
+        async with A2AClient(ServerConnectionConfig(url=server.url, token="unused"), card=card) as client:
             reply = await client.send("hi")
     finally:
         await server.stop()

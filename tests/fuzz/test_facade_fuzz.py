@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cleveragents.a2a import methods
-from cleveragents.a2a.facade import A2aLocalFacade
+from cleveragents.a2a.facade import A2ALocalFacade
 from cleveragents.config import Settings
 from cleveragents.container import Container
 from tests.fuzz.strategies import SCALE, json_values, params_for
@@ -35,7 +35,7 @@ class Harness:
     def __init__(self, workspace):
         self.loop = asyncio.new_event_loop()
         self.container = Container(Settings(workspace=workspace, memory=True))
-        self.facade = A2aLocalFacade(self.container)
+        self.facade = A2ALocalFacade(self.container)
         self.run(self.container.start())
 
     def run(self, coro: Any) -> Any:

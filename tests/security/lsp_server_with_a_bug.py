@@ -19,7 +19,7 @@ from cleveragents.transports.lsp.main import main
 PRIVATE = "/srv/cleveragents-private/notes.txt"
 
 
-class ServerWithABug(lsp_server.A2aLanguageServer):
+class ServerWithABug(lsp_server.A2ALanguageServer):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
 
@@ -34,7 +34,7 @@ class ServerWithABug(lsp_server.A2aLanguageServer):
                 return None
 
 
-lsp_server.A2aLanguageServer = ServerWithABug  # type: ignore[misc]  # main.py looks the class up at start
+lsp_server.A2ALanguageServer = ServerWithABug  # type: ignore[misc]  # main.py looks the class up at start
 
 if __name__ == "__main__":
     sys.exit(main())

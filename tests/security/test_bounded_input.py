@@ -549,7 +549,7 @@ async def test_a_record_spoiled_while_the_server_runs_is_skipped_at_once(identit
 
 # -- the in-memory store: a record that can't be served, put there by a bug ----------------
 async def test_memory_store_skips_and_reports_records_that_cant_be_served(tmp_path):
-    from cleveragents.a2a.facade import A2aLocalFacade
+    from cleveragents.a2a.facade import A2ALocalFacade
     from cleveragents.config import Settings
     from cleveragents.container import Container
     from cleveragents.domain.plan import Plan
@@ -557,7 +557,7 @@ async def test_memory_store_skips_and_reports_records_that_cant_be_served(tmp_pa
     from cleveragents.domain.task import Message, Part, PushConfig, Role, Task, TaskState, TaskStatus
 
     container = Container(Settings(workspace=tmp_path, memory=True))
-    facade = A2aLocalFacade(container)
+    facade = A2ALocalFacade(container)
     ids = iter(range(1, 1000))
 
     async def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -612,7 +612,7 @@ async def test_a_remote_agent_answering_deep_json_is_an_invalid_response(tmp_pat
     """What a remote agent answers becomes the local task, which every client lists."""
     from starlette.responses import Response
 
-    from cleveragents.a2a.client import A2aClient, ServerConnectionConfig
+    from cleveragents.a2a.client import A2AClient, ServerConnectionConfig
     from cleveragents.a2a.errors import InvalidAgentResponseError
     from cleveragents.config import Settings
     from cleveragents.transports.http.app import build_app
@@ -633,7 +633,7 @@ async def test_a_remote_agent_answering_deep_json_is_an_invalid_response(tmp_pat
     await server.start()
     try:
         for expected in ("nested deeper than 64 levels", "not a JSON-RPC response"):
-            async with A2aClient(ServerConnectionConfig(url=server.url, token="unused")) as client:
+            async with A2AClient(ServerConnectionConfig(url=server.url, token="unused")) as client:
                 with pytest.raises(InvalidAgentResponseError, match=expected):
                     await client.send("hi")
             answers.pop(0)

@@ -453,7 +453,7 @@ def test_no_malformed_input_gets_an_internal_error_or_a_leak(identity):
 
 # -- the same values over HTTP and in process --------------------------------------------------------
 async def test_http_and_the_facade_refuse_wrong_typed_transport_keys(tmp_path):
-    from cleveragents.a2a.facade import A2aLocalFacade
+    from cleveragents.a2a.facade import A2ALocalFacade
     from cleveragents.container import Container
 
     workspace = tmp_path / "ws"
@@ -513,7 +513,7 @@ async def test_http_and_the_facade_refuse_wrong_typed_transport_keys(tmp_path):
 
     container = Container(Settings(workspace=workspace, memory=True))
     await container.start()
-    facade = A2aLocalFacade(container)
+    facade = A2ALocalFacade(container)
     try:
         for raw in WRONG_TYPED:
             answer = await facade.handle_raw(request_text(1, "session.list", raw_params=with_key({}, "workDoneToken", raw)))

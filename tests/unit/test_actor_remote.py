@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cleveragents.a2a.facade import A2aLocalFacade
+from cleveragents.a2a.facade import A2ALocalFacade
 from cleveragents.config import Settings
 from cleveragents.container import Container
 from tests.fakes.a2a_agent import serving
@@ -26,7 +26,7 @@ def remote() -> Iterator[str]:
 @pytest.fixture
 async def call(workspace):
     container = Container(Settings(workspace=workspace, memory=True, actor_timeout=5))
-    facade = A2aLocalFacade(container)
+    facade = A2ALocalFacade(container)
 
     async def call(method: str, **params: Any) -> dict[str, Any]:
         return (await facade.dispatch({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})).to_wire()
@@ -79,7 +79,7 @@ async def test_a_failed_remote_task_and_an_unreachable_agent_fail_clearly(call, 
 
 async def test_cancelling_the_task_cancels_the_remote_task(call, remote):
     from cleveragents.a2a.client import ServerConnectionConfig
-    from cleveragents.a2a.client_http import A2aClient
+    from cleveragents.a2a.client_http import A2AClient
     from cleveragents.domain.task import TaskState
 
     def waiting(tasks):
@@ -88,7 +88,7 @@ async def test_cancelling_the_task_cancels_the_remote_task(call, remote):
     sid = await session(call, remote)
     message = {"role": "ROLE_USER", "parts": [{"text": "wait"}], "messageId": "m-wait", "contextId": sid}
     started = (await call("SendMessage", message=message, configuration={"returnImmediately": True}))["result"]
-    async with A2aClient(ServerConnectionConfig(url=remote, token="anonymous")) as client:
+    async with A2AClient(ServerConnectionConfig(url=remote, token="anonymous")) as client:
         for _ in range(200):  # until the remote agent works on it
             if waiting((await client.list()).tasks):
                 break

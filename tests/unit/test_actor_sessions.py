@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cleveragents.a2a.facade import A2aLocalFacade
+from cleveragents.a2a.facade import A2ALocalFacade
 from cleveragents.config import Settings
 from cleveragents.container import Container
 from tests.fakes.openai_server import FakeOpenAI, Reply
@@ -25,7 +25,7 @@ def fake():
 async def call(workspace, fake):
     container = Container(Settings(workspace=workspace, memory=True, openai_base_url=fake.base_url,
                                    plan_max_tokens=40))
-    facade = A2aLocalFacade(container)
+    facade = A2ALocalFacade(container)
 
     async def call(method: str, **params: Any) -> dict[str, Any]:
         return (await facade.dispatch({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})).to_wire()
@@ -162,7 +162,7 @@ async def test_a_published_agent_naming_a_model_actor_gets_it_and_its_tools_run(
 
     agent = Agent(name="calc", role="Calculator", actor="openai/gpt-4o", tools=[add])
     container = Container(Settings(workspace=workspace, memory=True, openai_base_url=fake.base_url), actor=agent)
-    facade = A2aLocalFacade(container)
+    facade = A2ALocalFacade(container)
     fake.reply(Reply(text="Adding.", tool_calls=[{"name": "add", "arguments": {"a": 2, "b": 3}}]), Reply(text="5"))
     try:
         response = await facade.dispatch({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
@@ -205,7 +205,7 @@ async def test_an_actor_declared_in_the_configuration_file(workspace, fake):
         f'[actors."team/reviewer"]\nprovider = "openai"\nmodel = "gpt-4o-mini"\nbase_url = "{fake.base_url}"\n'
         'token_budget = 10\n')
     container = Container(Settings(workspace=workspace, memory=True))
-    facade = A2aLocalFacade(container)
+    facade = A2ALocalFacade(container)
 
     async def call(method: str, **params: Any) -> dict[str, Any]:
         return (await facade.dispatch({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})).to_wire()

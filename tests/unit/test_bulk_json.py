@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cleveragents.a2a import bulk_json
-from cleveragents.a2a.models import A2aResponse
+from cleveragents.a2a.models import A2AResponse
 
 LEAVES = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20)
 VALUES = st.recursive(
@@ -31,6 +31,6 @@ def test_pieces_give_the_bytes_of_one_call(tiny_pieces, value):
 
 
 def test_a_response_in_pieces_is_the_response():
-    for response in (A2aResponse(id=1, result={"diff": "é" * 10, "files": [{"hunks": [["+a"] * 3]}]}),
-                     A2aResponse(id="x", result=None), A2aResponse(id=None, result=["\ud800"])):
+    for response in (A2AResponse(id=1, result={"diff": "é" * 10, "files": [{"hunks": [["+a"] * 3]}]}),
+                     A2AResponse(id="x", result=None), A2AResponse(id=None, result=["\ud800"])):
         assert response.json_bytes_in_pieces() == response.json_bytes()

@@ -2,10 +2,10 @@
 
 import pytest
 
-from cleveragents.a2a.client import A2aClientError, A2aRemoteError, select_interface
+from cleveragents.a2a.client import A2AClientError, A2ARemoteError, select_interface
 from cleveragents.a2a.client_dialect import DIALECTS, auth_headers, card_urls, offered_interfaces
 from cleveragents.a2a.client_errors import http_error, remote_error
-from cleveragents.a2a.errors import A2aNotAvailableError, A2aOperationNotFoundError, StorageFullError
+from cleveragents.a2a.errors import A2ANotAvailableError, A2AOperationNotFoundError, StorageFullError
 from cleveragents.domain.errors import (
     AuthenticationError,
     BudgetExceededError,
@@ -45,7 +45,7 @@ def test_tenant_and_patch_versions_are_honoured():
 
 
 def test_a_card_without_a_usable_interface_is_a_clear_error():
-    with pytest.raises(A2aClientError) as caught:
+    with pytest.raises(A2AClientError) as caught:
         select_interface({"supportedInterfaces": [REST, {**V1, "protocolVersion": "2.0"}]}, CARD_URL)
     assert CARD_URL in str(caught.value) and "2.0 at" in str(caught.value)
 
@@ -87,20 +87,20 @@ def test_remote_errors_are_the_projects_own_classes():
     info = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "UNAUTHENTICATED",
              "domain": "a2a-protocol.org", "metadata": {"scheme": "bearer"}}]
     exc = remote_error({"code": -32600, "message": "no", "data": info}, url="u", method="GetTask", standard=True)
-    assert isinstance(exc, AuthenticationError) and isinstance(exc, A2aRemoteError)
+    assert isinstance(exc, AuthenticationError) and isinstance(exc, A2ARemoteError)
     assert exc.data == {"scheme": "bearer", "reason": "UNAUTHENTICATED"} and exc.details == info
     standard = remote_error({"code": -32001, "message": "gone"}, url="u", method="tasks/get", standard=True)
     assert isinstance(standard, TaskNotFoundError) and standard.code == -32001
     ext = remote_error({"code": -32004, "message": "bad state", "data": {"plan_id": "p"}}, url="u",
                        method="_cleveragents/plan/apply", standard=False)
-    assert isinstance(ext, BusinessRuleViolation) and not isinstance(ext, A2aNotAvailableError)
+    assert isinstance(ext, BusinessRuleViolation) and not isinstance(ext, A2ANotAvailableError)
     assert ext.data == {"plan_id": "p"}
     assert isinstance(remote_error({"code": -32008, "message": "x"}, url="u", method="m", standard=False), PlanError)
     missing = remote_error({"code": -32601, "message": "no", "data": {"method": "m"}}, url="u", method="m",
                            standard=False)
-    assert isinstance(missing, A2aOperationNotFoundError) and missing.operation == "m"
+    assert isinstance(missing, A2AOperationNotFoundError) and missing.operation == "m"
     odd = remote_error({"code": -1, "message": "?"}, url="u", method="m", standard=True)
-    assert type(odd) is A2aRemoteError and "u" in str(odd) and "code -1" in str(odd)
+    assert type(odd) is A2ARemoteError and "u" in str(odd) and "code -1" in str(odd)
 
 
 @pytest.mark.parametrize("standard", [True, False])
@@ -108,7 +108,7 @@ def test_a_plain_internal_error_is_a_generic_remote_error_with_the_peers_message
     """A peer's catch-all -32603 says nothing of the cause: it is no storage-full error."""
     exc = remote_error({"code": -32603, "message": "Authenticated card not supported"}, url="u",
                        method="GetExtendedAgentCard", standard=standard)
-    assert type(exc) is A2aRemoteError and not isinstance(exc, StorageFullError)
+    assert type(exc) is A2ARemoteError and not isinstance(exc, StorageFullError)
     assert "Authenticated card not supported" in str(exc) and exc.code == -32603
 
 
@@ -135,7 +135,7 @@ def test_importing_the_client_does_not_import_httpx():
     import subprocess
     import sys
 
-    code = "import sys, cleveragents.a2a.client as c; c.A2aClient; print('httpx' in sys.modules)"
+    code = "import sys, cleveragents.a2a.client as c; c.A2AClient; print('httpx' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

@@ -2,7 +2,7 @@ import pytest
 from pydantic import ValidationError
 
 from cleveragents.a2a import (
-    A2aNotAvailableError,
+    A2ANotAvailableError,
     ServerConnectionConfig,
     StubAuthClient,
     StubRemoteExecutionClient,
@@ -30,9 +30,9 @@ def test_a_token_is_required():
 
 
 async def test_stubs_say_server_mode_is_not_available():
-    with pytest.raises(A2aNotAvailableError):
+    with pytest.raises(A2ANotAvailableError):
         await StubServerClient().call("tasks/get", {"id": "t"})
-    with pytest.raises(A2aNotAvailableError):
+    with pytest.raises(A2ANotAvailableError):
         await StubRemoteExecutionClient().execute("p")
-    with pytest.raises(A2aNotAvailableError):
+    with pytest.raises(A2ANotAvailableError):
         await StubAuthClient().authenticate()

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from cleveragents.a2a.codec_v03 import DATA_COMPAT_KEY
 from cleveragents.a2a.codec_v1 import FINAL_KEY
 from cleveragents.a2a.codecs import get_codec
-from cleveragents.a2a.errors import A2aVersionMismatchError
+from cleveragents.a2a.errors import A2AVersionMismatchError
 from cleveragents.domain.errors import ValidationError
 from cleveragents.domain.task import (
     Artifact,
@@ -229,7 +229,7 @@ def test_state_spellings(state, v1, v03):
 
 def test_get_codec_ignores_the_patch_and_refuses_unknown_versions():
     assert get_codec("0.3.0") is V03 and get_codec("1.0.1") is V1
-    with pytest.raises(A2aVersionMismatchError):
+    with pytest.raises(A2AVersionMismatchError):
         get_codec("2.0")
 
 

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from cleveragents.a2a import A2aLocalFacade, A2aRequest
+from cleveragents.a2a import A2ALocalFacade, A2ARequest
 from cleveragents.config import Settings
 from cleveragents.container import Container
 from cleveragents.domain.actor import TextChunk
@@ -263,12 +263,12 @@ async def test_scope_is_exactly_one_known_session_or_plan(container, session_id,
 
 
 async def test_the_context_methods_reach_the_service_through_the_facade(container, session_id):
-    facade = A2aLocalFacade(container)
-    pinned = await facade.dispatch(A2aRequest(
+    facade = A2ALocalFacade(container)
+    pinned = await facade.dispatch(A2ARequest(
         method="_cleveragents/context/set", params={"session_id": session_id, "key": "k", "value": [1, 2]}))
     assert pinned.result["pinned"] is True
-    shown = await facade.dispatch(A2aRequest(method="_cleveragents/context/show", params={"session_id": session_id}))
+    shown = await facade.dispatch(A2ARequest(method="_cleveragents/context/show", params={"session_id": session_id}))
     assert tier(shown.result, "pinned")["items"][0]["content"] == [1, 2]
-    refused = await facade.dispatch(A2aRequest(
+    refused = await facade.dispatch(A2ARequest(
         method="_cleveragents/context/set", params={"session_id": session_id, "key": "file:.env", "value": True}))
     assert refused.error.code == -32003

@@ -8,30 +8,30 @@ from cleveragents.a2a.events import (
     SESSION_STATUS_UPDATE,
     TASK_ARTIFACT_UPDATE,
     TASK_STATUS_UPDATE,
-    A2aEventQueue,
+    A2AEventQueue,
     EventBusBridge,
 )
-from cleveragents.a2a.models import A2aEvent
+from cleveragents.a2a.models import A2AEvent
 from cleveragents.domain import events as domain
 
 
 def status(plan_id="p1", **data):
-    return A2aEvent(event_type=TASK_STATUS_UPDATE, plan_id=plan_id, data=data)
+    return A2AEvent(event_type=TASK_STATUS_UPDATE, plan_id=plan_id, data=data)
 
 
 def test_the_publish_subscribe_example_runs_as_written():
     # A callback subscriber, one publish and a read of the buffer, as a user writes them.
-    from cleveragents.a2a.events import TASK_STATUS_UPDATE, A2aEventQueue  # noqa: F811
-    from cleveragents.a2a.models import A2aEvent  # noqa: F811
+    from cleveragents.a2a.events import TASK_STATUS_UPDATE, A2AEventQueue  # noqa: F811
+    from cleveragents.a2a.models import A2AEvent  # noqa: F811
 
-    queue = A2aEventQueue()
+    queue = A2AEventQueue()
     seen = []
 
-    def on_event(event: A2aEvent) -> None:
+    def on_event(event: A2AEvent) -> None:
         seen.append(f"[{event.event_type}] plan={event.plan_id} data={event.data}")
 
     sub_id = queue.subscribe_local(on_event)
-    queue.publish(A2aEvent(event_type=TASK_STATUS_UPDATE, plan_id="01HXRCF1...", data={"state": "working", "phase": "execute"}))
+    queue.publish(A2AEvent(event_type=TASK_STATUS_UPDATE, plan_id="01HXRCF1...", data={"state": "working", "phase": "execute"}))
     events = queue.get_events(limit=50)
     queue.unsubscribe(sub_id)
     queue.close()
@@ -40,7 +40,7 @@ def test_the_publish_subscribe_example_runs_as_written():
 
 
 def test_ring_buffer_is_bounded_and_keeps_the_newest():
-    queue = A2aEventQueue(capacity=3)
+    queue = A2AEventQueue(capacity=3)
     published = [queue.publish(status(n=i)) for i in range(10)]
     assert [e.data["n"] for e in queue.get_events(limit=50)] == [7, 8, 9]
     assert [e.data["n"] for e in queue.get_events(limit=2)] == [8, 9]
@@ -49,7 +49,7 @@ def test_ring_buffer_is_bounded_and_keeps_the_newest():
 
 
 def test_events_since_resumes_after_a_cursor():
-    queue = A2aEventQueue(capacity=10)
+    queue = A2AEventQueue(capacity=10)
     published = [queue.publish(status(plan_id=f"p{i % 2}", n=i)) for i in range(6)]
     after, gap = queue.events_since(published[2].event_id)
     assert [e.data["n"] for e in after] == [3, 4, 5] and gap is False
@@ -59,14 +59,14 @@ def test_events_since_resumes_after_a_cursor():
 
 
 def test_an_evicted_cursor_reports_a_gap():
-    queue = A2aEventQueue(capacity=2)
+    queue = A2AEventQueue(capacity=2)
     published = [queue.publish(status(n=i)) for i in range(5)]
     after, gap = queue.events_since(published[0].event_id)
     assert [e.data["n"] for e in after] == [3, 4] and gap is True
 
 
 def test_callbacks_filter_and_failures_are_contained():
-    queue = A2aEventQueue()
+    queue = A2AEventQueue()
     got = []
     queue.subscribe_local(lambda e: got.append(e.plan_id), plan_id="p2")
     queue.subscribe_local(lambda e: 1 / 0)
@@ -77,7 +77,7 @@ def test_callbacks_filter_and_failures_are_contained():
 
 
 def test_publishing_the_same_event_twice_is_refused():
-    queue = A2aEventQueue()
+    queue = A2AEventQueue()
     event = queue.publish(status())
     with pytest.raises(ValueError):
         queue.publish(event)
@@ -85,7 +85,7 @@ def test_publishing_the_same_event_twice_is_refused():
 
 async def test_async_subscribe_sees_live_events_for_its_plan():
     # The async form: `async for event in queue.subscribe("plan-42")`
-    queue = A2aEventQueue()
+    queue = A2AEventQueue()
     received = []
 
     async def consume():
@@ -104,7 +104,7 @@ async def test_async_subscribe_sees_live_events_for_its_plan():
 
 
 async def test_async_subscribe_resumes_with_since_and_ends_on_close():
-    queue = A2aEventQueue()
+    queue = A2AEventQueue()
     first = queue.publish(status(n=1))
     queue.publish(status(n=2))
     seen = []
@@ -125,7 +125,7 @@ async def test_async_subscribe_resumes_with_since_and_ends_on_close():
 
 
 async def test_publish_from_other_threads_reaches_async_subscribers():
-    queue = A2aEventQueue(capacity=10_000)
+    queue = A2AEventQueue(capacity=10_000)
     cursor = queue.open_cursor()
 
     def produce(offset):
@@ -147,7 +147,7 @@ async def test_publish_from_other_threads_reaches_async_subscribers():
 
 
 async def test_a_slow_cursor_is_told_about_the_gap():
-    queue = A2aEventQueue(capacity=3)
+    queue = A2AEventQueue(capacity=3)
     cursor = queue.open_cursor()
     for i in range(10):
         queue.publish(status(n=i))
@@ -160,7 +160,7 @@ async def test_a_slow_cursor_is_told_about_the_gap():
 
 
 def test_bridge_maps_domain_events_to_a2a_events():
-    bus, queue = domain.EventBus(), A2aEventQueue()
+    bus, queue = domain.EventBus(), A2AEventQueue()
     bridge = EventBusBridge(event_bus=bus, event_queue=queue)
     bridge.start()
     for name in sorted(domain.PLAN_STATUS_EVENTS):
@@ -183,7 +183,7 @@ async def test_live_subscriptions_are_bounded():
     from cleveragents.app.calls import CallContext
     from cleveragents.domain.errors import BusinessRuleViolation
 
-    subs = EventSubscriptions(A2aEventQueue(), limit=2)
+    subs = EventSubscriptions(A2AEventQueue(), limit=2)
     context = CallContext(method="", dialect="", push=True)
     first = await subs.subscribe(context=context)
     await subs.subscribe(context=context)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from cleveragents.a2a.facade import A2aLocalFacade
+from cleveragents.a2a.facade import A2ALocalFacade
 from cleveragents.config import Settings
 from cleveragents.container import Container
 from cleveragents.domain.tools import ToolContext, ToolResult
@@ -73,7 +73,7 @@ async def backend(workspace):
     gate, flaky = GateTool(), FlakyTool()
     container.tool_registry.register(gate)
     container.tool_registry.register(flaky)
-    facade = A2aLocalFacade(container)
+    facade = A2ALocalFacade(container)
 
     async def call(method: str, **params: Any) -> dict[str, Any]:
         return (await facade.dispatch({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})).to_wire()
@@ -194,7 +194,7 @@ async def test_bad_cursors_are_invalid_params(backend, cursor):
 
 async def test_a_state_dir_inside_the_workspace_is_protected_whatever_its_name(workspace):
     container = Container(Settings(workspace=workspace, state_dir=workspace / "state"))
-    facade = A2aLocalFacade(container)
+    facade = A2ALocalFacade(container)
 
     async def call(method: str, **params: Any) -> dict[str, Any]:
         return (await facade.dispatch({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})).to_wire()

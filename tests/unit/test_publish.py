@@ -431,7 +431,7 @@ def test_importing_the_package_does_not_load_pydantic():
 def test_the_server_side_does_not_load_the_client_and_the_client_loads_httpx_late():
     """Importing A2A pulls in no HTTP client; A2AClient loads when named."""
     code = ("import sys; from cleveragents import A2A; a = 'cleveragents.a2a.client' in sys.modules; "
-            "from cleveragents import A2AClient; from cleveragents.a2a.client import A2aClient; "
-            "print(a, A2AClient is A2aClient, 'httpx' in sys.modules)")
+            "from cleveragents import A2AClient; from cleveragents.a2a.client import A2AClient; "
+            "print(a, A2AClient is A2AClient, 'httpx' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "True", "False"]

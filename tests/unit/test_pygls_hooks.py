@@ -19,7 +19,7 @@ from pygls.protocol import JsonRPCProtocol, JsonRPCRequestMessage, LanguageServe
 from pygls.protocol import json_rpc as pygls_json_rpc
 
 from cleveragents.transports.lsp import pygls_hooks
-from cleveragents.transports.lsp.protocol import A2aProtocol
+from cleveragents.transports.lsp.protocol import A2AProtocol
 
 PYGLS = version("pygls")
 LSP_DIR = Path(pygls_hooks.__file__).parent
@@ -125,7 +125,7 @@ def test_custom_messages_keep_their_params_as_a_dict() -> None:
 
 
 def test_the_protocol_is_built_on_the_adapter() -> None:
-    assert issubclass(A2aProtocol, pygls_hooks.PyglsProtocol)
+    assert issubclass(A2AProtocol, pygls_hooks.PyglsProtocol)
 
 
 def _pygls_private_names() -> set[str]:

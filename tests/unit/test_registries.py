@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cleveragents import A2A, Agent, tool
-from cleveragents.a2a.facade import A2aLocalFacade
+from cleveragents.a2a.facade import A2ALocalFacade
 from cleveragents.config import Settings
 from cleveragents.container import Container
 from cleveragents.infra.config_file import USER_CONFIG_ENV, workspace_config_path
@@ -60,7 +60,7 @@ def configured(workspace: Path, text: str = CONFIG) -> Path:
 class Backend:
     def __init__(self, workspace: Path, **options):
         self.container = Container(Settings(workspace=workspace, memory=True), **options)
-        self.facade = A2aLocalFacade(self.container)
+        self.facade = A2ALocalFacade(self.container)
 
     async def call(self, method: str, params: dict | None = None) -> dict:
         response = await self.facade.dispatch({"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}})

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from cleveragents.a2a.facade import A2aLocalFacade
+from cleveragents.a2a.facade import A2ALocalFacade
 from cleveragents.config import Settings
 from cleveragents.container import Container
 from cleveragents.domain.actor import InputRequired, TextChunk, Turn
@@ -31,7 +31,7 @@ class AskingActor:
 @pytest.fixture
 async def call(workspace):
     container = Container(Settings(workspace=workspace), actor=AskingActor())
-    facade = A2aLocalFacade(container)
+    facade = A2ALocalFacade(container)
 
     async def call(method: str, **params: Any) -> dict[str, Any]:
         return (await facade.dispatch({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})).to_wire()

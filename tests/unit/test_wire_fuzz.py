@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cleveragents.a2a import methods
-from cleveragents.a2a.facade import A2aLocalFacade
+from cleveragents.a2a.facade import A2ALocalFacade
 from cleveragents.config import Settings
 from cleveragents.container import Container
 
@@ -35,7 +35,7 @@ messages = st.fixed_dictionaries(
 @pytest.fixture(scope="module")
 def facade():
     container = Container(Settings(memory=True))
-    facade = A2aLocalFacade(container)
+    facade = A2ALocalFacade(container)
     yield facade
     facade.close()
     container.close()

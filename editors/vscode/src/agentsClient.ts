@@ -73,7 +73,7 @@ export interface TaskSummary {
   status: { state: string; timestamp?: string };
 }
 
-/** The raw A2aEvent of a live subscription. */
+/** The raw A2AEvent of a live subscription. */
 export interface AgentEvent {
   event_id: string;
   event_type: string;

@@ -6,22 +6,22 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "A2aLocalFacade": "facade",
+    "A2ALocalFacade": "facade",
     "PendingResponse": "facade",
     "CallContext": "facade",
-    "A2aRequest": "models",
-    "A2aResponse": "models",
-    "A2aErrorDetail": "models",
-    "A2aEvent": "models",
-    "A2aEventQueue": "events",
+    "A2ARequest": "models",
+    "A2AResponse": "models",
+    "A2AErrorDetail": "models",
+    "A2AEvent": "models",
+    "A2AEventQueue": "events",
     "EventBusBridge": "events",
     "TASK_STATUS_UPDATE": "events",
     "TASK_ARTIFACT_UPDATE": "events",
-    "A2aVersionNegotiator": "version",
-    "A2aError": "errors",
-    "A2aNotAvailableError": "errors",
-    "A2aOperationNotFoundError": "errors",
-    "A2aVersionMismatchError": "errors",
+    "A2AVersionNegotiator": "version",
+    "A2AError": "errors",
+    "A2ANotAvailableError": "errors",
+    "A2AOperationNotFoundError": "errors",
+    "A2AVersionMismatchError": "errors",
     "ResourceNotFoundError": "errors",
     "ValidationError": "errors",
     "AuthenticationError": "errors",
@@ -38,6 +38,12 @@ _EXPORTS = {
     "StubRemoteExecutionClient": "client",
     "StubAuthClient": "client",
 }
+
+# The earlier spelling of the prefix, kept so existing imports keep working.
+_EXPORTS.update({name.replace("A2A", "A2a", 1): _EXPORTS[name] for name in (
+    "A2ALocalFacade", "A2ARequest", "A2AResponse", "A2AErrorDetail", "A2AEvent", "A2AEventQueue",
+    "A2AVersionNegotiator", "A2AError", "A2ANotAvailableError", "A2AOperationNotFoundError",
+    "A2AVersionMismatchError")})
 
 __all__ = sorted(_EXPORTS)
 

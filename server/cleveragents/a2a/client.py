@@ -1,9 +1,9 @@
 """The outbound A2A client and the server-mode interfaces.
 
-``ServerConnectionConfig`` validates where a remote server is. ``A2aClient`` (in
+``ServerConnectionConfig`` validates where a remote server is. ``A2AClient`` (in
 ``client_http``) calls it over HTTP; ``HttpServerClient`` and
 ``HttpRemoteExecutionClient`` implement the server-mode interfaces ``ServerClient``
-and ``RemoteExecutionClient`` over it. The stubs raise A2aNotAvailableError, for tests
+and ``RemoteExecutionClient`` over it. The stubs raise A2ANotAvailableError, for tests
 and for local mode. Importing this module does not import httpx.
 """
 
@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
-from cleveragents.a2a.errors import A2aNotAvailableError
+from cleveragents.a2a.errors import A2ANotAvailableError
 
 
 class ServerConnectionConfig(BaseModel):
@@ -57,8 +57,8 @@ class AuthClient(Protocol):
     async def authenticate(self) -> str: ...
 
 
-def _unavailable(what: str) -> A2aNotAvailableError:
-    return A2aNotAvailableError(f"{what} is not available in local mode", {"service": what})
+def _unavailable(what: str) -> A2ANotAvailableError:
+    return A2ANotAvailableError(f"{what} is not available in local mode", {"service": what})
 
 
 class StubServerClient:
@@ -82,10 +82,10 @@ class StubAuthClient:
 class HttpServerClient:
     """``ServerClient`` over HTTP: any method of a remote server, by name."""
 
-    def __init__(self, config: ServerConnectionConfig | None = None, *, client: A2aClient | None = None):
+    def __init__(self, config: ServerConnectionConfig | None = None, *, client: A2AClient | None = None):
         if client is None and config is None:
-            raise ValueError("HttpServerClient needs a ServerConnectionConfig or an A2aClient")
-        self.client = client or A2aClient(config)  # type: ignore[arg-type]
+            raise ValueError("HttpServerClient needs a ServerConnectionConfig or an A2AClient")
+        self.client = client or A2AClient(config)  # type: ignore[arg-type]
         self.config = self.client.config
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
@@ -113,23 +113,23 @@ class HttpRemoteExecutionClient(HttpServerClient):
 # The public names of the outbound client live here; the code is split by concern.
 from cleveragents.a2a.client_dialect import Interface, select_interface  # noqa: E402
 from cleveragents.a2a.client_errors import (  # noqa: E402
-    A2aClientConnectionError,
-    A2aClientError,
-    A2aClientHTTPError,
-    A2aClientTimeoutError,
-    A2aRemoteError,
+    A2AClientConnectionError,
+    A2AClientError,
+    A2AClientHTTPError,
+    A2AClientTimeoutError,
+    A2ARemoteError,
 )
-from cleveragents.a2a.client_http import A2aClient  # noqa: E402
-from cleveragents.a2a.client_wire import A2aStream  # noqa: E402
+from cleveragents.a2a.client_http import A2AClient  # noqa: E402
+from cleveragents.a2a.client_wire import A2AStream  # noqa: E402
 
 __all__ = [
-    "A2aClient",
-    "A2aClientConnectionError",
-    "A2aClientError",
-    "A2aClientHTTPError",
-    "A2aClientTimeoutError",
-    "A2aRemoteError",
-    "A2aStream",
+    "A2AClient",
+    "A2AClientConnectionError",
+    "A2AClientError",
+    "A2AClientHTTPError",
+    "A2AClientTimeoutError",
+    "A2ARemoteError",
+    "A2AStream",
     "AuthClient",
     "HttpRemoteExecutionClient",
     "HttpServerClient",

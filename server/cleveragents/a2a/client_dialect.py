@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin
 
-from cleveragents.a2a.client_errors import A2aClientError
+from cleveragents.a2a.client_errors import A2AClientError
 from cleveragents.a2a.codecs import Codec, get_codec
-from cleveragents.a2a.errors import A2aVersionMismatchError
-from cleveragents.a2a.version import SUPPORTED_VERSIONS, A2aVersionNegotiator
+from cleveragents.a2a.errors import A2AVersionMismatchError
+from cleveragents.a2a.version import SUPPORTED_VERSIONS, A2AVersionNegotiator
 
 JSONRPC = "JSONRPC"
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
@@ -32,8 +32,8 @@ class Interface:
 
 def _version(value: Any) -> str | None:
     try:
-        return A2aVersionNegotiator.normalize(str(value))
-    except A2aVersionMismatchError:
+        return A2AVersionNegotiator.normalize(str(value))
+    except A2AVersionMismatchError:
         return None
 
 
@@ -62,12 +62,12 @@ def select_interface(card: Mapping[str, Any], card_url: str,
                      preference: Sequence[str] = SUPPORTED_VERSIONS) -> Interface:
     """The interface to use: the first version in ``preference`` the card offers."""
     offered = offered_interfaces(card, card_url)
-    for wanted in (A2aVersionNegotiator.normalize(v) for v in preference):
+    for wanted in (A2AVersionNegotiator.normalize(v) for v in preference):
         for interface in offered:
             if interface.version == wanted:
                 return interface
     listing = ", ".join(f"{i.version} at {i.url}" for i in offered) or "no JSON-RPC interface"
-    raise A2aClientError(
+    raise A2AClientError(
         f"the agent card at {card_url} offers no JSON-RPC interface in A2A {' or '.join(preference)} ({listing})",
         {"card_url": card_url, "offered": [i.version for i in offered]}, url=card_url)
 

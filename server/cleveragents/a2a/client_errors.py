@@ -1,12 +1,12 @@
 """What the outbound client raises.
 
-- ``A2aClientError``: the call never got an A2A answer (connection refused, timeout,
+- ``A2AClientError``: the call never got an A2A answer (connection refused, timeout,
   an HTTP error status, a body that is not JSON-RPC). Subclasses say which.
-- ``A2aRemoteError``: the peer answered with a JSON-RPC error. The exception is also
+- ``A2ARemoteError``: the peer answered with a JSON-RPC error. The exception is also
   an instance of the project's class for that error (``TaskNotFoundError``,
   ``AuthenticationError``, ...), read backwards from the tables in ``a2a/errors.py``:
   by the 1.0 ErrorInfo reason and code, else by a code that names one kind of error.
-  A plain -32603, or a code no table has, is a bare ``A2aRemoteError`` with the peer's
+  A plain -32603, or a code no table has, is a bare ``A2ARemoteError`` with the peer's
   message. Callers catch remote refusals the way they catch local ones.
 
 Every message names the URL and the method. No credential ever goes in one.
@@ -22,12 +22,12 @@ from cleveragents.a2a.errors import (
     ERROR_INFO_TYPE,
     EXTENSION_ERROR_CODES,
     INTERNAL_ERROR,
-    A2aError,
+    A2AError,
 )
 from cleveragents.domain.errors import AuthenticationError, AuthorizationError, StructuredError
 
 
-class A2aClientError(A2aError):
+class A2AClientError(A2AError):
     """A transport failure: no JSON-RPC answer came back."""
 
     default_message = "A2A call failed"
@@ -39,19 +39,19 @@ class A2aClientError(A2aError):
         self.code: int | None = None
 
 
-class A2aClientTimeoutError(A2aClientError, TimeoutError):
+class A2AClientTimeoutError(A2AClientError, TimeoutError):
     """The peer did not answer within the configured timeout."""
 
 
-class A2aClientConnectionError(A2aClientError, ConnectionError):
+class A2AClientConnectionError(A2AClientError, ConnectionError):
     """The peer could not be reached (refused, reset, DNS, TLS)."""
 
 
-class A2aClientHTTPError(A2aClientError):
+class A2AClientHTTPError(A2AClientError):
     """The peer answered with an HTTP error status."""
 
 
-class A2aRemoteError(A2aError):
+class A2ARemoteError(A2AError):
     """The peer answered with a JSON-RPC error; ``code`` and ``data`` are its own.
 
     ``data`` is always an object: a 1.0 peer's ErrorInfo ``metadata`` (with ``reason``),
@@ -64,7 +64,7 @@ class A2aRemoteError(A2aError):
         StructuredError.__init__(self, message, data)
         self.code, self.url, self.method, self.status = code, url, method, status
         self.reason, self.details = reason, details
-        self.operation = (data or {}).get("method", method)  # as A2aOperationNotFoundError has
+        self.operation = (data or {}).get("method", method)  # as A2AOperationNotFoundError has
 
 
 def _first_by_code(table: dict[type[Exception], Any]) -> dict[int, type[Exception]]:
@@ -89,24 +89,24 @@ for _cls, (_code, _reason) in A2A_ERROR_CODES.items():
 
 
 @cache
-def _remote_class(kind: type[Exception] | None) -> type[A2aRemoteError]:
-    if kind is None or issubclass(A2aRemoteError, kind):
-        return A2aRemoteError
-    return type(f"Remote{kind.__name__}", (A2aRemoteError, kind), {"__module__": __name__})
+def _remote_class(kind: type[Exception] | None) -> type[A2ARemoteError]:
+    if kind is None or issubclass(A2ARemoteError, kind):
+        return A2ARemoteError
+    return type(f"Remote{kind.__name__}", (A2ARemoteError, kind), {"__module__": __name__})
 
 
 @cache
-def _http_class(kind: type[Exception]) -> type[A2aClientHTTPError]:
-    return type(f"{kind.__name__.removesuffix('Error')}HTTPError", (A2aClientHTTPError, kind),
+def _http_class(kind: type[Exception]) -> type[A2AClientHTTPError]:
+    return type(f"{kind.__name__.removesuffix('Error')}HTTPError", (A2AClientHTTPError, kind),
                 {"__module__": __name__})
 
 
 def remote_error(error: Any, *, url: str, method: str, standard: bool,
-                 status: int | None = None) -> A2aRemoteError:
+                 status: int | None = None) -> A2ARemoteError:
     """The exception for a JSON-RPC ``error`` object. ``standard``: the method is an A2A
     one, whose codes follow the A2A table rather than the extension table."""
     if not isinstance(error, dict) or not isinstance(error.get("code"), int):
-        return A2aRemoteError(f"{method} at {url} failed with a malformed error: {str(error)[:200]}",
+        return A2ARemoteError(f"{method} at {url} failed with a malformed error: {str(error)[:200]}",
                               url=url, method=method, status=status)
     code, text, raw = error["code"], str(error.get("message") or "error"), error.get("data")
     reason, data, details = None, raw if isinstance(raw, dict) else {}, None
@@ -124,7 +124,7 @@ def remote_error(error: Any, *, url: str, method: str, standard: bool,
                                method=method, status=status, reason=reason, details=details)
 
 
-def http_error(status: int, *, url: str, method: str, body: str) -> A2aClientHTTPError:
+def http_error(status: int, *, url: str, method: str, body: str) -> A2AClientHTTPError:
     """An HTTP error status without a JSON-RPC error in its body."""
     hint = {401: "the token was refused or is missing", 403: "the token may not do this",
             404: "no A2A endpoint there", 408: "the server timed out", 429: "too many requests"}.get(status)
@@ -133,11 +133,11 @@ def http_error(status: int, *, url: str, method: str, body: str) -> A2aClientHTT
     snippet = " ".join(body.split())[:200]
     message = f"{method} at {url}: HTTP {status}" + (f" ({hint})" if hint else "") + (f": {snippet}" if snippet else "")
     kind = {401: AuthenticationError, 403: AuthorizationError}.get(status)
-    cls = _http_class(kind) if kind else A2aClientHTTPError
+    cls = _http_class(kind) if kind else A2AClientHTTPError
     return cls(message, {"status": status}, url=url, method=method, status=status)
 
 
-def with_auth_kind(exc: A2aRemoteError, status: int) -> A2aRemoteError:
+def with_auth_kind(exc: A2ARemoteError, status: int) -> A2ARemoteError:
     """A JSON-RPC error that came with 401/403 is an authentication/authorization error
     whatever its code says."""
     kind = {401: AuthenticationError, 403: AuthorizationError}.get(status)

@@ -1,4 +1,4 @@
-"""``A2aClient``: calls a remote A2A agent over HTTP (JSON-RPC binding, SSE streams).
+"""``A2AClient``: calls a remote A2A agent over HTTP (JSON-RPC binding, SSE streams).
 
 It reads the agent card once, picks the JSON-RPC interface and dialect (1.0 first,
 0.3 as a fallback), and sends every call there with the dialect's ``A2A-Version``
@@ -22,10 +22,10 @@ from cleveragents.a2a.client_dialect import (
     card_urls,
     select_interface,
 )
-from cleveragents.a2a.client_errors import A2aClientHTTPError, http_error
+from cleveragents.a2a.client_errors import A2AClientHTTPError, http_error
 from cleveragents.a2a.client_wire import (
     SKIP,
-    A2aStream,
+    A2AStream,
     TransportErrors,
     answer,
     decode,
@@ -51,7 +51,7 @@ _NOT_FOUND = (404, 405, 410)
 _UNSET: Any = object()
 
 
-class A2aClient:
+class A2AClient:
     """An A2A client for one remote agent. ``version`` forces a dialect ("1.0" or
     "0.3"); ``card`` skips reading the card (its URLs are then taken as absolute)."""
 
@@ -69,10 +69,10 @@ class A2aClient:
 
     def __repr__(self) -> str:
         where = f"{self._interface.version} at {self._interface.url}" if self._interface else self.config.url
-        return f"A2aClient({where})"
+        return f"A2AClient({where})"
 
     # -- lifecycle -----------------------------------------------------------------
-    async def __aenter__(self) -> A2aClient:
+    async def __aenter__(self) -> A2AClient:
         try:
             await self.connect()
         except BaseException:
@@ -104,7 +104,7 @@ class A2aClient:
     @property
     def dialect(self) -> Dialect:
         if self._interface is None:
-            raise RuntimeError("A2aClient is not connected yet: use `async with` or `await connect()`")
+            raise RuntimeError("A2AClient is not connected yet: use `async with` or `await connect()`")
         return DIALECTS[self._interface.version]
 
     async def card(self) -> dict[str, Any]:
@@ -128,7 +128,7 @@ class A2aClient:
 
     def stream(self, message: Message | str, *, history_length: int | None = None,
                accepted_output_modes: Sequence[str] = (), push_config: PushConfig | None = None,
-               metadata: Mapping[str, Any] | None = None, timeout: float | None = _UNSET) -> A2aStream[StreamItem]:
+               metadata: Mapping[str, Any] | None = None, timeout: float | None = _UNSET) -> A2AStream[StreamItem]:
         """SendStreamingMessage: the task, then its status and artifact updates.
         ``timeout``: longest wait between two events (None: no limit)."""
         def params(dialect: Dialect) -> dict[str, Any]:
@@ -138,9 +138,9 @@ class A2aClient:
         return self._typed_stream("stream", params, timeout)
 
     def subscribe(self, task_id: str, *, last_event_id: str | None = None,
-                  timeout: float | None = _UNSET) -> A2aStream[StreamItem]:
+                  timeout: float | None = _UNSET) -> A2AStream[StreamItem]:
         """SubscribeToTask: a running task's current state, then its updates. With the
-        ``last_event_id`` of an earlier stream (``A2aStream.last_event_id``), a server that
+        ``last_event_id`` of an earlier stream (``A2AStream.last_event_id``), a server that
         numbers its events (ours does) sends only what came after it."""
         return self._typed_stream("subscribe", lambda _dialect: {"id": task_id}, timeout, last_event_id)
 
@@ -234,14 +234,14 @@ class A2aClient:
         return await self._rpc(method, dict(params or {}))
 
     def call_stream(self, method: str, params: Mapping[str, Any] | None = None, *,
-                    last_event_id: str | None = None, timeout: float | None = _UNSET) -> A2aStream[Any]:
+                    last_event_id: str | None = None, timeout: float | None = _UNSET) -> A2AStream[Any]:
         """Call a streaming method and yield each SSE item raw: a response's ``result``,
         or a notification's ``params``. ``last_event_id`` resumes a stream."""
         async def items(parser: SseParser) -> AsyncIterator[Any]:
             await self.connect()
             async for item in self._sse(method, dict(params or {}), parser, last_event_id, timeout):
                 yield item
-        return A2aStream(items)
+        return A2AStream(items)
 
     # -- the wire ------------------------------------------------------------------
     async def _dialect(self) -> Dialect:
@@ -249,13 +249,13 @@ class A2aClient:
         return self.dialect
 
     def _typed_stream(self, operation: str, build: Callable[[Dialect], dict[str, Any]],
-                      timeout: float | None, last_event_id: str | None = None) -> A2aStream[StreamItem]:
+                      timeout: float | None, last_event_id: str | None = None) -> A2AStream[StreamItem]:
         async def items(parser: SseParser) -> AsyncIterator[StreamItem]:
             dialect = await self._dialect()
             method = dialect.methods[operation]
             async for result in self._sse(method, build(dialect), parser, last_event_id, timeout):
                 yield decode(method, dialect.codec.decode_stream_item, result)
-        return A2aStream(items)
+        return A2AStream(items)
 
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
@@ -294,7 +294,7 @@ class A2aClient:
             if not isinstance(card, dict):
                 raise InvalidAgentResponseError(f"the agent card at {url} is not a JSON object", {"url": url})
             return card, url
-        raise A2aClientHTTPError(f"no agent card at {self.config.url} (tried {', '.join(tried)})",
+        raise A2AClientHTTPError(f"no agent card at {self.config.url} (tried {', '.join(tried)})",
                                  {"tried": tried}, url=self.config.url, method="GET agent card", status=404)
 
     async def _rpc(self, method: str, params: dict[str, Any]) -> Any:

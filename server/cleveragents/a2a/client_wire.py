@@ -1,6 +1,6 @@
 """Reading what an A2A peer sends back over HTTP: JSON-RPC responses (plain or as SSE
 events), the stream object the client hands out, and the translation of httpx's
-exceptions into the client's own. Used by ``client_http.A2aClient``."""
+exceptions into the client's own. Used by ``client_http.A2AClient``."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any, Generic, TypeVar
 
 from cleveragents.a2a.client_dialect import STANDARD_METHODS
 from cleveragents.a2a.client_errors import (
-    A2aClientConnectionError,
-    A2aClientError,
-    A2aClientTimeoutError,
+    A2AClientConnectionError,
+    A2AClientError,
+    A2AClientTimeoutError,
     http_error,
     remote_error,
     with_auth_kind,
@@ -28,7 +28,7 @@ SKIP: Any = object()  # an SSE event that carries no item
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 
 
-class A2aStream(Generic[T]):
+class A2AStream(Generic[T]):
     """The items of one SSE response, as an async iterator. ``last_event_id`` is the
     SSE id of the last event read, to resume from. Use ``async with`` (or ``aclose``)
     to end it early: that closes the connection."""
@@ -41,7 +41,7 @@ class A2aStream(Generic[T]):
     def last_event_id(self) -> str | None:
         return self._parser.last_event_id
 
-    def __aiter__(self) -> A2aStream[T]:
+    def __aiter__(self) -> A2AStream[T]:
         return self
 
     async def __anext__(self) -> T:
@@ -52,7 +52,7 @@ class A2aStream(Generic[T]):
             return  # a consumer is inside it (e.g. being cancelled); it closes the connection as it leaves
         await self._items.aclose()  # type: ignore[attr-defined]
 
-    async def __aenter__(self) -> A2aStream[T]:
+    async def __aenter__(self) -> A2AStream[T]:
         return self
 
     async def __aexit__(self, *exc_info: Any) -> None:
@@ -132,7 +132,7 @@ def decode(method: str, decoder: Callable[[Any], T], value: Any) -> T:
 
 
 class TransportErrors:
-    """Turns httpx's exceptions into ``A2aClientError``s that name the URL."""
+    """Turns httpx's exceptions into ``A2AClientError``s that name the URL."""
 
     def __init__(self, method: str, url: str, timeout: float | None):
         self.method, self.url, self.timeout = method, url, timeout
@@ -141,7 +141,7 @@ class TransportErrors:
         return None
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
-        if exc is None or isinstance(exc, A2aClientError) or not type(exc).__module__.startswith("httpx"):
+        if exc is None or isinstance(exc, A2AClientError) or not type(exc).__module__.startswith("httpx"):
             return False
         import httpx
 
@@ -149,12 +149,12 @@ class TransportErrors:
         data = {"url": self.url, "method": self.method}
         if isinstance(exc, httpx.TimeoutException):
             limit = f"within {self.timeout:g}s" if self.timeout is not None else "in time"
-            raise A2aClientTimeoutError(f"{where}: no answer {limit} ({type(exc).__name__})",
+            raise A2AClientTimeoutError(f"{where}: no answer {limit} ({type(exc).__name__})",
                                         data, url=self.url, method=self.method) from None
         if isinstance(exc, httpx.ConnectError | httpx.ProxyError):
-            raise A2aClientConnectionError(f"{where}: cannot connect: {exc or type(exc).__name__}", data,
+            raise A2AClientConnectionError(f"{where}: cannot connect: {exc or type(exc).__name__}", data,
                                            url=self.url, method=self.method) from None
         if isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError):
-            raise A2aClientConnectionError(f"{where}: the connection broke: {exc or type(exc).__name__}", data,
+            raise A2AClientConnectionError(f"{where}: the connection broke: {exc or type(exc).__name__}", data,
                                            url=self.url, method=self.method) from None
-        raise A2aClientError(f"{where}: {type(exc).__name__}: {exc}", data, url=self.url, method=self.method) from None
+        raise A2AClientError(f"{where}: {type(exc).__name__}: {exc}", data, url=self.url, method=self.method) from None

@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from cleveragents.a2a.errors import A2aVersionMismatchError
-from cleveragents.a2a.version import A2aVersionNegotiator
+from cleveragents.a2a.errors import A2AVersionMismatchError
+from cleveragents.a2a.version import A2AVersionNegotiator
 from cleveragents.domain.errors import ValidationError
 from cleveragents.domain.records import record
 from cleveragents.domain.task import (
@@ -104,7 +104,7 @@ def get_codec(version: str, *, lenient: bool = False) -> Codec:
     codecs = _LENIENT if lenient else _CODECS
     if (codec := codecs.get(version)) is not None:  # the common case: "1.0" or "0.3" as negotiated
         return codec
-    key = A2aVersionNegotiator.normalize(version)
+    key = A2AVersionNegotiator.normalize(version)
     if not codecs:
         # Imported here: both codec modules import this one.
         from cleveragents.a2a.codec_v03 import V03Codec
@@ -112,7 +112,7 @@ def get_codec(version: str, *, lenient: bool = False) -> Codec:
 
         codecs.update({"1.0": V1Codec(lenient=lenient), "0.3": V03Codec(lenient=lenient)})
     if key not in codecs:
-        raise A2aVersionMismatchError(f"No codec for A2A {version}", {"requested": version,
+        raise A2AVersionMismatchError(f"No codec for A2A {version}", {"requested": version,
                                                                      "supported": sorted(codecs)})
     return codecs[key]
 

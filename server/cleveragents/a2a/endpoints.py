@@ -5,7 +5,7 @@ handler at the protocol boundary, which the facade binds here, by type:
 
 - a ``TaskService`` through ``TaskEndpoint``: the A2A task methods decode their params
   and encode their results with the codec of the call's dialect;
-- an ``A2aEventQueue`` through ``EventSubscriptions``: a subscription needs the
+- an ``A2AEventQueue`` through ``EventSubscriptions``: a subscription needs the
   caller's context (whether a live stream can follow the response).
 
 A handler given in their place (already a ``TaskEndpoint``, say) is used as it is.
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from cleveragents.a2a.events import A2aEventQueue
+from cleveragents.a2a.events import A2AEventQueue
 from cleveragents.a2a.subscriptions import EventSubscriptions
 from cleveragents.a2a.task_endpoint import TaskEndpoint
 from cleveragents.app.tasks import TaskService
@@ -24,7 +24,7 @@ from cleveragents.app.tasks import TaskService
 # service key -> (the service's type, the handler that serves it)
 PROTOCOL_HANDLERS: dict[str, tuple[type[Any], Callable[[Any], object]]] = {
     "task_service": (TaskService, TaskEndpoint),
-    "event_queue": (A2aEventQueue, EventSubscriptions),
+    "event_queue": (A2AEventQueue, EventSubscriptions),
 }
 
 

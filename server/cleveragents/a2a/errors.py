@@ -46,19 +46,19 @@ BAD_REQUEST_TYPE = "type.googleapis.com/google.rpc.BadRequest"
 ERROR_DOMAIN = "a2a-protocol.org"
 
 
-class A2aError(StructuredError):
+class A2AError(StructuredError):
     """Base A2A exception."""
 
     default_message = "A2A error"
 
 
-class A2aNotAvailableError(A2aError):
+class A2ANotAvailableError(A2AError):
     """The operation exists but is not available here: its service is not configured."""
 
     default_message = "Operation not available"
 
 
-class A2aOperationNotFoundError(A2aError):
+class A2AOperationNotFoundError(A2AError):
     """No method of that name exists."""
 
     def __init__(self, operation: str, message: str | None = None):
@@ -66,47 +66,47 @@ class A2aOperationNotFoundError(A2aError):
         super().__init__(message or f"Method not found: {operation}", {"method": operation})
 
 
-class A2aVersionMismatchError(A2aError):
+class A2AVersionMismatchError(A2AError):
     default_message = "A2A version not supported"
 
 
-class InvalidRequestError(A2aError):
+class InvalidRequestError(A2AError):
     """The JSON-RPC envelope itself is wrong."""
 
     default_message = "Invalid request"
 
 
-class ParseError(A2aError):
+class ParseError(A2AError):
     default_message = "Parse error"
 
 
-class PushNotificationNotSupportedError(A2aError):
+class PushNotificationNotSupportedError(A2AError):
     default_message = "Push notifications are not supported"
 
 
-class ContentTypeNotSupportedError(A2aError):
+class ContentTypeNotSupportedError(A2AError):
     default_message = "Content type not supported"
 
 
-class InvalidAgentResponseError(A2aError):
+class InvalidAgentResponseError(A2AError):
     default_message = "Invalid agent response"
 
 
-class ExtendedAgentCardNotConfiguredError(A2aError):
+class ExtendedAgentCardNotConfiguredError(A2AError):
     default_message = "Extended agent card is not configured"
 
 
-class ExtensionSupportRequiredError(A2aError):
+class ExtensionSupportRequiredError(A2AError):
     default_message = "A required extension was not activated by the request"
 
 
-class StorageFullError(A2aError):
+class StorageFullError(A2AError):
     """A write failed for lack of space: the server's fault to report, not the caller's."""
 
     default_message = "Internal error: no space left to write"
 
 
-class StorageIoError(A2aError):
+class StorageIoError(A2AError):
     """The state database could not be read or written (SQLite's I/O error)."""
 
     default_message = "Internal error: the state database could not be written"
@@ -122,17 +122,17 @@ _SQLITE_IOERR = 10  # SQLITE_IOERR: "disk I/O error" (what a file size limit giv
 EXTENSION_ERROR_CODES: dict[type[Exception], int] = {
     ParseError: PARSE_ERROR,
     InvalidRequestError: INVALID_REQUEST,
-    A2aOperationNotFoundError: METHOD_NOT_FOUND,
+    A2AOperationNotFoundError: METHOD_NOT_FOUND,
     ValidationError: INVALID_PARAMS,
     ResourceNotFoundError: -32001,
     UnreadableRecordError: -32001,
     AuthenticationError: -32002,
     AuthorizationError: -32003,
     BusinessRuleViolation: -32004,
-    A2aNotAvailableError: -32004,
+    A2ANotAvailableError: -32004,
     DuplicateEntityError: -32005,
     BudgetExceededError: -32006,
-    A2aVersionMismatchError: -32007,
+    A2AVersionMismatchError: -32007,
     PlanError: -32008,
 }
 
@@ -141,7 +141,7 @@ EXTENSION_ERROR_CODES: dict[type[Exception], int] = {
 A2A_ERROR_CODES: dict[type[Exception], tuple[int, str]] = {
     ParseError: (PARSE_ERROR, "PARSE_ERROR"),
     InvalidRequestError: (INVALID_REQUEST, "INVALID_REQUEST"),
-    A2aOperationNotFoundError: (METHOD_NOT_FOUND, "METHOD_NOT_FOUND"),
+    A2AOperationNotFoundError: (METHOD_NOT_FOUND, "METHOD_NOT_FOUND"),
     ValidationError: (INVALID_PARAMS, "INVALID_PARAMS"),
     TaskNotFoundError: (-32001, "TASK_NOT_FOUND"),
     ResourceNotFoundError: (-32001, "TASK_NOT_FOUND"),
@@ -149,13 +149,13 @@ A2A_ERROR_CODES: dict[type[Exception], tuple[int, str]] = {
     UnreadableRecordError: (-32001, "RECORD_UNREADABLE"),
     TaskNotCancelableError: (-32002, "TASK_NOT_CANCELABLE"),
     PushNotificationNotSupportedError: (-32003, "PUSH_NOTIFICATION_NOT_SUPPORTED"),
-    A2aNotAvailableError: (-32004, "UNSUPPORTED_OPERATION"),
+    A2ANotAvailableError: (-32004, "UNSUPPORTED_OPERATION"),
     BusinessRuleViolation: (-32004, "UNSUPPORTED_OPERATION"),
     ContentTypeNotSupportedError: (-32005, "CONTENT_TYPE_NOT_SUPPORTED"),
     InvalidAgentResponseError: (-32006, "INVALID_AGENT_RESPONSE"),
     ExtendedAgentCardNotConfiguredError: (-32007, "EXTENDED_AGENT_CARD_NOT_CONFIGURED"),
     ExtensionSupportRequiredError: (-32008, "EXTENSION_SUPPORT_REQUIRED"),
-    A2aVersionMismatchError: (-32009, "VERSION_NOT_SUPPORTED"),
+    A2AVersionMismatchError: (-32009, "VERSION_NOT_SUPPORTED"),
     # The specification has no codes for these; they are request errors whose
     # ErrorInfo reason says what went wrong.
     AuthenticationError: (INVALID_REQUEST, "UNAUTHENTICATED"),
@@ -275,10 +275,10 @@ def _compact_json(value: Any) -> str:
 
 
 __all__ = [
-    "A2aError",
-    "A2aNotAvailableError",
-    "A2aOperationNotFoundError",
-    "A2aVersionMismatchError",
+    "A2AError",
+    "A2ANotAvailableError",
+    "A2AOperationNotFoundError",
+    "A2AVersionMismatchError",
     "A2A_ERROR_CODES",
     "AuthenticationError",
     "AuthorizationError",
@@ -304,3 +304,9 @@ __all__ = [
     "ValidationError",
     "error_payload",
 ]
+
+# The earlier spelling of the prefix, kept so existing imports keep working.
+A2aError = A2AError
+A2aNotAvailableError = A2ANotAvailableError
+A2aOperationNotFoundError = A2AOperationNotFoundError
+A2aVersionMismatchError = A2AVersionMismatchError

@@ -1,4 +1,4 @@
-"""A2aEventQueue: in-process pub/sub with a bounded ring buffer and ULID cursors,
+"""A2AEventQueue: in-process pub/sub with a bounded ring buffer and ULID cursors,
 and EventBusBridge, which feeds it from the domain EventBus."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
-from cleveragents.a2a.models import A2aEvent
+from cleveragents.a2a.models import A2AEvent
 from cleveragents.domain import events as domain
 
 logger = logging.getLogger(__name__)
@@ -25,7 +25,7 @@ EVENT_GAP = "EventGapEvent"
 
 DEFAULT_CAPACITY = 1024
 
-EventCallback = Callable[[A2aEvent], None]
+EventCallback = Callable[[A2AEvent], None]
 
 
 class _Filter:
@@ -35,7 +35,7 @@ class _Filter:
         self.plan_id = plan_id
         self.event_types = frozenset(event_types) if event_types else None
 
-    def __call__(self, event: A2aEvent) -> bool:
+    def __call__(self, event: A2AEvent) -> bool:
         if self.plan_id is not None and event.plan_id != self.plan_id:
             return False
         return self.event_types is None or event.event_type in self.event_types
@@ -45,7 +45,7 @@ class EventCursor:
     """A position in the queue. Iterating it yields the buffered events after the
     position, then live ones, until it is closed (or the queue is)."""
 
-    def __init__(self, queue: A2aEventQueue, seq: int, match: _Filter, gap: bool):
+    def __init__(self, queue: A2AEventQueue, seq: int, match: _Filter, gap: bool):
         self._queue = queue
         self._seq = seq
         self._match = match
@@ -66,7 +66,7 @@ class EventCursor:
         else:
             self._loop.call_soon_threadsafe(self._wakeup.set)
 
-    def pending(self) -> list[A2aEvent]:
+    def pending(self) -> list[A2AEvent]:
         """The matching events after this cursor that are in the buffer now."""
         events, _ = self._queue._read_after(self._seq)
         return [e for _, e in events if self._match(e)]
@@ -84,7 +84,7 @@ class EventCursor:
     def __aiter__(self) -> EventCursor:
         return self
 
-    async def __anext__(self) -> A2aEvent:
+    async def __anext__(self) -> A2AEvent:
         while True:
             self._wakeup.clear()
             if self._closed:
@@ -92,7 +92,7 @@ class EventCursor:
             batch, missed = self._queue._read_after(self._seq, limit=1)
             if missed:
                 self._seq += missed
-                return A2aEvent(event_type=EVENT_GAP, data={"missed": missed})
+                return A2AEvent(event_type=EVENT_GAP, data={"missed": missed})
             if batch:
                 self._seq, event = batch[0]
                 if self._match(event):
@@ -104,7 +104,7 @@ class EventCursor:
             await self._wakeup.wait()
 
 
-class A2aEventQueue:
+class A2AEventQueue:
     """Bounded pub/sub for plan, task and session events.
 
     Every event is kept in a ring buffer of ``capacity`` recent events. Its
@@ -118,7 +118,7 @@ class A2aEventQueue:
             raise ValueError("capacity must be at least 1")
         self.capacity = capacity
         self._lock = threading.Lock()
-        self._buffer: deque[tuple[int, A2aEvent]] = deque()
+        self._buffer: deque[tuple[int, A2AEvent]] = deque()
         self._seq_by_id: dict[str, int] = {}
         self._next_seq = 1
         self._callbacks: dict[str, tuple[_Filter, EventCallback]] = {}
@@ -127,7 +127,7 @@ class A2aEventQueue:
         self._closed = False
 
     # -- publishing ----------------------------------------------------------------
-    def publish(self, event: A2aEvent) -> A2aEvent:
+    def publish(self, event: A2AEvent) -> A2AEvent:
         with self._lock:
             if self._closed:
                 logger.debug("event queue closed; dropped %s", event.event_type)
@@ -153,7 +153,7 @@ class A2aEventQueue:
         return event
 
     # -- reading -------------------------------------------------------------------
-    def get_events(self, limit: int = 50, *, plan_id: str | None = None) -> list[A2aEvent]:
+    def get_events(self, limit: int = 50, *, plan_id: str | None = None) -> list[A2AEvent]:
         """The most recent ``limit`` events (oldest first)."""
         if limit <= 0:
             return []
@@ -166,7 +166,7 @@ class A2aEventQueue:
     def events_since(
         self, since: str | None, *, plan_id: str | None = None,
         event_types: Iterable[str] | None = None, limit: int | None = None,
-    ) -> tuple[list[A2aEvent], bool]:
+    ) -> tuple[list[A2AEvent], bool]:
         """Buffered events after ``since`` and whether some may have been dropped."""
         match = _Filter(plan_id, event_types)
         with self._lock:
@@ -189,7 +189,7 @@ class A2aEventQueue:
     async def subscribe(
         self, plan_id: str | None = None, *, since: str | None = None,
         event_types: Iterable[str] | None = None,
-    ) -> AsyncIterator[A2aEvent]:
+    ) -> AsyncIterator[A2AEvent]:
         """Iterate over events (for one plan when ``plan_id`` is given) until ``close``."""
         cursor = self.open_cursor(since, plan_id=plan_id, event_types=event_types)
         try:
@@ -250,7 +250,7 @@ class A2aEventQueue:
                 return seq - 1, False
         return last_seq, False
 
-    def _read_after(self, seq: int, limit: int | None = None) -> tuple[list[tuple[int, A2aEvent]], int]:
+    def _read_after(self, seq: int, limit: int | None = None) -> tuple[list[tuple[int, A2AEvent]], int]:
         """Buffered events after ``seq``, and how many were dropped before them."""
         with self._lock:
             if not self._buffer:
@@ -275,7 +275,7 @@ _STATUS_BY_DOMAIN_EVENT = {
 }
 
 
-def to_a2a_event(event: domain.DomainEvent) -> A2aEvent | None:
+def to_a2a_event(event: domain.DomainEvent) -> A2AEvent | None:
     """The A2A event for a domain event, or ``None`` when it has no A2A meaning."""
     event_type = _STATUS_BY_DOMAIN_EVENT.get(event.name)
     if event_type is None:
@@ -283,13 +283,13 @@ def to_a2a_event(event: domain.DomainEvent) -> A2aEvent | None:
     data: dict[str, Any] = {"domain_event": event.name, **event.data}
     if event.session_id is not None:
         data.setdefault("session_id", event.session_id)
-    return A2aEvent(event_type=event_type, plan_id=event.plan_id, data=data)
+    return A2AEvent(event_type=event_type, plan_id=event.plan_id, data=data)
 
 
 class EventBusBridge:
-    """Translates domain events into A2aEvents on an A2aEventQueue."""
+    """Translates domain events into A2AEvents on an A2AEventQueue."""
 
-    def __init__(self, event_bus: domain.EventBus, event_queue: A2aEventQueue):
+    def __init__(self, event_bus: domain.EventBus, event_queue: A2AEventQueue):
         self.event_bus = event_bus
         self.event_queue = event_queue
         self._token: int | None = None
@@ -312,3 +312,6 @@ class EventBusBridge:
         a2a_event = to_a2a_event(event)
         if a2a_event is not None:
             self.event_queue.publish(a2a_event)
+
+# The earlier spelling of the prefix, kept so existing imports keep working.
+A2aEventQueue = A2AEventQueue

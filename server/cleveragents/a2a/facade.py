@@ -1,4 +1,4 @@
-"""A2aLocalFacade: the one dispatcher behind every transport.
+"""A2ALocalFacade: the one dispatcher behind every transport.
 
 It looks the method up in the method table, checks the requested A2A version,
 validates the params, calls the service that serves the method and maps whatever goes
@@ -20,23 +20,23 @@ import pydantic
 from cleveragents.a2a import dialects, envelope, extensions, methods, proto_names
 from cleveragents.a2a import params as params_models
 from cleveragents.a2a.errors import (
-    A2aNotAvailableError,
-    A2aOperationNotFoundError,
+    A2ANotAvailableError,
+    A2AOperationNotFoundError,
     InvalidRequestError,
     ValidationError,
     error_payload,
     internal_error_payload,
     is_known,
 )
-from cleveragents.a2a.models import A2aErrorDetail, A2aRequest, A2aResponse
+from cleveragents.a2a.models import A2AErrorDetail, A2ARequest, A2AResponse
 from cleveragents.a2a.streams import Call, Followed, call_notification
-from cleveragents.a2a.version import A2aVersionNegotiator
+from cleveragents.a2a.version import A2AVersionNegotiator
 from cleveragents.app.calls import CallContext
 from cleveragents.domain.json_limits import JsonLimits
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["A2aLocalFacade", "Call", "CallContext", "PendingResponse"]
+__all__ = ["A2ALocalFacade", "Call", "CallContext", "PendingResponse"]
 
 # Params keys that belong to the transport, not to the method.
 VERSION_PARAM = "A2A-Version"
@@ -53,14 +53,14 @@ def _service_map(source: Any) -> dict[str, Any]:
     services = getattr(source, "services", None)
     if isinstance(services, Mapping):
         return {k: v for k, v in services.items() if v is not None}
-    raise TypeError("A2aLocalFacade needs a services mapping or a container with .services")
+    raise TypeError("A2ALocalFacade needs a services mapping or a container with .services")
 
 
 _ENVELOPE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 
 
 def _plain_request(raw: Any) -> tuple[Any, str, dict[str, Any]] | None:
-    """The id, method and params of a request dict that ``A2aRequest`` would accept
+    """The id, method and params of a request dict that ``A2ARequest`` would accept
     as it is, without building the model (a few microseconds of every call). Anything
     else (legacy names, a missing id, odd types) is left to the model."""
     if type(raw) is not dict or raw.get("jsonrpc") != "2.0" or not raw.keys() <= _ENVELOPE_KEYS:
@@ -93,24 +93,24 @@ def _field_errors(exc: pydantic.ValidationError) -> list[dict[str, Any]]:
 
 
 class PendingResponse:
-    """What ``dispatch`` returns: await it for the A2aResponse. Outside a running
+    """What ``dispatch`` returns: await it for the A2AResponse. Outside a running
     event loop its attributes (``result``, ``error``, ...) resolve synchronously, so
     synchronous callers may use it as the response itself."""
 
     __slots__ = ("_facade", "_request", "_context", "_response")
 
-    def __init__(self, facade: A2aLocalFacade, request: A2aRequest | Mapping[str, Any], context: CallContext | None):
+    def __init__(self, facade: A2ALocalFacade, request: A2ARequest | Mapping[str, Any], context: CallContext | None):
         self._facade = facade
         self._request = request
         self._context = context
-        self._response: A2aResponse | None = None
+        self._response: A2AResponse | None = None
 
-    def __await__(self) -> Generator[Any, None, A2aResponse]:
+    def __await__(self) -> Generator[Any, None, A2AResponse]:
         if self._response is None:
             self._response = yield from self._facade.respond(self._request, self._context).__await__()
         return self._response
 
-    def resolve(self) -> A2aResponse:
+    def resolve(self) -> A2AResponse:
         if self._response is None:
             self._response = self._facade.dispatch_sync(self._request)
         return self._response
@@ -122,12 +122,12 @@ class PendingResponse:
         return f"<PendingResponse {self._response!r}>"
 
 
-class A2aLocalFacade:
+class A2ALocalFacade:
     """Routes A2A requests to in-process services.
 
-    ``A2aLocalFacade(services={...})`` takes a service map (keys such as
+    ``A2ALocalFacade(services={...})`` takes a service map (keys such as
     ``session_service``, ``plan_lifecycle_service``, ``tool_registry``, ``event_queue``);
-    ``A2aLocalFacade(container)`` takes anything with a ``services`` mapping; the task
+    ``A2ALocalFacade(container)`` takes anything with a ``services`` mapping; the task
     service and the event queue are served through their protocol handlers
     (``a2a/endpoints.py``). A
     method whose service is missing answers with a clear error naming the service.
@@ -137,12 +137,12 @@ class A2aLocalFacade:
 
     def __init__(
         self, container: Any = None, *, services: Mapping[str, Any] | None = None,
-        negotiator: A2aVersionNegotiator | None = None, limits: JsonLimits | None = None,
+        negotiator: A2AVersionNegotiator | None = None, limits: JsonLimits | None = None,
     ):
         from cleveragents.a2a.endpoints import bind_handlers  # the services' modules: loaded with them
 
         self._services = bind_handlers({**_service_map(container), **_service_map(services)})
-        self.negotiator = negotiator or A2aVersionNegotiator()
+        self.negotiator = negotiator or A2AVersionNegotiator()
         self.limits = limits or getattr(container, "json_limits", None) or JsonLimits()
         cards = self._services.get("agent_card_service")
         self.extensions = getattr(cards, "extensions", None) or extensions.ExtensionSet()
@@ -155,11 +155,11 @@ class A2aLocalFacade:
         return dict(self._services)
 
     # -- entry points --------------------------------------------------------------
-    def dispatch(self, request: A2aRequest | Mapping[str, Any], context: CallContext | None = None) -> PendingResponse:
+    def dispatch(self, request: A2ARequest | Mapping[str, Any], context: CallContext | None = None) -> PendingResponse:
         """Dispatch one request; ``await`` the result."""
         return PendingResponse(self, request, context)
 
-    def dispatch_sync(self, request: A2aRequest | Mapping[str, Any]) -> A2aResponse:
+    def dispatch_sync(self, request: A2ARequest | Mapping[str, Any]) -> A2AResponse:
         """Dispatch from synchronous code. Not from inside a running event loop."""
         try:
             asyncio.get_running_loop()
@@ -194,7 +194,7 @@ class A2aLocalFacade:
             self._sync_loop.close()
 
     # -- the dispatcher ------------------------------------------------------------
-    async def respond(self, raw: A2aRequest | Mapping[str, Any], context: CallContext | None = None) -> A2aResponse:
+    async def respond(self, raw: A2ARequest | Mapping[str, Any], context: CallContext | None = None) -> A2AResponse:
         """``dispatch`` as a plain coroutine: the call's one response. A stream's items
         go to ``context.notify`` (as ``call_notification``s) and the last one answers;
         a live stream after the response goes to ``context.attach_stream``."""
@@ -215,20 +215,20 @@ class A2aLocalFacade:
                 notify(*call_notification(item, request_id))
         return call.final_response()
 
-    async def open(self, raw: A2aRequest | Mapping[str, Any], context: CallContext | None = None) -> Call:
+    async def open(self, raw: A2ARequest | Mapping[str, Any], context: CallContext | None = None) -> Call:
         """Run one request up to its answer: a ``Call`` with its response, or its
         stream of items (read already up to the first, so that a stream refused at
         once answers with its error). What transports use."""
         if (plain := _plain_request(raw)) is not None:
             msg_id, method, params = plain
         else:
-            request = raw if isinstance(raw, A2aRequest) else self._coerce(raw)
-            if isinstance(request, A2aResponse):
+            request = raw if isinstance(raw, A2ARequest) else self._coerce(raw)
+            if isinstance(request, A2AResponse):
                 return Call(request.id, request)
             msg_id, method, params = request.id, request.method, request.params
         spec = methods.get(method)
         if spec is None:
-            return Call(msg_id, self._error(msg_id, A2aOperationNotFoundError(method), dialects.EXTENSION))
+            return Call(msg_id, self._error(msg_id, A2AOperationNotFoundError(method), dialects.EXTENSION))
         try:
             result = await self._call(spec, msg_id, params, context)
         except asyncio.CancelledError:
@@ -238,14 +238,14 @@ class A2aLocalFacade:
         if spec.streaming:
             return await Call.streaming(msg_id, result, lambda exc: self._error_payload(exc, spec.dialect, spec.name))
         if isinstance(result, Followed):
-            return Call(msg_id, A2aResponse(id=msg_id, result=result.result), follow=result.items,
+            return Call(msg_id, A2AResponse(id=msg_id, result=result.result), follow=result.items,
                         follow_key=result.key)
-        response = A2aResponse(id=msg_id, result=result)
+        response = A2AResponse(id=msg_id, result=result)
         if spec.bulk:  # megabytes are encoded in a worker thread, a piece at a time
             response.keep_encoded(await asyncio.to_thread(response.json_bytes_in_pieces))
         return Call(msg_id, response)
 
-    def _coerce(self, raw: Mapping[str, Any]) -> A2aRequest | A2aResponse:
+    def _coerce(self, raw: Mapping[str, Any]) -> A2ARequest | A2AResponse:
         msg_id = envelope.echo_id(raw)
         if isinstance(raw, Mapping) and isinstance(raw.get("params"), list):
             return self._error(msg_id, ValidationError(
@@ -253,7 +253,7 @@ class A2aLocalFacade:
                 {"errors": [{"loc": ["params"], "msg": "must be an object", "type": "dict_type"}]},
             ), dialects.EXTENSION)
         try:
-            return A2aRequest.model_validate(dict(raw))
+            return A2ARequest.model_validate(dict(raw))
         except pydantic.ValidationError as exc:
             return self._error(msg_id, InvalidRequestError("Invalid request", {"errors": _field_errors(exc)}),
                                dialects.EXTENSION)
@@ -294,7 +294,7 @@ class A2aLocalFacade:
         service = self._services.get(spec.service)
         handler = getattr(service, spec.call, None) if service is not None else None
         if handler is None:
-            raise A2aNotAvailableError(
+            raise A2ANotAvailableError(
                 f"{spec.name} is not available: no {spec.service} is configured",
                 {"method": spec.name, "service": spec.service},
             )
@@ -311,9 +311,12 @@ class A2aLocalFacade:
             result = await result
         return result
 
-    def _error(self, msg_id: Any, exc: BaseException, dialect: str, method: str | None = None) -> A2aResponse:
-        return A2aResponse(id=msg_id, error=A2aErrorDetail(**self._error_payload(exc, dialect, method)))
+    def _error(self, msg_id: Any, exc: BaseException, dialect: str, method: str | None = None) -> A2AResponse:
+        return A2AResponse(id=msg_id, error=A2AErrorDetail(**self._error_payload(exc, dialect, method)))
 
     @staticmethod
     def _error_payload(exc: BaseException, dialect: str, method: str | None = None) -> dict[str, Any]:
         return error_payload(exc, dialect) if is_known(exc) else internal_error_payload(exc, dialect, method)
+
+# The earlier spelling of the prefix, kept so existing imports keep working.
+A2aLocalFacade = A2ALocalFacade

@@ -36,7 +36,7 @@ def _rename_legacy(values: Any, renames: dict[str, str], model: str) -> Any:
     return values
 
 
-class A2aErrorDetail(BaseModel):
+class A2AErrorDetail(BaseModel):
     """The ``error`` member of a JSON-RPC response."""
 
     model_config = ConfigDict(extra="forbid")
@@ -53,7 +53,7 @@ class A2aErrorDetail(BaseModel):
         return out
 
 
-class A2aRequest(BaseModel):
+class A2ARequest(BaseModel):
     """A JSON-RPC request. ``id`` is a new ULID when it is omitted or empty."""
 
     model_config = ConfigDict(extra="forbid")
@@ -69,7 +69,7 @@ class A2aRequest(BaseModel):
         return _rename_legacy(
             values,
             {"a2a_version": "jsonrpc", "request_id": "id", "operation": "method", "payload": "params"},
-            "A2aRequest",
+            "A2ARequest",
         )
 
     @field_validator("id", mode="before")
@@ -89,7 +89,7 @@ class A2aRequest(BaseModel):
         return value
 
 
-class A2aResponse(BaseModel):
+class A2AResponse(BaseModel):
     """A JSON-RPC response: exactly one of ``result`` and ``error`` is present."""
 
     model_config = ConfigDict(extra="forbid")
@@ -97,7 +97,7 @@ class A2aResponse(BaseModel):
     jsonrpc: Literal["2.0"] = "2.0"
     id: JsonRpcId = None
     result: Any = None
-    error: A2aErrorDetail | None = None
+    error: A2AErrorDetail | None = None
     _encoded: bytes | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
@@ -106,11 +106,11 @@ class A2aResponse(BaseModel):
         return _rename_legacy(
             values,
             {"a2a_version": "jsonrpc", "request_id": "id", "data": "result", "error_detail": "error"},
-            "A2aResponse",
+            "A2AResponse",
         )
 
     @model_validator(mode="after")
-    def _result_xor_error(self) -> A2aResponse:
+    def _result_xor_error(self) -> A2AResponse:
         has_result = "result" in self.model_fields_set
         has_error = self.error is not None
         if has_result == has_error:
@@ -167,7 +167,7 @@ class A2aResponse(BaseModel):
             return json.dumps(self.to_wire()).encode("ascii")
 
 
-class A2aEvent(BaseModel):
+class A2AEvent(BaseModel):
     """One event on the event queue; ``event_id`` is its resume cursor."""
 
     model_config = ConfigDict(extra="forbid")
@@ -181,7 +181,7 @@ class A2aEvent(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _legacy_names(cls, values: Any) -> Any:
-        return _rename_legacy(values, {"type": "event_type", "payload": "data"}, "A2aEvent")
+        return _rename_legacy(values, {"type": "event_type", "payload": "data"}, "A2AEvent")
 
     @field_validator("event_type")
     @classmethod
@@ -217,3 +217,9 @@ class A2aEvent(BaseModel):
 
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+# The earlier spelling of the prefix, kept so existing imports keep working.
+A2aRequest = A2ARequest
+A2aResponse = A2AResponse
+A2aErrorDetail = A2AErrorDetail
+A2aEvent = A2AEvent

@@ -3,7 +3,7 @@
 A streaming method's handler (``MethodSpec.streaming``) returns an async iterator of
 ``StreamItem``s, each already encoded in the call's dialect. A handler may also answer
 with ``Followed``: its result, then a live stream that goes on after the response (an
-event subscription). ``A2aLocalFacade.open`` turns either into a ``Call``; each
+event subscription). ``A2ALocalFacade.open`` turns either into a ``Call``; each
 transport frames the items its own way (stdio: notifications; HTTP: SSE events).
 
 The notification names of the stdio binding are spelled here, and only here.
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # light to import: the stdio server reads the names before the models load
-    from cleveragents.a2a.models import A2aResponse
+    from cleveragents.a2a.models import A2AResponse
 
 STATUS, ARTIFACT, EVENT = "status", "artifact", "event"
 STATUS_NOTIFICATION = "task/statusUpdate"
@@ -77,7 +77,7 @@ class Followed:
 
 
 class Call:
-    """One dispatched request, as ``A2aLocalFacade.open`` hands it to a transport.
+    """One dispatched request, as ``A2ALocalFacade.open`` hands it to a transport.
 
     Answered at once: ``response`` is set (a unary result, or an error), and ``follow``
     may hold a live stream to send after it. Streaming: ``response`` is ``None``;
@@ -88,7 +88,7 @@ class Call:
 
     __slots__ = ("id", "response", "follow", "follow_key", "error", "_items", "_first", "_last", "_map_error")
 
-    def __init__(self, msg_id: Any, response: A2aResponse | None = None, *,
+    def __init__(self, msg_id: Any, response: A2AResponse | None = None, *,
                  follow: LiveStream | None = None, follow_key: str | None = None):
         self.id = msg_id
         self.response = response
@@ -104,7 +104,7 @@ class Call:
     async def streaming(cls, msg_id: Any, items: AsyncIterator[StreamItem], map_error: ErrorMapper) -> Call:
         """A streaming call whose first item is read already: a stream refused before
         its first item is answered at once with its error."""
-        from cleveragents.a2a.models import A2aErrorDetail, A2aResponse
+        from cleveragents.a2a.models import A2AErrorDetail, A2AResponse
 
         call = cls(msg_id)
         call._map_error = map_error
@@ -115,10 +115,10 @@ class Call:
             raise
         except StopAsyncIteration:
             error = map_error(RuntimeError("the stream ended before its first item"))
-            return cls(msg_id, A2aResponse(id=msg_id, error=A2aErrorDetail(**error)))
+            return cls(msg_id, A2AResponse(id=msg_id, error=A2AErrorDetail(**error)))
         except Exception as exc:
             await _close(items)
-            return cls(msg_id, A2aResponse(id=msg_id, error=A2aErrorDetail(**map_error(exc))))
+            return cls(msg_id, A2AResponse(id=msg_id, error=A2AErrorDetail(**map_error(exc))))
         call._items, call._first = items, first
         return call
 
@@ -144,16 +144,16 @@ class Call:
         self._last = item
         return item
 
-    def final_response(self) -> A2aResponse:
+    def final_response(self) -> A2AResponse:
         """The streaming call's answer as one response: its last item, or its error."""
         if self.response is not None:
             return self.response
-        from cleveragents.a2a.models import A2aErrorDetail, A2aResponse
+        from cleveragents.a2a.models import A2AErrorDetail, A2AResponse
 
         if self.error is not None:
-            return A2aResponse(id=self.id, error=A2aErrorDetail(**self.error))
+            return A2AResponse(id=self.id, error=A2AErrorDetail(**self.error))
         assert self._last is not None  # a stream has a first item
-        return A2aResponse(id=self.id, result=self._last.payload)
+        return A2AResponse(id=self.id, result=self._last.payload)
 
     async def aclose(self) -> None:
         """Stop reading: the handler's iterator is closed (its task keeps running)."""

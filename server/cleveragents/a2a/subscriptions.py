@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from cleveragents.a2a.events import TASK_ARTIFACT_UPDATE, TASK_STATUS_UPDATE, A2aEventQueue, EventCursor
-from cleveragents.a2a.models import A2aEvent
+from cleveragents.a2a.events import TASK_ARTIFACT_UPDATE, TASK_STATUS_UPDATE, A2AEventQueue, EventCursor
+from cleveragents.a2a.models import A2AEvent
 from cleveragents.a2a.streams import ARTIFACT, EVENT, STATUS, Followed, StreamItem
 from cleveragents.app.calls import CallContext
 from cleveragents.domain.errors import BusinessRuleViolation, ResourceNotFoundError
@@ -22,7 +22,7 @@ MAX_LIVE_SUBSCRIPTIONS = 256
 
 
 class EventSubscriptions:
-    def __init__(self, queue: A2aEventQueue, limit: int = MAX_LIVE_SUBSCRIPTIONS):
+    def __init__(self, queue: A2AEventQueue, limit: int = MAX_LIVE_SUBSCRIPTIONS):
         self.queue = queue
         self.limit = limit
         self._live: dict[str, EventCursor] = {}
@@ -93,14 +93,14 @@ class EventFeed:
         return self.cursor.closed
 
 
-def event_item(subscription_id: str, event: A2aEvent) -> StreamItem:
+def event_item(subscription_id: str, event: A2AEvent) -> StreamItem:
     """An event of a subscription, with its task update when it is a task or plan event."""
     payload = event.to_wire()
     payload["subscription_id"] = subscription_id
     return StreamItem(EVENT, payload, event.event_id, event.event_type, task_update(event))
 
 
-def task_update(event: A2aEvent) -> StreamItem | None:
+def task_update(event: A2AEvent) -> StreamItem | None:
     """The task update a task or plan event also is (plan events carry the plan's
     ``planId``, ``phase`` and ``state``)."""
     if event.event_type not in (TASK_STATUS_UPDATE, TASK_ARTIFACT_UPDATE):

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 
 from cleveragents.a2a import dialects
-from cleveragents.a2a.errors import A2aVersionMismatchError
+from cleveragents.a2a.errors import A2AVersionMismatchError
 
 SUPPORTED_VERSIONS = ("1.0", "0.3")
 DEFAULT_VERSION = "1.0"
@@ -25,16 +25,16 @@ def _clip(text: str) -> str:
     return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
 
 
-def _malformed(value: object, supported: Iterable[str]) -> A2aVersionMismatchError:
+def _malformed(value: object, supported: Iterable[str]) -> A2AVersionMismatchError:
     """The error for a version that is not ``Major.Minor`` text; the data holds the value as sent."""
     if isinstance(value, str):
         message = f"Malformed A2A version {_clip(value)!r}: expected Major.Minor"
     else:
         message = f"Malformed A2A version {_clip(json.dumps(value, default=repr))}: expected a string such as \"1.0\""
-    return A2aVersionMismatchError(message, {"requested": value, "supported": list(supported)})
+    return A2AVersionMismatchError(message, {"requested": value, "supported": list(supported)})
 
 
-class A2aVersionNegotiator:
+class A2AVersionNegotiator:
     """Picks the protocol version to speak with a peer."""
 
     def __init__(self, supported: Iterable[str] = SUPPORTED_VERSIONS, default: str = DEFAULT_VERSION):
@@ -65,7 +65,7 @@ class A2aVersionNegotiator:
     def is_supported(self, version: str) -> bool:
         try:
             return self.normalize(version) in self.supported
-        except A2aVersionMismatchError:
+        except A2AVersionMismatchError:
             return False
 
     def negotiate(self, requested: str | Iterable[str] | None = None) -> str:
@@ -83,7 +83,7 @@ class A2aVersionNegotiator:
             for offer in offers:
                 if self.is_supported(offer) and self.normalize(offer) == version:
                     return version
-        raise A2aVersionMismatchError(
+        raise A2AVersionMismatchError(
             f"A2A version {_clip(', '.join(offers))} is not supported; supported: {', '.join(self.supported)}",
             {"requested": requested if isinstance(requested, str) else offers, "supported": list(self.supported)},
         )
@@ -91,3 +91,6 @@ class A2aVersionNegotiator:
     @staticmethod
     def dialect_for(version: str) -> str:
         return _DIALECT_BY_VERSION[version]
+
+# The earlier spelling of the prefix, kept so existing imports keep working.
+A2aVersionNegotiator = A2AVersionNegotiator

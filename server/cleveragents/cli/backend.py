@@ -49,7 +49,7 @@ class LocalBackend:
         self._lock: Any = None
 
     async def __aenter__(self) -> LocalBackend:
-        from cleveragents.a2a.facade import A2aLocalFacade
+        from cleveragents.a2a.facade import A2ALocalFacade
         from cleveragents.config import Settings
         from cleveragents.container import Container
 
@@ -60,7 +60,7 @@ class LocalBackend:
             # Opening the store is blocking I/O: keep it off the loop.
             self._container = await asyncio.to_thread(Container, settings)
             await self._container.start()
-            self._facade = A2aLocalFacade(self._container)
+            self._facade = A2ALocalFacade(self._container)
         except BaseException:
             await self.__aexit__(None, None, None)
             raise
@@ -163,10 +163,10 @@ class RemoteBackend:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             raise CallError(-32602, f"bad --server/--token: {problems}") from None
         try:
-            from cleveragents.a2a.client import A2aClient
+            from cleveragents.a2a.client import A2AClient
         except ImportError:
-            raise CallError(UNREACHABLE, "this build has no remote client (cleveragents.a2a.client.A2aClient)") from None
-        self._client = A2aClient(config)
+            raise CallError(UNREACHABLE, "this build has no remote client (cleveragents.a2a.client.A2AClient)") from None
+        self._client = A2AClient(config)
         await self._guarded(self._client.__aenter__())
         return self
 

@@ -69,7 +69,7 @@ async def _unavailable(request: Request, exc: Exception) -> Response:
     return json_answer(request, body, status)
 
 
-class A2aHttpApp:
+class A2AHttpApp:
     """What every route shares: the services, the auth and where the agent lives."""
 
     def __init__(self, runtime: Runtime, *, auth: HttpAuth | None = None, prefix: str = "",
@@ -186,7 +186,7 @@ def build_app(container: Any = None, *, settings: Settings | None = None,
         auth = HttpAuth.of(source.auth_tokens, source.api_keys, source.api_key_header)
     redaction.register((*auth.tokens, *auth.api_keys))
     runtime = Runtime(container, settings=settings, container_options=container_options)
-    shared = A2aHttpApp(runtime, auth=auth, prefix=prefix, public_url=public_url)
+    shared = A2AHttpApp(runtime, auth=auth, prefix=prefix, public_url=public_url)
     jsonrpc = JsonRpcEndpoint(shared)
     cards = CardRoutes(shared)
     p = shared.prefix

@@ -16,7 +16,7 @@ from starlette.responses import Response
 from cleveragents.a2a.card_service import BOTH
 
 if TYPE_CHECKING:
-    from cleveragents.transports.http.app import A2aHttpApp
+    from cleveragents.transports.http.app import A2AHttpApp
 
 CARD_V1_PATH = "/.well-known/agent-card.json"
 CARD_V03_PATH = "/.well-known/agent.json"
@@ -40,7 +40,7 @@ def _not_modified(request: Request, etag: str, modified: float) -> bool:
 
 
 class CardRoutes:
-    def __init__(self, app: A2aHttpApp):
+    def __init__(self, app: A2AHttpApp):
         self.app = app
 
     async def card_v1(self, request: Request) -> Response:

@@ -22,7 +22,7 @@ from starlette.responses import Response
 
 from cleveragents.a2a import dialects, envelope, methods
 from cleveragents.a2a.errors import (
-    A2aError,
+    A2AError,
     AuthenticationError,
     ContentTypeNotSupportedError,
     error_payload,
@@ -35,7 +35,7 @@ from cleveragents.transports.http.sse import EventStreamResponse, ServerSentEven
 from cleveragents.transports.http.streams import ERROR, StreamCall, one_event, resuming, sse_response
 
 if TYPE_CHECKING:
-    from cleveragents.transports.http.app import A2aHttpApp
+    from cleveragents.transports.http.app import A2AHttpApp
 
 logger = logging.getLogger("cleveragents.http")
 
@@ -70,7 +70,7 @@ EVENT_STREAM = "text/event-stream"
 
 
 def answer(request: Request, response: Any, headers: dict[str, str] | None = None) -> Response:
-    """A facade response as HTTP 200, serialized once (``A2aResponse.json_bytes``)."""
+    """A facade response as HTTP 200, serialized once (``A2AResponse.json_bytes``)."""
     return json_answer(request, response.json_bytes(), headers=headers)
 
 
@@ -100,7 +100,7 @@ def _dialect_of(message: Any, standard_only: bool = False) -> str:
 
 
 class JsonRpcEndpoint:
-    def __init__(self, app: A2aHttpApp):
+    def __init__(self, app: A2AHttpApp):
         self.app = app
         self._background: set[asyncio.Task[Any]] = set()
 
@@ -115,7 +115,7 @@ class JsonRpcEndpoint:
             return Response(status_code=499)
         try:
             message = envelope.decode(body)
-        except A2aError as exc:
+        except A2AError as exc:
             message, parse_error = None, exc
         else:
             parse_error = None
@@ -131,7 +131,7 @@ class JsonRpcEndpoint:
             return json_answer(request, envelope.error_response(None, error_payload(parse_error, dialects.EXTENSION)))
         try:
             kind = envelope.classify(message)
-        except A2aError as exc:
+        except A2AError as exc:
             return json_answer(request, envelope.error_response(envelope.echo_id(message),
                                                                 error_payload(exc, dialects.EXTENSION)))
         if kind == "response":

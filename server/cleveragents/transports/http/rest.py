@@ -31,7 +31,7 @@ from cleveragents.transports.http.media import json_answer
 from cleveragents.transports.http.streams import ERROR, StreamCall, resuming, sse_response
 
 if TYPE_CHECKING:
-    from cleveragents.transports.http.app import A2aHttpApp
+    from cleveragents.transports.http.app import A2AHttpApp
 
 # ErrorInfo reason -> (HTTP status, google.rpc.Code name).
 _STATUS_BY_REASON = {
@@ -123,7 +123,7 @@ def v1_routes() -> list[RestRoute]:
 
 
 class RestBinding:
-    def __init__(self, app: A2aHttpApp):
+    def __init__(self, app: A2AHttpApp):
         self.app = app
 
     def routes(self, prefix: str) -> list[Route]:

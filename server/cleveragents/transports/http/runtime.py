@@ -37,7 +37,7 @@ class Runtime:
         return await asyncio.shield(self._starting)
 
     async def _start(self) -> Any:
-        from cleveragents.a2a.facade import A2aLocalFacade
+        from cleveragents.a2a.facade import A2ALocalFacade
 
         if self._given is not None:
             container = self._given
@@ -47,7 +47,7 @@ class Runtime:
             container = await asyncio.to_thread(Container, self._settings or Settings.from_env(), **self._options)
             await container.start()
         self._container = container
-        facade = A2aLocalFacade(container)
+        facade = A2ALocalFacade(container)
         for callback in self.on_ready:
             callback(facade)
         self._facade = facade

@@ -19,7 +19,7 @@ from typing import Any
 from cleveragents.a2a import dialects
 from cleveragents.a2a.errors import internal_error_payload
 from cleveragents.a2a.facade import CallContext
-from cleveragents.a2a.models import A2aResponse
+from cleveragents.a2a.models import A2AResponse
 from cleveragents.a2a.streams import StreamItem
 from cleveragents.transports.http.sse import EventStreamResponse, ServerSentEvent
 from cleveragents.transports.output_limit import max_output_buffer_default
@@ -52,7 +52,7 @@ class StreamCall:
         self._task.add_done_callback(lambda _: self._queue.put_nowait(_DONE))
         self._ended = False
 
-    async def _run(self, facade: Any, request: dict[str, Any], context: CallContext) -> A2aResponse | None:
+    async def _run(self, facade: Any, request: dict[str, Any], context: CallContext) -> A2AResponse | None:
         """The call's error response, if it has one."""
         call = await facade.open(request, context)
         if call.response is not None:

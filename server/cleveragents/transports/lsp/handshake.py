@@ -13,7 +13,7 @@ from typing import Any
 from cleveragents._version import __version__
 from cleveragents.a2a import envelope, extensions
 from cleveragents.a2a.capabilities import a2a_capabilities
-from cleveragents.a2a.errors import A2aError
+from cleveragents.a2a.errors import A2AError
 
 SERVER_NAME = "cleveragents"
 POSITION_ENCODINGS = ("utf-8", "utf-16", "utf-32")
@@ -37,7 +37,7 @@ def connection_extensions(options: Any) -> tuple[str, ...]:
     value = options.get(extensions.INIT_OPTION) if isinstance(options, dict) else None
     try:
         return extensions.requested(value, f"initializationOptions.{extensions.INIT_OPTION}")
-    except A2aError as exc:
+    except A2AError as exc:
         from cleveragents.transports.lsp.protocol import JsonRpcException
 
         raise JsonRpcException(message=exc.message, code=-32602, data=exc.data) from None
@@ -83,10 +83,10 @@ def early_initialize(body: bytes) -> tuple[Any, dict[str, Any]] | None:
         return None  # the ordinary path names the field
     options = params.get("initializationOptions")
     if isinstance(options, dict) and options.get("a2aVersion") is not None:
-        from cleveragents.a2a.version import A2aVersionNegotiator
+        from cleveragents.a2a.version import A2AVersionNegotiator
 
         version = options["a2aVersion"]
-        if not isinstance(version, str) or not A2aVersionNegotiator().is_supported(version):
+        if not isinstance(version, str) or not A2AVersionNegotiator().is_supported(version):
             return None  # the ordinary path answers with the version error
     try:
         connection_extensions(options)

@@ -72,7 +72,7 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
     server_module = await loading
     if settings is None:
         settings = settings_from(args)
-    server = server_module.A2aLanguageServer(
+    server = server_module.A2ALanguageServer(
         settings, workspace_fixed=args.workspace is not None,
         container_options=container_options or {}, agent_card=agent_card,
     )

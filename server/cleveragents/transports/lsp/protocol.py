@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from cattrs import Converter
 
-    from cleveragents.transports.lsp.server import A2aLanguageServer
+    from cleveragents.transports.lsp.server import A2ALanguageServer
 
 logger = logging.getLogger(__name__)
 
@@ -58,12 +58,12 @@ def error_for(exc: BaseException, where: str) -> dict[str, Any]:
     return internal_error_payload(exc, dialects.EXTENSION, where)
 
 
-class A2aProtocol(PyglsProtocol):
+class A2AProtocol(PyglsProtocol):
     if TYPE_CHECKING:
         @property
-        def server(self) -> A2aLanguageServer: ...
+        def server(self) -> A2ALanguageServer: ...
 
-    def __init__(self, server: A2aLanguageServer, converter: Converter):
+    def __init__(self, server: A2ALanguageServer, converter: Converter):
         self._draining = False  # before super(): it reads our attributes (see pygls_hooks)
         self._suppressed: set[Any] = set()
         super().__init__(server, converter)
@@ -242,5 +242,5 @@ class A2aProtocol(PyglsProtocol):
         self.send_message(envelope.error_response(msg_id, error))
 
 
-__all__ = ["A2aProtocol", "JsonRpcException", "JsonRpcInternalError", "WireResponse", "error_for",
+__all__ = ["A2AProtocol", "JsonRpcException", "JsonRpcInternalError", "WireResponse", "error_for",
            "plain_dict_converter"]

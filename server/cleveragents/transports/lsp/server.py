@@ -19,7 +19,7 @@ from pygls.lsp.server import LanguageServer
 
 from cleveragents._version import __version__
 from cleveragents.a2a import dialects, envelope, methods
-from cleveragents.a2a.errors import A2aError, error_payload, internal_error_payload, is_known
+from cleveragents.a2a.errors import A2AError, error_payload, internal_error_payload, is_known
 from cleveragents.a2a.streams import call_notification
 from cleveragents.config import Settings
 from cleveragents.transports.lsp.framing import FrameError, FrameReader, read_frames
@@ -27,7 +27,7 @@ from cleveragents.transports.lsp.handshake import connection_extensions
 from cleveragents.transports.lsp.notifications import pump_events
 from cleveragents.transports.lsp.pipe_writer import PipeWriter
 from cleveragents.transports.lsp.protocol import (
-    A2aProtocol,
+    A2AProtocol,
     JsonRpcException,
     JsonRpcInternalError,
     WireResponse,
@@ -43,13 +43,13 @@ _UNANSWERED = object()
 _UNKNOWN = object()  # not yet worked out
 
 
-class A2aLanguageServer(LanguageServer):
-    protocol: A2aProtocol
+class A2ALanguageServer(LanguageServer):
+    protocol: A2AProtocol
 
     def __init__(self, settings: Settings, *, workspace_fixed: bool = False,
                  container_options: dict[str, Any] | None = None, agent_card: dict[str, Any] | None = None):
         super().__init__(
-            "cleveragents", __version__, protocol_cls=A2aProtocol,
+            "cleveragents", __version__, protocol_cls=A2AProtocol,
             converter_factory=plain_dict_converter,
         )
         self.settings = settings
@@ -78,11 +78,11 @@ class A2aLanguageServer(LanguageServer):
     def configure_from_initialize(self, params: types.InitializeParams) -> None:
         options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
         if options.get("a2aVersion") is not None:
-            from cleveragents.a2a.version import A2aVersionNegotiator
+            from cleveragents.a2a.version import A2AVersionNegotiator
 
             try:
-                self.a2a_version = A2aVersionNegotiator().check_requested(options["a2aVersion"])
-            except A2aError as exc:
+                self.a2a_version = A2AVersionNegotiator().check_requested(options["a2aVersion"])
+            except A2AError as exc:
                 raise JsonRpcException(message=exc.message, code=-32009, data=exc.data) from None
         self.a2a_extensions = connection_extensions(options)
         if params.process_id and self._watchdog is None:
@@ -225,12 +225,12 @@ class A2aLanguageServer(LanguageServer):
     def on_frame(self, body: bytes) -> None:
         try:
             message = envelope.decode(body)
-        except A2aError as exc:
+        except A2AError as exc:
             self._reply_error(None, exc)
             return
         try:
             kind = envelope.classify(message)
-        except A2aError as exc:
+        except A2AError as exc:
             self._reply_error(envelope.echo_id(message), exc)
             return
         if kind != "response" and not self._admit_in_lifecycle(kind, message):
@@ -332,7 +332,7 @@ class A2aLanguageServer(LanguageServer):
         logger.warning("bad frame: %s", error.message)
         self.protocol.send_error(None, {"code": error.code, "message": error.message, "data": error.data})
 
-    def _reply_error(self, msg_id: Any, exc: A2aError) -> None:
+    def _reply_error(self, msg_id: Any, exc: A2AError) -> None:
         self.protocol.send_error(msg_id, error_payload(exc, dialects.EXTENSION))
 
     # -- lifecycle -----------------------------------------------------------------
@@ -401,11 +401,11 @@ class _Runtime:
     """The services behind the server; built in a worker thread (it opens the store)."""
 
     def __init__(self, settings: Settings, options: dict[str, Any]):
-        from cleveragents.a2a.facade import A2aLocalFacade
+        from cleveragents.a2a.facade import A2ALocalFacade
         from cleveragents.container import Container
 
         self.container = Container(settings, **options)
-        self.facade = A2aLocalFacade(self.container)
+        self.facade = A2ALocalFacade(self.container)
 
     async def aclose(self) -> None:
         await self.container.aclose()
