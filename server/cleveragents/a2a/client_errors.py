@@ -88,11 +88,15 @@ for _cls, (_code, _reason) in A2A_ERROR_CODES.items():
     _BY_REASON.setdefault(_reason, _cls)
 
 
-@cache
-def _remote_class(kind: type[Exception] | None) -> type[A2ARemoteError]:
-    if kind is None or issubclass(A2ARemoteError, kind):
+_REMOTE_CLASSES: dict[type[Exception], type[A2ARemoteError]] = {}  # one per known error class
+
+
+def _remote_class(kind: type[Exception]) -> type[A2ARemoteError]:
+    if issubclass(A2ARemoteError, kind):
         return A2ARemoteError
-    return type(f"Remote{kind.__name__}", (A2ARemoteError, kind), {"__module__": __name__})
+    if (known := _REMOTE_CLASSES.get(kind)) is None:
+        known = _REMOTE_CLASSES[kind] = type(f"Remote{kind.__name__}", (A2ARemoteError, kind), {"__module__": __name__})
+    return known
 
 
 @cache
@@ -120,8 +124,9 @@ def remote_error(error: Any, *, url: str, method: str, standard: bool,
         data = {"detail": raw}
     kind = (_BY_CODE_AND_REASON.get((code, reason or "")) or _BY_REASON.get(reason or "")
             or (_STANDARD_BY_CODE if standard else _EXTENSION_BY_CODE).get(code))
-    return _remote_class(kind)(f"{method} at {url} failed: {text} (code {code})", data, code=code, url=url,
-                               method=method, status=status, reason=reason, details=details)
+    remote = A2ARemoteError if kind is None else _remote_class(kind)
+    return remote(f"{method} at {url} failed: {text} (code {code})", data, code=code, url=url,
+                  method=method, status=status, reason=reason, details=details)
 
 
 def http_error(status: int, *, url: str, method: str, body: str) -> A2AClientHTTPError:

@@ -9,6 +9,7 @@ dialect's codec. httpx is imported when the first client is made, never before.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import itertools
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -204,7 +205,7 @@ class A2AClient:
         method = dialect.methods["push_get"]
         return decode(method, _push_decoder(dialect), await self._rpc(method, dialect.config_ref(task_id, config_id)))
 
-    async def list_push_configs(self, task_id: str) -> list[PushConfig]:
+    async def list_push_configs(self, task_id: str) -> builtins.list[PushConfig]:
         dialect = await self._dialect()
         method = dialect.methods["push_list"]
         result = await self._rpc(method, dialect.config_ref(task_id))

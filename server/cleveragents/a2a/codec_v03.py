@@ -16,6 +16,7 @@ Where 0.3 has no slot, the codec carries the value so it round-trips:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from cleveragents.a2a.codec_v1 import V1Codec
@@ -123,9 +124,10 @@ class V03Codec(V1Codec):
     def _by_kind(self, value: Any, loc: Loc, kinds: tuple[str, ...]) -> StreamItem:
         d = as_object(value, loc)
         kind = d.get("kind") or _infer_kind(d)
-        decode = {"task": self.decode_task, "message": self.decode_message,
-                  "status-update": self.decode_status_update,
-                  "artifact-update": self.decode_artifact_update}.get(kind) if kind in kinds else None
+        decoders: dict[str, Callable[[Any, Loc], StreamItem]] = {
+            "task": self.decode_task, "message": self.decode_message,
+            "status-update": self.decode_status_update, "artifact-update": self.decode_artifact_update}
+        decode = decoders.get(kind) if kind in kinds else None
         if decode is None:
             raise invalid((*loc, "kind"), f"Expected kind {' or '.join(kinds)}", "literal_error")
         return decode(d, loc)

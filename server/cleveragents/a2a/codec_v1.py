@@ -13,7 +13,7 @@ the metadata key ``cleveragents/final``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlparse
 
@@ -143,9 +143,10 @@ class V1Codec:
         if len(present) != 1:
             raise invalid(loc, f"Expected exactly one of {', '.join(keys)}")
         key = present[0]
-        decode = {"task": self.decode_task, "message": self.decode_message,
-                  "statusUpdate": self.decode_status_update, "artifactUpdate": self.decode_artifact_update}[key]
-        return decode(d[key], (*loc, key))
+        decoders: dict[str, Callable[[Any, Loc], StreamItem]] = {
+            "task": self.decode_task, "message": self.decode_message,
+            "statusUpdate": self.decode_status_update, "artifactUpdate": self.decode_artifact_update}
+        return decoders[key](d[key], (*loc, key))
 
     def encode_push_config(self, config: PushConfig) -> Json:
         out: Json = {"id": config.id, "taskId": config.task_id, "url": config.url}

@@ -47,7 +47,7 @@ class A2AErrorDetail(BaseModel):
 
     @model_serializer(mode="wrap")
     def _omit_empty_data(self, handler: Any) -> dict[str, Any]:
-        out = handler(self)
+        out: dict[str, Any] = handler(self)
         if out.get("data") is None:
             out.pop("data", None)
         return out
@@ -123,7 +123,7 @@ class A2AResponse(BaseModel):
 
     @model_serializer(mode="wrap")
     def _one_of_result_error(self, handler: Any) -> dict[str, Any]:
-        out = handler(self)
+        out: dict[str, Any] = handler(self)
         out.pop("result" if self.error is not None else "error", None)
         return out
 

@@ -159,7 +159,7 @@ def message_out(message: Json) -> Json:
     out: Json = {}
     for key in ("messageId", "contextId", "taskId"):
         _put(out, key, message.get(key))
-    out["role"] = ROLES_OUT.get(message.get("role"), "ROLE_UNSPECIFIED")
+    out["role"] = ROLES_OUT.get(str(message.get("role")), "ROLE_UNSPECIFIED")
     out["content"] = [part_out(p) for p in message.get("parts") or ()]
     _put(out, "metadata", message.get("metadata"))
     _put(out, "extensions", message.get("extensions"))
@@ -167,7 +167,7 @@ def message_out(message: Json) -> Json:
 
 
 def status_out(status: Json) -> Json:
-    out: Json = {"state": STATES.get(status.get("state"), "TASK_STATE_UNSPECIFIED")}
+    out: Json = {"state": STATES.get(str(status.get("state")), "TASK_STATE_UNSPECIFIED")}
     if isinstance(status.get("message"), dict):
         out["message"] = message_out(status["message"])
     _put(out, "timestamp", status.get("timestamp"))

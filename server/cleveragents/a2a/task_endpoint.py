@@ -92,7 +92,7 @@ class TaskEndpoint:
         states = None
         if (status := params.get("status")) is not None:
             wanted = status if isinstance(status, list) else [status]
-            states = {codec.state_from_wire(str(s), ["status"]) for s in wanted}
+            states = {codec.state_from_wire(str(s), ("status",)) for s in wanted}
         history_length = params.get("historyLength")
         page = await self.service.list(
             context_id=params.get("contextId"), states=states, page_size=params.get("pageSize") or 50,
@@ -126,7 +126,7 @@ class TaskEndpoint:
     async def delete_push_config(self, context: CallContext | None = None, **params: Any) -> Any:
         task_id, config_id = _config_ref(params, context)
         if config_id is None:
-            raise invalid(["id"], "the config's id is required")
+            raise invalid(("id",), "the config's id is required")
         await self.service.delete_push_config(task_id, config_id)
         return None if context is not None and context.dialect == dialects.A2A_V03 else {}
 
@@ -168,7 +168,7 @@ def _with_dialect(request: SendRequest, codec: Codec) -> SendRequest:
 def _task_id(params: dict[str, Any]) -> str:
     task_id = params.get("id")
     if not isinstance(task_id, str) or not task_id:
-        raise invalid(["id"], "the task's id is required")
+        raise invalid(("id",), "the task's id is required")
     return task_id
 
 
@@ -183,7 +183,7 @@ def _config_ref(params: dict[str, Any], context: CallContext | None,
         task_id, config_id = params.get("taskId"), params.get("id")
         task_loc = "taskId"
     if not isinstance(task_id, str) or not task_id:
-        raise invalid([task_loc], "the task's id is required")
+        raise invalid((task_loc,), "the task's id is required")
     if config_id is not None and not isinstance(config_id, str):
-        raise invalid(["id"], "must be a string")
+        raise invalid(("id",), "must be a string")
     return task_id, config_id

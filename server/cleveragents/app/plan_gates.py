@@ -50,7 +50,7 @@ def _verdict(message: Message) -> bool | None:
     """True to approve, False to refuse, None when the message says neither."""
     for part in message.parts:
         if part.has_data and isinstance(part.data, dict) and isinstance(part.data.get("approve"), bool):
-            return part.data["approve"]
+            return bool(part.data["approve"])
     text = message.text()
     if _REFUSAL.match(text):
         return False

@@ -131,7 +131,7 @@ class PlanRunner:
             if not keep:
                 overlay = await asyncio.to_thread(self._workspace.overlay, before)
             cancelled = isinstance(exc, (ToolCancelled, asyncio.CancelledError))
-            error = None if cancelled else _as_step_error(exc, plan.plan_id, step.tool)
+            error = None if cancelled or not isinstance(exc, Exception) else _as_step_error(exc, plan.plan_id, step.tool)
             decision = replace(
                 decision, outcome="cancelled" if cancelled else "failed",
                 summary="cancelled" if error is None else error.message,

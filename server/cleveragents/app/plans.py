@@ -9,6 +9,7 @@ workspace's journal, so a crash never leaves them half done.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import weakref
 from collections.abc import Awaitable, Callable
@@ -296,7 +297,7 @@ class PlanLifecycleService:
                                            sum(d.kind == "step" for d in made), corrected=target.decision_id)
         return await self._finish_launch(execution, wait)
 
-    async def _launch(self, plan: Plan, start: int, records: list[dict[str, Any]] | None, parent_id: str | None,
+    async def _launch(self, plan: Plan, start: int, records: builtins.list[dict[str, Any]] | None, parent_id: str | None,
                       context: CallContext | None, steps_used: int, corrected: str | None = None) -> Execution:
         """Start the execution (under the plan's lock); the caller waits for it after
         releasing the lock, so cancel and prompt reach a running plan."""

@@ -137,7 +137,7 @@ def provider_rows(known: Any) -> list[dict[str, Any]]:
     """Rows for the actor providers, from a resolver's ``known_providers()``: names,
     or a mapping of name to its syntax (a string) or to details (``syntax``, ``description``)."""
     items = known.items() if isinstance(known, Mapping) else ((_info(p, "name") or p, p) for p in known)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, info in items:
         name = str(name)
         syntax = info if isinstance(info, str) and "/" in info else _info(info, "syntax")

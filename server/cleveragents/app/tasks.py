@@ -14,9 +14,11 @@ Who listens to a task, and what a reconnecting subscriber missed, is kept by
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 from collections.abc import AsyncIterator, Callable, Collection, Coroutine
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from cleveragents.app.direct_replies import FirstEvent, PrimedActor, answer_message, replies_directly
@@ -82,7 +84,7 @@ class TaskPage:
 
 async def _only(message: Message) -> AsyncIterator[StreamEvent]:
     """A stream of one message: a direct reply, streamed."""
-    yield new_id(), message
+    yield StreamEvent(new_id(), message)
 
 
 def _agent_message(task: Task, text: str) -> Message:
@@ -343,7 +345,7 @@ class TaskService:
                         await self._finish(run, state, event.prompt)
                         return
                     elif isinstance(event, Usage):
-                        await self._update(run, lambda t, u=event: add_usage(t, u), broadcast=False, persist=False)
+                        await self._update(run, partial(add_usage, usage=event), broadcast=False, persist=False)
                         used = used + event
                         if choice is not None:
                             choice.check(used)
@@ -358,7 +360,7 @@ class TaskService:
             # What the actor produced so far stays: the text streamed, the artifacts.
             if held is not None:
                 await self._artifact(run, response_id, held, append=bool(chunks), last=True)
-            await self._update(run, lambda t, e=over: with_budget_error(t, e), broadcast=False, persist=False)
+            await self._update(run, partial(with_budget_error, exc=over), broadcast=False, persist=False)
             await self._finish(run, TaskState.FAILED, f"BudgetExceededError: {over.message}")
         except Exception as exc:
             logger.warning("task %s failed", run.task.id, exc_info=exc)
@@ -430,8 +432,10 @@ class TaskService:
         try:
             task = await self._require(task_id)
         except TaskNotFoundError:
-            if self.router is None or (task := await self.router.task(task_id)) is None:
+            routed = None if self.router is None else await self.router.task(task_id)
+            if routed is None:
                 raise
+            task = routed
         return task.trimmed(history_length)
 
     async def list(self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,
@@ -531,7 +535,7 @@ class TaskService:
         raise TaskNotFoundError("Push notification config not found",
                                 {"task_id": task_id, "config_id": config_id})
 
-    async def list_push_configs(self, task_id: str) -> list[PushConfig]:
+    async def list_push_configs(self, task_id: str) -> builtins.list[PushConfig]:
         await self._require(task_id)
         return await self._push_configs.list_push_configs(task_id)
 
