@@ -1,0 +1,23 @@
+"""The inner layers (domain, app, a2a) pass a strict type check: a change that loses a
+type there fails here, with mypy's report."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+STRICT_PACKAGES = ["cleveragents/domain", "cleveragents/app", "cleveragents/a2a"]
+
+
+@pytest.mark.timeout(300)
+def test_domain_app_and_a2a_pass_mypy_strict(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--config-file", str(ROOT / "pyproject.toml"),
+         "--cache-dir", str(tmp_path / "cache"), *STRICT_PACKAGES],
+        cwd=ROOT / "server", capture_output=True, text=True, timeout=280)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Success: no issues found" in done.stdout
