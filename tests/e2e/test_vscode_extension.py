@@ -101,6 +101,15 @@ CODE_SERVER_SETTINGS = {
 }
 
 
+def extension_logs(user_data: Path, lines: int = 40) -> str:
+    """The ends of the logs that say what the extension did: its output channels and the
+    extension host's log (where an unhandled rejection lands). CI keeps only the output."""
+    logs = sorted(user_data.glob("logs/*/exthost*/**/*CleverAgents*.log")) + sorted(
+        user_data.glob("logs/*/exthost*/remoteexthost.log"))
+    return "\n".join(f"--- {log.name}\n" + "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+                     for log in logs)
+
+
 @pytest.mark.timeout(1200)  # a first run installs code-server and builds its native modules
 def test_the_vsix_in_code_server(vsix: Path, tmp_path: Path) -> None:
     install = code_server.prepare()
@@ -119,5 +128,5 @@ def test_the_vsix_in_code_server(vsix: Path, tmp_path: Path) -> None:
             "CLEVERAGENTS_ARTIFACTS": str(artifacts)})
     counts = {key: int(value) for key, value in re.findall(r"^# (tests|pass|fail|skipped) (\d+)$", done.stdout, re.M)}
     assert done.returncode == 0 and counts.get("fail") == 0 and counts.get("skipped") == 0, (
-        f"screenshots and logs in {artifacts}\n{done.stdout}\n{done.stderr}")
+        f"screenshots and logs in {artifacts}\n{done.stdout}\n{done.stderr}\n{extension_logs(user_data)}")
     assert counts.get("pass", 0) >= 8 and counts["pass"] == counts["tests"], done.stdout
