@@ -74,15 +74,23 @@ def test_the_tools_pages_time_limit_error_is_the_one_raised():
     assert error_payload(ToolTimeoutError.of("fs.replace", 300), EXTENSION) == shown
 
 
-async def test_the_http_pages_direct_reply_example_answers_with_a_message(tmp_path):
+def http_page_example(heading: str, workspace):
+    """What the first Python example under ``heading`` in http.md defines, the app it
+    builds, and an ASGI transport to that app from a loopback address."""
     import httpx
 
-    section = (DOCS / "http.md").read_text().split("## Answering with a message", 1)[1]
+    section = (DOCS / "http.md").read_text().split(heading, 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     namespace: dict = {}
     exec(compile(code, "http.md", "exec"), namespace)  # noqa: S102 - the docs' own example
-    app = namespace["a2a"].asgi_app(workspace=tmp_path, memory=True)
-    transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))
+    app = namespace["a2a"].asgi_app(workspace=workspace, memory=True)
+    return namespace, app, httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))
+
+
+async def test_the_http_pages_direct_reply_example_answers_with_a_message(tmp_path):
+    import httpx
+
+    _, app, transport = http_page_example("## Answering with a message", tmp_path)
 
     def send(text: str) -> dict:
         return {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
@@ -100,12 +108,7 @@ async def test_the_http_pages_direct_reply_example_answers_with_a_message(tmp_pa
 async def test_the_http_pages_extension_example_requires_its_extension(tmp_path):
     import httpx
 
-    section = (DOCS / "http.md").read_text().split("## Extensions", 1)[1]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    namespace: dict = {}
-    exec(compile(code, "http.md", "exec"), namespace)  # noqa: S102 - the docs' own example
-    app = namespace["a2a"].asgi_app(workspace=tmp_path, memory=True)
-    transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))
+    namespace, app, transport = http_page_example("## Extensions", tmp_path)
     send = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
             "params": {"message": {"role": "ROLE_USER", "messageId": "m-1", "parts": [{"text": "hi"}]}}}
 
