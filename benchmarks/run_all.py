@@ -58,6 +58,7 @@ BENCHES = (
     Bench("http", "bench_http.py", "plain a2a-sdk server (DefaultRequestHandler)"),
     Bench("sandbox", "bench_sandbox.py", "the same server with [shell] sandbox = \"off\", paired per repetition"),
     Bench("search", "bench_search.py", "the same walk matching Python's re line by line"),
+    Bench("send_context", "bench_send_context.py", "SendMessage into a context of 1,000 tasks"),
 )
 
 
@@ -154,7 +155,7 @@ def dry_run(benches: list[Bench], quick: bool) -> int:
             problem = f"{type(exc).__name__}: {exc}"
         broken += bool(problem)
         command = " ".join(bench.command(quick, Path(f"{bench.name}.json"))[1:]).replace(f"{REPO}{os.sep}", "")
-        print(f"{bench.name:<11} {'BROKEN: ' + problem if problem else 'ok'}  {command}  (baseline: {bench.baseline})")
+        print(f"{bench.name:<12} {'BROKEN: ' + problem if problem else 'ok'}  {command}  (baseline: {bench.baseline})")
     return 1 if broken else 0
 
 

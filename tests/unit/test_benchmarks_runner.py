@@ -25,7 +25,7 @@ def test_dry_run_lists_every_bench_script_with_json_output():
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     scripts = sorted(path.name for path in BENCHMARKS.glob("bench_*.py"))
-    assert len(lines) == len(scripts) == 7
+    assert len(lines) == len(scripts) == 8
     for script in scripts:  # a new bench script must be added to the runner
         (line,) = [line for line in lines if f"benchmarks/{script} " in line]
         assert " ok " in line and "--json" in line, line
