@@ -63,6 +63,10 @@ class TaskRepository(Protocol):
     async def live_tasks(self) -> list[Task]:
         """Every non-terminal task, oldest first (for recovery after a restart)."""
 
+    async def waiting_task(self, context_id: str) -> Task | None:
+        """The newest task of the context that waits for input (input-required or
+        auth-required), or None; through an index, whatever the context holds."""
+
 
 
 @runtime_checkable

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cleveragents.domain.errors import UnreadableRecordError
-from cleveragents.domain.task import PushConfig, Task, TaskState
+from cleveragents.domain.task import INTERRUPTED_STATES, PushConfig, Task, TaskState
 from cleveragents.infra.store._memory import MemoryRepository
 from cleveragents.infra.store.records import RecordReader
 from cleveragents.infra.store.sqlite_tasks import (
@@ -127,6 +127,7 @@ class MemoryTasks(MemoryRepository):
         self._by_state = {state: _SortedList() for state in TaskState}
         self._by_instant = _SortedList()  # (instant, seq) of tasks with a timestamp
         self._context_counts: dict[tuple[str, TaskState], int] = {}
+        self._waiting: dict[str, _SortedList] = {}  # per context, the tasks waiting for input
         self._terminal: OrderedDict[int, None] = OrderedDict()  # earliest terminal first
         # Called with the id of each evicted task (its push configs go with it).
         self.evicted: Callable[[str], object] = _ignore
@@ -149,6 +150,7 @@ class MemoryTasks(MemoryRepository):
         if instant is not None:
             self._by_instant.add((instant, seq))
         self._count(context_id, state, +1)
+        self._wait(context_id, state, seq, +1)
 
     def _unplace(self, seq: int, key: _Key) -> None:
         context_id, state, instant = key
@@ -160,11 +162,26 @@ class MemoryTasks(MemoryRepository):
         if instant is not None:
             self._by_instant.remove((instant, seq))
         self._count(context_id, state, -1)
+        self._wait(context_id, state, seq, -1)
 
     def _count(self, context_id: str, state: TaskState, change: int) -> None:
         key = (context_id, state)
         if (left := self._context_counts.pop(key, 0) + change) > 0:  # no zero entries kept
             self._context_counts[key] = left
+
+    def _wait(self, context_id: str, state: TaskState, seq: int, change: int) -> None:
+        """File a task in, or out of, its context's waiting tasks (only if it waits)."""
+        if state not in INTERRUPTED_STATES:
+            return
+        if change > 0:
+            if (waiting := self._waiting.get(context_id)) is None:
+                waiting = self._waiting[context_id] = _SortedList()
+            waiting.add(seq)
+            return
+        waiting = self._waiting[context_id]
+        waiting.remove(seq)
+        if not waiting:
+            del self._waiting[context_id]
 
     def _refile(self, seq: int, old: _Key, new: _Key) -> None:
         """Move a saved task in just the indexes its change touches (usually its state
@@ -180,6 +197,8 @@ class MemoryTasks(MemoryRepository):
             self._by_state[state].add(seq)
             self._count(context_id, old_state, -1)
             self._count(context_id, state, +1)
+            self._wait(context_id, old_state, seq, -1)
+            self._wait(context_id, state, seq, +1)
         if instant != old_instant:
             if old_instant is not None:
                 self._by_instant.remove((old_instant, seq))
@@ -314,6 +333,12 @@ class MemoryTasks(MemoryRepository):
         self._check_open()
         seqs = heapq.merge(*(self._by_state[state].above(None) for state in LIVE_STATES))
         return [self._rows[seq].task for seq in seqs if self._servable(seq)]
+
+    async def waiting_task(self, context_id: str) -> Task | None:
+        self._check_open()
+        waiting = self._waiting.get(context_id)
+        seq = next(filter(self._servable, waiting.below(None)), None) if waiting else None
+        return None if seq is None else self._rows[seq].task
 
 
 

@@ -83,6 +83,12 @@ MIGRATIONS: tuple[str, ...] = (
     );
     """,
     PLANS_MIGRATION,
+    # The tasks waiting for input, per context (SqliteTasks.waiting_task): a send into a
+    # context finds the one it continues without reading the context's other tasks. Its
+    # WHERE is sqlite_tasks.WAITING_STATES_SQL, which a query must repeat word for word.
+    """
+    CREATE INDEX tasks_waiting ON tasks (context_id, seq) WHERE state IN ('auth-required', 'input-required');
+    """,
 )
 
 class SqliteStore(WholeStore):

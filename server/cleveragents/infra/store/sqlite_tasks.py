@@ -1,6 +1,6 @@
 """Tasks and push configs in the SQLite store: O(page) listing, O(1) counts, bounded retention.
 
-The schema is migration 2 in ``sqlite.py``. A page walks an index in ``seq`` order and
+The schema is migrations 2 and 4 in ``sqlite.py``. A page walks an index in ``seq`` order and
 reads about a page of rows (with ``status_after``, the timestamp index and a sort of
 just its matches); per-state and per-context counters are kept in the same transaction
 as the write, and the earliest-terminal tasks beyond the cap are evicted through the
@@ -26,6 +26,11 @@ DEFAULT_TERMINAL_CAP = 10_000
 LIVE_STATES = tuple(state for state in TaskState if not state.terminal)
 _TERMINAL_VALUES = tuple(state.value for state in TERMINAL_STATES)
 _NO_CURSOR = 2**63 - 1  # above every rowid, so the first page is the same query as the others
+# The WHERE of the partial index tasks_waiting (migration 4): a query uses that index
+# only when it repeats this filter word for word, so never change this text.
+WAITING_STATES_SQL = "state IN ('auth-required', 'input-required')"
+WAITING_SQL = (f"SELECT seq, task_id, body FROM tasks INDEXED BY tasks_waiting "
+               f"WHERE context_id = ? AND {WAITING_STATES_SQL} AND seq < ? ORDER BY seq DESC LIMIT ?")
 OLDEST_TERMINAL_SQL = ("SELECT seq, context_id, state FROM tasks WHERE terminal_seq IS NOT NULL "
                        "ORDER BY terminal_seq LIMIT ?")
 
@@ -249,6 +254,17 @@ class SqliteTasks(SqliteRepository):
         live = [state.value for state in LIVE_STATES]
         sql = f"SELECT task_id, body FROM tasks INDEXED BY tasks_by_state WHERE state IN ({_marks(live)}) ORDER BY seq"
         return await self._run(lambda: kept(self._db().execute(sql, live), "tasks", self.records, Task.from_dict))
+
+    async def waiting_task(self, context_id: str) -> Task | None:
+        def fetch(below: int | None, n: int) -> list[tuple[int, str, str]]:
+            cursor = _NO_CURSOR if below is None else below
+            return self._db().execute(WAITING_SQL, (context_id, cursor, n)).fetchall()
+
+        def decode(row: tuple[int, str, str]) -> Task | None:
+            return self.records.skip("tasks", row[1], row[2], Task.from_dict)
+
+        found = await self._run(lambda: fill(fetch, decode, None, 1))
+        return found[0][1] if found else None
 
 
 
