@@ -279,10 +279,7 @@ class TaskService:
                 {"task_id": task.id, "state": task.state.value},
             )
         if message.context_id:
-            waiting = await self._tasks.list_tasks(
-                context_id=message.context_id, states=INTERRUPTED_STATES, limit=1)
-            if waiting:
-                return waiting[0][1]
+            return await self._tasks.waiting_task(message.context_id)
         return None
 
     # -- running -------------------------------------------------------------------
