@@ -299,8 +299,8 @@ def test_a_journal_that_names_paths_outside_is_never_applied(world):
         (journal / f"evil-{index}.json").write_text(json.dumps({"op": "apply", "status": "started",
                                                                 "checkpoint": checkpoint}))
     reports = world["container"].plan_workspace.recover()
-    assert len(reports) == 4 and {r["outcome"] for r in reports} == {"failed"}
-    assert all(r["error"]["reason"] in REASONS for r in reports), reports
+    assert len(reports) == 4 and {r.outcome for r in reports} == {"failed"}
+    assert all(r.error["reason"] in REASONS for r in reports), reports
     assert (outside / "secret.txt").read_text() == SECRET + "\n"
     assert (ws / ".git" / "config").read_text() == "[core]\n"
 

@@ -6,6 +6,7 @@ from dataclasses import replace
 import pytest
 
 from cleveragents.domain.plan import Decision, Phase, Plan, Profile, State, Step
+from cleveragents.domain.plan_files import Checkpoint, CheckpointEntry, OverlayRecord
 from cleveragents.infra.store.memory import MemoryStore
 from cleveragents.infra.store.sqlite import DB_FILENAME, MIGRATIONS, SqliteStore
 
@@ -100,18 +101,30 @@ async def test_decisions_upsert_keeps_first_order(store):
         await store.save_decision(make_decision("d9", plan_id="missing"))
 
 
+def written(path, mode=0o644):
+    return OverlayRecord(path, "b" * 64, mode, None, 3)
+
+
+def deleted(path):
+    return OverlayRecord(path, None, None, "a" * 64, 0, 0o600)
+
+
+def checkpoint(*paths):
+    return Checkpoint("p1", T1, tuple(CheckpointEntry(p, False, None, None, "c" * 64, 0o644) for p in paths), ("d",))
+
+
 async def test_overlay_is_replaced_whole(store):
     await store.add_plan(make_plan("p1"))
     assert await store.load_overlay("p1") == []
-    await store.replace_overlay("p1", [{"path": "b.py", "op": "write"}, {"path": "a.py", "op": "delete"}])
-    assert await store.load_overlay("p1") == [{"path": "b.py", "op": "write"}, {"path": "a.py", "op": "delete"}]
-    await store.replace_overlay("p1", [{"path": "c.py", "op": "write", "mode": 420}])
-    assert await store.load_overlay("p1") == [{"path": "c.py", "op": "write", "mode": 420}]
+    await store.replace_overlay("p1", [written("b.py"), deleted("a.py")])
+    assert await store.load_overlay("p1") == [written("b.py"), deleted("a.py")]
+    await store.replace_overlay("p1", [written("c.py", 0o755)])
+    assert await store.load_overlay("p1") == [written("c.py", 0o755)]
     with pytest.raises(ValueError, match="appears twice"):
-        await store.replace_overlay("p1", [{"path": "x"}, {"path": "x"}])
-    with pytest.raises(ValueError, match="path"):
-        await store.replace_overlay("p1", [{"op": "write"}])
-    assert await store.load_overlay("p1") == [{"path": "c.py", "op": "write", "mode": 420}]
+        await store.replace_overlay("p1", [written("x"), deleted("x")])
+    with pytest.raises(TypeError, match="path"):
+        await store.replace_overlay("p1", [written(None)])
+    assert await store.load_overlay("p1") == [written("c.py", 0o755)]
     with pytest.raises(KeyError):
         await store.replace_overlay("missing", [])
 
@@ -119,11 +132,11 @@ async def test_overlay_is_replaced_whole(store):
 async def test_checkpoint_upsert(store):
     await store.add_plan(make_plan("p1"))
     assert await store.get_checkpoint("p1") is None
-    await store.put_checkpoint("p1", {"applied": ["a.py"], "next": 1})
-    await store.put_checkpoint("p1", {"applied": ["a.py", "b.py"], "next": 2})
-    assert await store.get_checkpoint("p1") == {"applied": ["a.py", "b.py"], "next": 2}
+    await store.put_checkpoint("p1", checkpoint("a.py"))
+    await store.put_checkpoint("p1", checkpoint("a.py", "b.py"))
+    assert await store.get_checkpoint("p1") == checkpoint("a.py", "b.py")
     with pytest.raises(KeyError):
-        await store.put_checkpoint("missing", {})
+        await store.put_checkpoint("missing", checkpoint())
 
 
 async def test_artifact_index_in_insertion_order(store):
@@ -160,16 +173,16 @@ async def test_pins_upsert_delete_and_order(store):
 async def test_save_plan_state_writes_all_parts(store):
     await store.add_plan(make_plan("p1"))
     await store.save_decision(make_decision("d1"))
-    await store.replace_overlay("p1", [{"path": "old.py"}])
+    await store.replace_overlay("p1", [written("old.py")])
     moved = make_plan("p1").moved(Phase.EXECUTE, State.COMPLETED, T1)
     done = [make_decision("d1", outcome="succeeded"), make_decision("d2", outcome="failed")]
-    await store.save_plan_state(moved, done, [{"path": "new.py", "op": "write"}])
+    await store.save_plan_state(moved, done, [written("new.py")])
     assert await store.get_plan("p1") == moved
     assert await store.list_decisions("p1") == done
-    assert await store.load_overlay("p1") == [{"path": "new.py", "op": "write"}]
+    assert await store.load_overlay("p1") == [written("new.py")]
     # None leaves the overlay alone; an empty list clears it.
     await store.save_plan_state(replace(moved, reason="kept"), [], None)
-    assert await store.load_overlay("p1") == [{"path": "new.py", "op": "write"}]
+    assert await store.load_overlay("p1") == [written("new.py")]
     await store.save_plan_state(moved, [], [])
     assert await store.load_overlay("p1") == []
 
@@ -177,16 +190,16 @@ async def test_save_plan_state_writes_all_parts(store):
 async def test_save_plan_state_is_all_or_nothing(store):
     await store.add_plan(make_plan("p1"))
     await store.save_decision(make_decision("d1"))
-    await store.replace_overlay("p1", [{"path": "old.py"}])
+    await store.replace_overlay("p1", [written("old.py")])
     moved = make_plan("p1").moved(Phase.EXECUTE, State.COMPLETED, T1)
     # The overlay is written last, so its unencodable record fails after the plan
     # and the decisions were already written in the transaction.
     with pytest.raises(TypeError):
         await store.save_plan_state(moved, [make_decision("d1", outcome="succeeded"), make_decision("d2")],
-                                    [{"path": "new.py", "content": object()}])
+                                    [OverlayRecord("new.py", object(), None, None)])
     assert await store.get_plan("p1") == make_plan("p1")
     assert await store.list_decisions("p1") == [make_decision("d1")]
-    assert await store.load_overlay("p1") == [{"path": "old.py"}]
+    assert await store.load_overlay("p1") == [written("old.py")]
     with pytest.raises(ValueError, match="don't belong"):
         await store.save_plan_state(moved, [make_decision("d3", plan_id="p2")], None)
     with pytest.raises(KeyError):
@@ -201,8 +214,8 @@ async def test_sqlite_keeps_everything_across_a_restart(tmp_path):
     store = SqliteStore.open_in(tmp_path)
     moved = make_plan("p1").moved(Phase.EXECUTE, State.RUNNING, T1)
     await store.add_plan(make_plan("p1"))
-    await store.save_plan_state(moved, [make_decision("d1"), make_decision("d2")], [{"path": "a.py"}])
-    await store.put_checkpoint("p1", {"next": 3})
+    await store.save_plan_state(moved, [make_decision("d1"), make_decision("d2")], [deleted("a.py")])
+    await store.put_checkpoint("p1", checkpoint("a.py"))
     await store.add_plan_artifact("p1", make_artifact("x"))
     await store.set_pin("plan:p1", "k", [1, {"v": True}])
     await store.close()
@@ -211,8 +224,8 @@ async def test_sqlite_keeps_everything_across_a_restart(tmp_path):
         assert [p.plan_id for p in await again.plans_in_states([State.RUNNING])] == ["p1"]
         assert await again.get_plan("p1") == moved
         assert [d.decision_id for d in await again.list_decisions("p1")] == ["d1", "d2"]
-        assert await again.load_overlay("p1") == [{"path": "a.py"}]
-        assert await again.get_checkpoint("p1") == {"next": 3}
+        assert await again.load_overlay("p1") == [deleted("a.py")]
+        assert await again.get_checkpoint("p1") == checkpoint("a.py")
         assert await again.list_plan_artifacts("p1") == [make_artifact("x")]
         assert await again.list_pins("plan:p1") == [("k", [1, {"v": True}])]
         await again.add_plan(make_plan("p2"))

@@ -19,6 +19,7 @@ import pytest
 from cleveragents.domain.errors import UnreadableRecordError
 from cleveragents.domain.json_limits import MAX_RECORD_DEPTH
 from cleveragents.domain.plan import Decision, Plan, Profile, Step
+from cleveragents.domain.plan_files import Checkpoint, OverlayRecord
 from cleveragents.domain.session import Session
 from cleveragents.domain.task import Message, Part, PushConfig, Role, Task, TaskState, TaskStatus
 from cleveragents.infra.store.memory import MemoryStore
@@ -171,10 +172,11 @@ async def test_plans_and_their_records_that_cant_be_served(store, spoil):
     with pytest.raises(UnreadableRecordError):
         await store.get_decision("p1", "d2")
     # An overlay or a checkpoint is read whole or not at all: a plan missing a file would apply wrong.
-    await store.replace_overlay("p1", [{"path": "a.txt", "blob": "x"}, {"path": "b.txt", "deep": nest(MAX_RECORD_DEPTH)}])
+    await store.replace_overlay("p1", [OverlayRecord("a.txt", "x", None, None),
+                                       OverlayRecord("b.txt", nest(MAX_RECORD_DEPTH), None, None)])
     with pytest.raises(UnreadableRecordError):
         await store.load_overlay("p1")
-    await store.put_checkpoint("p1", {"files": nest(MAX_RECORD_DEPTH)})
+    await store.put_checkpoint("p1", Checkpoint("p1", NOW, (), (nest(MAX_RECORD_DEPTH),)))
     with pytest.raises(UnreadableRecordError):
         await store.get_checkpoint("p1")
     artifact = {"artifact_id": "a1", "decision_id": "d1", "name": "n", "media_type": "text/plain", "blob": "b",

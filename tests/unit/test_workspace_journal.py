@@ -8,8 +8,9 @@ import pytest
 
 from cleveragents.domain.errors import AuthorizationError, PlanError, ValidationError
 from cleveragents.domain.guards import GuardPolicy
+from cleveragents.domain.plan_files import OverlayRecord
 from cleveragents.infra.workspace.blobs import BlobStore
-from cleveragents.infra.workspace.checkpoint import Checkpoint
+from cleveragents.infra.workspace.checkpoint import Checkpoint, pre_images
 from cleveragents.infra.workspace.diff import diff_overlay
 from cleveragents.infra.workspace.journal import Applier
 from cleveragents.infra.workspace.overlay import Overlay
@@ -68,7 +69,7 @@ def test_apply_writes_exactly_the_overlay(root, applier, overlay):
     assert oct((root / "new" / "deep" / "c.py").stat().st_mode & 0o777) == oct(0o644)
     assert not (root / "old.txt").exists()
     assert checkpoint.paths == ["new/deep/c.py", "old.txt", "run.sh", "src/a.py"]  # same.txt: no change
-    assert checkpoint.created_dirs == ["new", "new/deep"]
+    assert checkpoint.created_dirs == ("new", "new/deep")
     assert journal(applier, "p1")["status"] == "done"
     assert Checkpoint.from_dict(json.loads(json.dumps(checkpoint.to_dict()))) == checkpoint
     assert not [p for p in root.rglob("*") if "cleveragents-tmp" in p.name]
@@ -78,7 +79,7 @@ def test_diff_after_apply_against_the_pre_images(root, applier, overlay, blobs):
     before = diff_overlay(overlay, root, blobs)
     checkpoint = applier.apply("p1", overlay.entries())
     assert diff_overlay(overlay, root, blobs)["files"] == []
-    after = diff_overlay(overlay, root, blobs, against=checkpoint.pre_images(blobs),
+    after = diff_overlay(overlay, root, blobs, against=pre_images(checkpoint, blobs),
                          against_modes=checkpoint.pre_modes())
     assert after == before
 
@@ -186,7 +187,8 @@ def test_rollback_refuses_a_mode_changed_since_the_apply(root, applier, overlay)
 def test_records_stored_without_a_base_mode_check_content_only(root, blobs, applier):
     overlay = Overlay(root, blobs)
     overlay.write_bytes("src/a.py", b"a = 2\n")
-    old_records = [{k: v for k, v in record.items() if k != "base_mode"} for record in overlay.to_records()]
+    old_records = [OverlayRecord.from_dict({k: v for k, v in record.to_dict().items() if k != "base_mode"})
+                   for record in overlay.to_records()]
     rebuilt = Overlay.from_records(root, blobs, None, old_records)
     assert [entry.base_mode for entry in rebuilt.entries()] == [None]
     os.chmod(root / "src" / "a.py", 0o600)
@@ -201,7 +203,7 @@ def test_a_deleted_file_makes_way_for_a_directory_and_back(root, blobs, applier)
     overlay.write_bytes("old.txt/inside.txt", b"now a directory\n")
     before = snapshot(root)
     checkpoint = applier.apply("p1", overlay.entries())
-    assert checkpoint.created_dirs == ["old.txt"]
+    assert checkpoint.created_dirs == ("old.txt",)
     assert (root / "old.txt" / "inside.txt").read_bytes() == b"now a directory\n"
     applier.discard("p1")
     applier.rollback(checkpoint)

@@ -3,6 +3,7 @@
 import os
 import stat
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -13,6 +14,7 @@ from cleveragents.domain.errors import (
     ValidationError,
 )
 from cleveragents.domain.guards import GuardPolicy
+from cleveragents.domain.plan_files import OverlayRecord
 from cleveragents.infra.workspace._fs import NotRegularFile, TooLarge, read_regular
 from cleveragents.infra.workspace.blobs import BlobStore
 from cleveragents.infra.workspace.overlay import Overlay
@@ -227,20 +229,24 @@ def test_records_round_trip(root, blobs, overlay):
     overlay.write_bytes("new.py", b"n\n", mode=0o600)
     overlay.delete("README.md")
     records = overlay.to_records()
-    assert records[0] == {"path": "README.md", "blob": None, "mode": None,
-                          "base": BlobStore.digest_of(b"hello\n"), "written": 0,
-                          "base_mode": stat.S_IMODE((root / "README.md").stat().st_mode)}
-    assert records[1]["base_mode"] is None  # new.py did not exist
+    assert records[0].to_dict() == {"path": "README.md", "blob": None, "mode": None,
+                                    "base": BlobStore.digest_of(b"hello\n"), "written": 0,
+                                    "base_mode": stat.S_IMODE((root / "README.md").stat().st_mode)}
+    assert records[1].base_mode is None  # new.py did not exist
+    assert [OverlayRecord.from_dict(r.to_dict()) for r in records] == records
     rebuilt = Overlay.from_records(root, blobs, None, records)
     assert rebuilt.entries() == overlay.entries()
     assert rebuilt.bytes_written == overlay.bytes_written
     assert rebuilt.read_bytes("src/a.py") == b"a = 10\n" and not rebuilt.exists("README.md")
     with pytest.raises(ValidationError) as bad:
-        Overlay.from_records(root, blobs, None, [{"path": "x"}])
-    assert bad.value.data == {"field": "records", "index": 0}
+        OverlayRecord.from_dict({"path": "x"})
+    assert bad.value.data == {"field": "records"}
     for base_mode in (-1, 0o10000, "644", True):
         with pytest.raises(ValidationError):
-            Overlay.from_records(root, blobs, None, [{**records[1], "base_mode": base_mode}])
+            OverlayRecord.from_dict({**records[1].to_dict(), "base_mode": base_mode})
+        with pytest.raises(ValidationError) as bad:
+            Overlay.from_records(root, blobs, None, [records[0], replace(records[1], base_mode=base_mode)])
+        assert bad.value.data == {"field": "records", "index": 1}
 
 
 def test_concurrent_writers_are_all_recorded(overlay):

@@ -24,6 +24,7 @@ from cleveragents.domain.errors import (
     ValidationError,
 )
 from cleveragents.domain.plan import Plan
+from cleveragents.domain.plan_files import OverlayRecord
 from cleveragents.domain.task import Message, Task
 from cleveragents.domain.tools import WorkspaceView
 
@@ -43,7 +44,7 @@ HISTORY_PAGES = math.ceil(HISTORY_LIMIT / HISTORY_PAGE)
 class GuardedFiles(Protocol):
     """The part of ``app.workspace.PlanWorkspace`` the context reads files through."""
 
-    def overlay(self, records: list[dict[str, Any]] | None = None) -> WorkspaceView: ...
+    def overlay(self, records: list[OverlayRecord] | None = None) -> WorkspaceView: ...
 
 
 def estimate_tokens(chars: int) -> int:
@@ -206,15 +207,15 @@ class ContextService:
             for task, message in reversed(newest_first[:HISTORY_LIMIT])
         ]
 
-    async def _overlay_records(self, scope: _Scope) -> list[dict[str, Any]] | None:
+    async def _overlay_records(self, scope: _Scope) -> list[OverlayRecord] | None:
         """A plan's files are read as the plan sees them: its overlay over the workspace."""
         return await self._plans.load_overlay(scope.plan.plan_id) if scope.plan is not None else None
 
     # -- file reads (worker thread) ------------------------------------------------
-    def _read_one(self, path: str, records: list[dict[str, Any]] | None) -> str:
+    def _read_one(self, path: str, records: list[OverlayRecord] | None) -> str:
         return _read_text(self._workspace.overlay(records), path)
 
-    def _read_many(self, paths: list[str], records: list[dict[str, Any]] | None) -> dict[str, str | StructuredError]:
+    def _read_many(self, paths: list[str], records: list[OverlayRecord] | None) -> dict[str, str | StructuredError]:
         view = self._workspace.overlay(records)
         texts: dict[str, str | StructuredError] = {}
         for path in paths:

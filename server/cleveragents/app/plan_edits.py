@@ -18,17 +18,18 @@ from typing import Any
 from cleveragents.app.calls import Editor, FileChange
 from cleveragents.app.workspace import PlanWorkspace
 from cleveragents.domain.errors import PlanError
+from cleveragents.domain.plan_files import Checkpoint, OverlayRecord
 
 SERVER, EDITOR = "server", "editor"
 EDITOR_RESTART_REASON = ("the server stopped while the editor was making the {op}: the server changed no file; "
                          "the editor may hold the change in unsaved buffers")
 
 
-async def apply_files(workspace: PlanWorkspace, plan_id: str, records: list[dict[str, Any]], force: bool,
-                      editor: Editor | None, label: str) -> tuple[dict[str, Any], str]:
+async def apply_files(workspace: PlanWorkspace, plan_id: str, records: list[OverlayRecord], force: bool,
+                      editor: Editor | None, label: str) -> tuple[Checkpoint, str]:
     """Apply the overlay; returns the checkpoint and who wrote the files."""
 
-    def prepare() -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+    def prepare() -> tuple[Checkpoint, list[dict[str, Any]] | None]:
         overlay = workspace.overlay(records)
         if editor is None:
             return workspace.apply(plan_id, overlay, force), None
@@ -44,7 +45,7 @@ async def apply_files(workspace: PlanWorkspace, plan_id: str, records: list[dict
     return checkpoint, EDITOR
 
 
-async def rollback_files(workspace: PlanWorkspace, checkpoint: dict[str, Any], force: bool,
+async def rollback_files(workspace: PlanWorkspace, checkpoint: Checkpoint, force: bool,
                          editor: Editor | None, label: str) -> tuple[list[str], str]:
     """Restore the checkpoint. Through the editor there is no conflict check: the
     disk may hold the applied text or not (unsaved buffers), so each file's whole text
@@ -53,13 +54,13 @@ async def rollback_files(workspace: PlanWorkspace, checkpoint: dict[str, Any], f
         changes = await asyncio.to_thread(workspace.editor_changes, checkpoint, "pre")
         if changes and editor.can_apply(_file_changes(changes)):
             await _through_editor(workspace, editor, "rollback", checkpoint, changes, label)
-            return [entry["path"] for entry in checkpoint["entries"]], EDITOR
+            return checkpoint.paths, EDITOR
     return await asyncio.to_thread(workspace.rollback, checkpoint, force), SERVER
 
 
-async def _through_editor(workspace: PlanWorkspace, editor: Editor, op: str, checkpoint: dict[str, Any],
+async def _through_editor(workspace: PlanWorkspace, editor: Editor, op: str, checkpoint: Checkpoint,
                           changes: list[dict[str, Any]], label: str) -> None:
-    plan_id = checkpoint["plan_id"]
+    plan_id = checkpoint.plan_id
     await asyncio.to_thread(workspace.begin_editor, op, checkpoint)
     try:
         applied, reason = await editor.apply_edit(label, _file_changes(changes))

@@ -7,6 +7,7 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cleveragents.domain.plan import Decision, Plan, State
+from cleveragents.domain.plan_files import Checkpoint, OverlayRecord
 from cleveragents.domain.tools import Tool
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ class PlanRepository(Protocol):
         """Oldest first; after a restart, finds the plans that were running."""
 
     async def save_plan_state(
-        self, plan: Plan, decisions: list[Decision], overlay_records: list[dict[str, Any]] | None
+        self, plan: Plan, decisions: list[Decision], overlay_records: list[OverlayRecord] | None
     ) -> None:
         """Save the plan, upsert its decisions and (unless ``None``) replace its overlay,
         all or nothing."""
@@ -71,15 +72,15 @@ class PlanRepository(Protocol):
     async def get_decision(self, plan_id: str, decision_id: str) -> Decision | None: ...
 
     # -- overlay and checkpoint ----------------------------------------------------
-    async def replace_overlay(self, plan_id: str, records: list[dict[str, Any]]) -> None:
-        """Replace all the plan's overlay records; each has a unique "path"."""
+    async def replace_overlay(self, plan_id: str, records: list[OverlayRecord]) -> None:
+        """Replace all the plan's overlay records; each has a unique path."""
 
-    async def load_overlay(self, plan_id: str) -> list[dict[str, Any]]:
+    async def load_overlay(self, plan_id: str) -> list[OverlayRecord]:
         """In the order last given to ``replace_overlay``."""
 
-    async def put_checkpoint(self, plan_id: str, checkpoint: dict[str, Any]) -> None: ...
+    async def put_checkpoint(self, plan_id: str, checkpoint: Checkpoint) -> None: ...
 
-    async def get_checkpoint(self, plan_id: str) -> dict[str, Any] | None: ...
+    async def get_checkpoint(self, plan_id: str) -> Checkpoint | None: ...
 
     # -- artifacts index -----------------------------------------------------------
     async def add_plan_artifact(self, plan_id: str, record: dict[str, Any]) -> None:

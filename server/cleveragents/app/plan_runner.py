@@ -25,6 +25,7 @@ from cleveragents.domain import events
 from cleveragents.domain.actor import Budget, ToolCall
 from cleveragents.domain.errors import BudgetExceededError, PlanError, StructuredError
 from cleveragents.domain.plan import Decision, Plan
+from cleveragents.domain.plan_files import OverlayRecord
 from cleveragents.domain.tools import Tool, ToolCancelled, ToolContext, ToolResult
 from cleveragents.ids import new_id, utc_now
 
@@ -105,7 +106,7 @@ class PlanRunner:
             progress.report(f"step {index + 1}/{total}: {decision.summary or decision.outcome}", index + 1, total)
         return overlay
 
-    async def _step(self, execution: Execution, step: Any, overlay: PlanOverlay, before: list[dict[str, Any]],
+    async def _step(self, execution: Execution, step: Any, overlay: PlanOverlay, before: list[OverlayRecord],
                     parent_id: str | None, guidance: tuple[str, ...]) -> tuple[Decision, PlanOverlay, list[Decision]]:
         """``before`` is the overlay's records now, kept with the decision. Also gives
         the decisions of the tool calls an actor made inside the step."""

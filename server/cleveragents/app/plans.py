@@ -30,6 +30,7 @@ from cleveragents.domain import plan as rules
 from cleveragents.domain.actor import Budget
 from cleveragents.domain.errors import PlanError, ResourceNotFoundError, StructuredError
 from cleveragents.domain.plan import Phase, Plan, Profile, State, Step
+from cleveragents.domain.plan_files import OverlayRecord
 from cleveragents.ids import new_id, utc_now
 
 logger = logging.getLogger(__name__)
@@ -102,27 +103,27 @@ class PlanLifecycleService:
         """Finish or undo an interrupted apply or rollback, then mark plans that were
         running as interrupted. Nothing is left silently half done."""
         for report in await asyncio.to_thread(self._workspace.recover):
-            plan = await self._plans.get_plan(report["plan_id"])
-            if plan is None or report["outcome"] == "failed":
-                logger.error("could not recover the %s of plan %s", report["op"], report["plan_id"])
+            plan = await self._plans.get_plan(report.plan_id)
+            if plan is None or report.outcome == "failed":
+                logger.error("could not recover the %s of plan %s", report.op, report.plan_id)
                 continue
-            completed = report["outcome"] == "completed"
-            if report["outcome"] == "editor":  # whether the editor made it is unknown: try again
-                phase = Phase.APPLY if report["op"] == "apply" else Phase.ROLLBACK
-                await self._move(plan, phase, State.FAILED, EDITOR_RESTART_REASON.format(op=report["op"]),
+            completed = report.outcome == "completed"
+            if report.outcome == "editor":  # whether the editor made it is unknown: try again
+                phase = Phase.APPLY if report.op == "apply" else Phase.ROLLBACK
+                await self._move(plan, phase, State.FAILED, EDITOR_RESTART_REASON.format(op=report.op),
                                  events.PLAN_ERRORED)
-            elif report["op"] == "apply":
+            elif report.op == "apply":
                 if completed:
-                    await self._plans.put_checkpoint(plan.plan_id, report["checkpoint"])
+                    await self._plans.put_checkpoint(plan.plan_id, report.checkpoint)
                     await self._move(plan, Phase.APPLY, State.COMPLETED, "the apply was completed after a restart",
-                                     events.PLAN_APPLIED, files=report["paths"])
+                                     events.PLAN_APPLIED, files=report.paths)
                 else:
                     await self._move(plan, Phase.APPLY, State.FAILED,
                                      "the apply was interrupted and undone: the workspace is as before",
                                      events.PLAN_ERRORED)
             elif completed:
                 await self._move(plan, Phase.ROLLBACK, State.COMPLETED, "the rollback was completed after a restart",
-                                 events.CHECKPOINT_RESTORED, files=report["paths"])
+                                 events.CHECKPOINT_RESTORED, files=report.paths)
             else:
                 await self._move(plan, Phase.APPLY, State.COMPLETED,
                                  "the rollback was interrupted and undone: the plan is still applied")
@@ -297,7 +298,7 @@ class PlanLifecycleService:
                                            sum(d.kind == "step" for d in made), corrected=target.decision_id)
         return await self._finish_launch(execution, wait)
 
-    async def _launch(self, plan: Plan, start: int, records: builtins.list[dict[str, Any]] | None, parent_id: str | None,
+    async def _launch(self, plan: Plan, start: int, records: builtins.list[OverlayRecord] | None, parent_id: str | None,
                       context: CallContext | None, steps_used: int, corrected: str | None = None) -> Execution:
         """Start the execution (under the plan's lock); the caller waits for it after
         releasing the lock, so cancel and prompt reach a running plan."""
@@ -376,7 +377,7 @@ class PlanLifecycleService:
             finally:
                 progress.end()
             await self._plans.put_checkpoint(plan_id, checkpoint)
-            files = [entry["path"] for entry in checkpoint["entries"]]
+            files = checkpoint.paths
             plan = await self._move(plan, Phase.APPLY, State.COMPLETED, None, events.PLAN_APPLIED, files=files,
                                     written_by=written_by)
             await asyncio.to_thread(self._workspace.discard, plan_id)

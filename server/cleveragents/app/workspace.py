@@ -7,45 +7,44 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from cleveragents.domain.plan_files import Checkpoint, OverlayRecord, Recovery
 from cleveragents.domain.tools import WorkspaceView
 
 
 class PlanOverlay(WorkspaceView, Protocol):
-    def to_records(self) -> list[dict[str, Any]]: ...
+    def to_records(self) -> list[OverlayRecord]: ...
 
 
 class PlanWorkspace(Protocol):
     root: str
 
-    def overlay(self, records: list[dict[str, Any]] | None = None) -> PlanOverlay:
+    def overlay(self, records: list[OverlayRecord] | None = None) -> PlanOverlay:
         """A fresh overlay, or one rebuilt from stored records."""
 
-    def diff(self, overlay: PlanOverlay, checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
+    def diff(self, overlay: PlanOverlay, checkpoint: Checkpoint | None = None) -> dict[str, Any]:
         """The overlay against the workspace; after an apply, against the checkpoint's
         pre-images, so the change stays visible."""
 
-    def apply(self, plan_id: str, overlay: PlanOverlay, force: bool) -> dict[str, Any]:
+    def apply(self, plan_id: str, overlay: PlanOverlay, force: bool) -> Checkpoint:
         """Write the overlay into the workspace; returns the checkpoint."""
 
-    def rollback(self, checkpoint: dict[str, Any], force: bool) -> list[str]: ...
+    def rollback(self, checkpoint: Checkpoint, force: bool) -> list[str]: ...
 
     # An editor can make an apply's or a rollback's change instead (``CallContext.editor``).
-    def prepare_apply(self, plan_id: str, overlay: PlanOverlay, force: bool) -> dict[str, Any]:
+    def prepare_apply(self, plan_id: str, overlay: PlanOverlay, force: bool) -> Checkpoint:
         """The checks and the checkpoint of ``apply``, without writing a workspace file."""
 
-    def editor_changes(self, checkpoint: dict[str, Any], side: str) -> list[dict[str, Any]] | None:
+    def editor_changes(self, checkpoint: Checkpoint, side: str) -> list[dict[str, Any]] | None:
         """``{path (absolute), before, after}`` texts (``None``: no file) to move every file
         to ``side`` ("post" | "pre"); ``None`` when an edit can't carry the change."""
 
-    def begin_editor(self, op: str, checkpoint: dict[str, Any]) -> None:
+    def begin_editor(self, op: str, checkpoint: Checkpoint) -> None:
         """Journal that an editor makes ``op``'s change; recovery leaves those files alone."""
 
     def end_editor(self, plan_id: str, applied: bool) -> None: ...
 
-    def recover(self) -> list[dict[str, Any]]:
-        """Journals an interrupted apply or rollback left: each completed or undone.
-        Items hold plan_id, op, outcome ("completed" | "undone" | "editor" | "failed"), paths,
-        checkpoint and error (why a journal was not applied, else None)."""
+    def recover(self) -> list[Recovery]:
+        """Journals an interrupted apply or rollback left: each completed or undone."""
 
     def discard(self, plan_id: str) -> None:
         """Forget the plan's journal (its state is stored)."""

@@ -13,6 +13,7 @@ from enum import Enum
 from typing import Any
 
 from cleveragents.domain.errors import BusinessRuleViolation
+from cleveragents.domain.plan_files import OverlayRecord
 
 
 class Phase(str, Enum):
@@ -177,7 +178,7 @@ class Decision:
     ended_at: str | None = None
     duration_ms: float | None = None
     # The overlay as it was before this step, so a correction can re-run from here.
-    overlay_before: tuple[dict[str, Any], ...] = ()
+    overlay_before: tuple[OverlayRecord, ...] = ()
     # "step": a step of the plan; "tool_call": a tool an actor called inside the step
     # (``actor.edit``), a child of the step's decision.
     kind: str = "step"
@@ -196,7 +197,7 @@ class Decision:
             "reads": list(self.reads), "writes": list(self.writes), "output": self.output,
             "error": self.error, "guidance": list(self.guidance),
             "started_at": self.started_at, "ended_at": self.ended_at,
-            "overlay_before": list(self.overlay_before),
+            "overlay_before": [record.to_dict() for record in self.overlay_before],
         }
 
     def explained(self) -> dict[str, Any]:
@@ -212,5 +213,5 @@ class Decision:
             d.get("parent_id"), d.get("rationale", ""), d.get("outcome", "pending"), d.get("summary", ""),
             tuple(d.get("reads") or ()), tuple(d.get("writes") or ()), dict(d.get("output") or {}),
             d.get("error"), tuple(d.get("guidance") or ()), d.get("started_at"), d.get("ended_at"),
-            d.get("duration_ms"), tuple(d.get("overlay_before") or ()), d.get("kind", "step"),
+            d.get("duration_ms"), tuple(OverlayRecord.from_dict(r) for r in d.get("overlay_before") or ()), d.get("kind", "step"),
         )

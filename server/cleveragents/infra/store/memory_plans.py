@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from cleveragents.domain.plan import Decision, Plan, State
+from cleveragents.domain.plan_files import Checkpoint, OverlayRecord
 from cleveragents.infra.store._memory import MemoryRepository
 from cleveragents.infra.store.records import RecordReader, as_is
 from cleveragents.infra.store.sqlite_plans import (
@@ -29,8 +30,8 @@ def _session_of(body: str) -> str | None:
         return None
 
 
-def _encode_overlay(records: list[dict[str, Any]]) -> list[str]:
-    return [json.dumps(record) for _, record in overlay_rows(records)]
+def _encode_overlay(records: list[OverlayRecord]) -> list[str]:
+    return [json.dumps(record.to_dict()) for _, record in overlay_rows(records)]
 
 
 class MemoryPlans(MemoryRepository):
@@ -96,7 +97,7 @@ class MemoryPlans(MemoryRepository):
         return [plan for plan in plans if plan is not None and plan.state in wanted]
 
     async def save_plan_state(
-        self, plan: Plan, decisions: list[Decision], overlay_records: list[dict[str, Any]] | None
+        self, plan: Plan, decisions: list[Decision], overlay_records: list[OverlayRecord] | None
     ) -> None:
         check_decisions(plan.plan_id, decisions)
         self._require_plan(plan.plan_id)
@@ -130,24 +131,24 @@ class MemoryPlans(MemoryRepository):
         return self.records.load("plan_decisions", f"{plan_id}/{decision_id}", body, Decision.from_dict)
 
     # -- overlay and checkpoint ----------------------------------------------------
-    async def replace_overlay(self, plan_id: str, records: list[dict[str, Any]]) -> None:
+    async def replace_overlay(self, plan_id: str, records: list[OverlayRecord]) -> None:
         encoded = _encode_overlay(records)
         self._require_plan(plan_id)
         self._plan_overlays[plan_id] = encoded
 
-    async def load_overlay(self, plan_id: str) -> list[dict[str, Any]]:
+    async def load_overlay(self, plan_id: str) -> list[OverlayRecord]:
         self._check_open()
-        return [self.records.load("plan_overlay", f"{plan_id}/{position}", record, as_is)
+        return [self.records.load("plan_overlay", f"{plan_id}/{position}", record, OverlayRecord.from_dict)
                 for position, record in enumerate(self._plan_overlays.get(plan_id, []))]
 
-    async def put_checkpoint(self, plan_id: str, checkpoint: dict[str, Any]) -> None:
+    async def put_checkpoint(self, plan_id: str, checkpoint: Checkpoint) -> None:
         self._require_plan(plan_id)
-        self._plan_checkpoints[plan_id] = json.dumps(checkpoint)
+        self._plan_checkpoints[plan_id] = json.dumps(checkpoint.to_dict())
 
-    async def get_checkpoint(self, plan_id: str) -> dict[str, Any] | None:
+    async def get_checkpoint(self, plan_id: str) -> Checkpoint | None:
         self._check_open()
         body = self._plan_checkpoints.get(plan_id)
-        return self.records.load("plan_checkpoints", plan_id, body, as_is) if body is not None else None
+        return self.records.load("plan_checkpoints", plan_id, body, Checkpoint.from_dict) if body is not None else None
 
     # -- artifacts index -----------------------------------------------------------
     async def add_plan_artifact(self, plan_id: str, record: dict[str, Any]) -> None:

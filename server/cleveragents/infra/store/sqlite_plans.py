@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from cleveragents.domain.errors import UnreadableRecordError
 from cleveragents.domain.plan import Decision, Plan, State
+from cleveragents.domain.plan_files import Checkpoint, OverlayRecord
 from cleveragents.infra.store._sql import SqliteRepository, newest_first
 from cleveragents.infra.store.records import RecordReader, as_is, fill, kept
 
@@ -71,14 +72,12 @@ ARTIFACT_FIELDS = ("artifact_id", "decision_id", "name", "media_type", "blob", "
 
 
 # -- checks both stores share, so they fail the same way ----------------------------
-def overlay_rows(records: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-    """(path, record) pairs; ValueError when a record lacks a path or repeats one."""
+def overlay_rows(records: list[OverlayRecord]) -> list[tuple[str, OverlayRecord]]:
+    """(path, record) pairs; ValueError when a path repeats."""
     seen: set[str] = set()
     rows = []
     for record in records:
-        if "path" not in record:
-            raise ValueError("every overlay record needs a 'path'")
-        path = record["path"]
+        path = record.path
         if not isinstance(path, str):
             raise TypeError(f"overlay path must be a string, not {type(path).__name__}")
         if path in seen:
@@ -136,11 +135,11 @@ def _upsert_decisions(db: sqlite3.Connection, decisions: Iterable[Decision]) -> 
     )
 
 
-def _replace_overlay(db: sqlite3.Connection, plan_id: str, rows: list[tuple[str, dict[str, Any]]]) -> None:
+def _replace_overlay(db: sqlite3.Connection, plan_id: str, rows: list[tuple[str, OverlayRecord]]) -> None:
     db.execute("DELETE FROM plan_overlay WHERE plan_id = ?", (plan_id,))
     db.executemany(
         "INSERT INTO plan_overlay (plan_id, path, position, record) VALUES (?, ?, ?, ?)",
-        ((plan_id, path, position, json.dumps(record)) for position, (path, record) in enumerate(rows)),
+        ((plan_id, path, position, json.dumps(record.to_dict())) for position, (path, record) in enumerate(rows)),
     )
 
 
@@ -211,7 +210,7 @@ class SqlitePlans(SqliteRepository):
         return await self._read_kept("plans", sql, values, Plan.from_dict)
 
     async def save_plan_state(
-        self, plan: Plan, decisions: list[Decision], overlay_records: list[dict[str, Any]] | None
+        self, plan: Plan, decisions: list[Decision], overlay_records: list[OverlayRecord] | None
     ) -> None:
         check_decisions(plan.plan_id, decisions)
         rows = overlay_rows(overlay_records) if overlay_records is not None else None
@@ -242,7 +241,7 @@ class SqlitePlans(SqliteRepository):
                                     Decision.from_dict)
 
     # -- overlay and checkpoint ----------------------------------------------------
-    async def replace_overlay(self, plan_id: str, records: list[dict[str, Any]]) -> None:
+    async def replace_overlay(self, plan_id: str, records: list[OverlayRecord]) -> None:
         rows = overlay_rows(records)
 
         def work(db: sqlite3.Connection) -> None:
@@ -251,30 +250,32 @@ class SqlitePlans(SqliteRepository):
 
         await self._write(work)
 
-    async def load_overlay(self, plan_id: str) -> list[dict[str, Any]]:
+    async def load_overlay(self, plan_id: str) -> list[OverlayRecord]:
         """Every record, or UnreadableRecordError: an overlay missing a file would apply wrong."""
         sql = "SELECT path, record FROM plan_overlay WHERE plan_id = ? ORDER BY position"
 
-        def run() -> list[dict[str, Any]]:
-            return [self.records.load("plan_overlay", f"{plan_id}/{path}", record, as_is)
+        def run() -> list[OverlayRecord]:
+            return [self.records.load("plan_overlay", f"{plan_id}/{path}", record, OverlayRecord.from_dict)
                     for path, record in self._db().execute(sql, (plan_id,))]
 
         return await self._run(run)
 
-    async def put_checkpoint(self, plan_id: str, checkpoint: dict[str, Any]) -> None:
+    async def put_checkpoint(self, plan_id: str, checkpoint: Checkpoint) -> None:
+        body = json.dumps(checkpoint.to_dict())
+
         def work(db: sqlite3.Connection) -> None:
             _require_plan(db, plan_id)
             db.execute(
                 "INSERT INTO plan_checkpoints (plan_id, checkpoint) VALUES (?, ?) "
                 "ON CONFLICT (plan_id) DO UPDATE SET checkpoint = excluded.checkpoint",
-                (plan_id, json.dumps(checkpoint)),
+                (plan_id, body),
             )
 
         await self._write(work)
 
-    async def get_checkpoint(self, plan_id: str) -> dict[str, Any] | None:
+    async def get_checkpoint(self, plan_id: str) -> Checkpoint | None:
         sql = "SELECT checkpoint FROM plan_checkpoints WHERE plan_id = ?"
-        return await self._read_one("plan_checkpoints", plan_id, sql, (plan_id,), as_is)
+        return await self._read_one("plan_checkpoints", plan_id, sql, (plan_id,), Checkpoint.from_dict)
 
     # -- artifacts index -----------------------------------------------------------
     async def add_plan_artifact(self, plan_id: str, record: dict[str, Any]) -> None:

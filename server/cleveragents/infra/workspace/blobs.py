@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import threading
 from pathlib import Path
 
 from cleveragents.domain.errors import ResourceNotFoundError, ValidationError
+from cleveragents.domain.plan_files import DIGEST
 from cleveragents.infra.workspace._fs import (
     fsync_dir,
     read_file,
     remove_temp_files,
     write_atomic,
 )
-
-DIGEST = re.compile(r"^[0-9a-f]{64}$")
 
 
 class BlobStore:

@@ -21,11 +21,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from cleveragents.domain.plan_files import OverlayRecord
 from cleveragents.infra.workspace._dirfd import Dirs, SymlinkInPath
 from cleveragents.infra.workspace._fs import NotRegularFile, TooLarge
 from cleveragents.infra.workspace.blobs import BlobStore
 from cleveragents.infra.workspace.linediff import grouped, match_lines, opcodes
-from cleveragents.infra.workspace.overlay import NEW_FILE_MODE, Overlay, OverlayEntry
+from cleveragents.infra.workspace.overlay import NEW_FILE_MODE, Overlay
 from cleveragents.infra.workspace.text import decode_text, split_lines
 
 CONTEXT_LINES = 3
@@ -37,7 +38,7 @@ MAX_INPUT_BYTES = 32 << 20
 
 
 def diff_overlay(
-    source: Overlay | Iterable[OverlayEntry],
+    source: Overlay | Iterable[OverlayRecord],
     root: Path,
     blobs: BlobStore,
     *,
@@ -52,7 +53,7 @@ def diff_overlay(
         return _diff_entries(entries, dirs, blobs, against, against_modes)
 
 
-def _diff_entries(entries: list[OverlayEntry], dirs: Dirs, blobs: BlobStore, against: Mapping[str, bytes | None] | None,
+def _diff_entries(entries: list[OverlayRecord], dirs: Dirs, blobs: BlobStore, against: Mapping[str, bytes | None] | None,
                   against_modes: Mapping[str, int] | None) -> dict[str, Any]:
     files: list[dict[str, Any]] = []
     texts: list[str] = []

@@ -31,7 +31,6 @@ import re
 import stat
 import threading
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from cleveragents.domain.errors import (
     ValidationError,
 )
 from cleveragents.domain.guards import GuardPolicy
+from cleveragents.domain.plan_files import Checkpoint, CheckpointEntry, OverlayRecord, Recovery
 from cleveragents.ids import utc_now
 from cleveragents.infra.workspace._dirfd import Dirs, SymlinkInPath
 from cleveragents.infra.workspace._fs import (
@@ -51,9 +51,7 @@ from cleveragents.infra.workspace._fs import (
     write_atomic,
 )
 from cleveragents.infra.workspace.blobs import BlobStore
-from cleveragents.infra.workspace.checkpoint import Checkpoint, CheckpointEntry
 from cleveragents.infra.workspace.conflicts import conflicts_error, file_conflict
-from cleveragents.infra.workspace.overlay import OverlayEntry
 
 logger = logging.getLogger(__name__)
 
@@ -61,22 +59,6 @@ _PLAN_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:\-]{0,127}$")
 # The side each operation moves the files to; undoing it moves them to the other.
 _TARGET = {"apply": "post", "rollback": "pre"}
 _OTHER = {"post": "pre", "pre": "post"}
-
-
-@dataclass(frozen=True, slots=True)
-class RecoveryReport:
-    """``outcome``: "completed" (the operation's result is on disk), "undone" (the
-    files are as before it), "editor" (an editor was making the change when the
-    process stopped: the files were left as they are) or "failed" (the journal
-    stays for another try);
-    ``error`` says why it failed (``reason`` and, when it names one, ``path``)."""
-
-    plan_id: str
-    op: str
-    outcome: str
-    paths: list[str]
-    checkpoint: Checkpoint
-    error: dict[str, Any] | None = None
 
 
 class _FileFailed(Exception):
@@ -122,24 +104,24 @@ class Applier:
 
     # -- operations --------------------------------------------------------------
 
-    def conflicts(self, entries: Iterable[OverlayEntry]) -> list[str]:
+    def conflicts(self, entries: Iterable[OverlayRecord]) -> list[str]:
         """Paths whose content or mode on disk is no longer the one the plan started from."""
         with self._lock, self._dirs() as dirs:
             return [entry.path for entry in entries if self._conflict(dirs, entry.path, entry.base, entry.base_mode)]
 
-    def apply(self, plan_id: str, entries: Iterable[OverlayEntry], *, force: bool = False) -> Checkpoint:
+    def apply(self, plan_id: str, entries: Iterable[OverlayRecord], *, force: bool = False) -> Checkpoint:
         with self._lock, self._dirs() as dirs:
             checkpoint = self._prepare(dirs, plan_id, entries, force)
             self._run(dirs, "apply", checkpoint)
             return checkpoint
 
-    def prepare(self, plan_id: str, entries: Iterable[OverlayEntry], *, force: bool = False) -> Checkpoint:
+    def prepare(self, plan_id: str, entries: Iterable[OverlayRecord], *, force: bool = False) -> Checkpoint:
         """What ``apply`` checks and keeps (conflicts, pre-images), without writing a
         workspace file: for an editor to make the change."""
         with self._lock, self._dirs() as dirs:
             return self._prepare(dirs, plan_id, entries, force)
 
-    def _prepare(self, dirs: _Walk, plan_id: str, entries: Iterable[OverlayEntry], force: bool) -> Checkpoint:
+    def _prepare(self, dirs: _Walk, plan_id: str, entries: Iterable[OverlayRecord], force: bool) -> Checkpoint:
         _check_plan_id(plan_id)
         self._refuse_unfinished(plan_id)
         entries = sorted(entries, key=lambda entry: entry.path)
@@ -165,7 +147,7 @@ class Applier:
         for data, digest in pre_images:
             self.blobs.put(data, digest=digest, durable=self.durable)
         created = self._dirs_to_create(dirs, [entry.path for entry in planned if entry.post_blob is not None])
-        return Checkpoint(plan_id, utc_now(), planned, sorted(created))
+        return Checkpoint(plan_id, utc_now(), tuple(planned), tuple(sorted(created)))
 
     def rollback(self, checkpoint: Checkpoint, *, force: bool = False) -> list[str]:
         """Restore every pre-image, bytes and mode, and delete the files the apply
@@ -205,7 +187,7 @@ class Applier:
             record = json.loads(self._journal_path(plan_id).read_bytes())
             self._write_journal(plan_id, {**record, "status": "done", "outcome": "completed", "by": "editor"})
 
-    def recover(self) -> list[RecoveryReport]:
+    def recover(self) -> list[Recovery]:
         """Finish or undo what a crash interrupted; report every journal still kept."""
         with self._lock:
             self.blobs.remove_temp_files()
@@ -248,7 +230,7 @@ class Applier:
             raise PlanError(f"{op} failed and was undone", data) from None
         self._write_journal(checkpoint.plan_id, {**record, "status": "done", "outcome": "completed"})
 
-    def _recover(self, dirs: _Walk, journal: Path) -> RecoveryReport | None:
+    def _recover(self, dirs: _Walk, journal: Path) -> Recovery | None:
         try:
             record = json.loads(journal.read_bytes())
             op, checkpoint = record["op"], Checkpoint.from_dict(record["checkpoint"])
@@ -262,9 +244,9 @@ class Applier:
             self._check_paths(dirs, checkpoint)
         except DomainError as exc:
             logger.error("journal %s not applied: %s", journal.name, exc)
-            return RecoveryReport(checkpoint.plan_id, op, "failed", checkpoint.paths, checkpoint, _error(exc.data))
+            return Recovery(checkpoint.plan_id, op, "failed", checkpoint.paths, checkpoint, _error(exc.data))
         if record.get("status") == "editor":
-            return RecoveryReport(checkpoint.plan_id, op, "editor", checkpoint.paths, checkpoint)
+            return Recovery(checkpoint.plan_id, op, "editor", checkpoint.paths, checkpoint)
         outcome = record.get("outcome", "completed")
         if record.get("status") != "done":
             try:
@@ -277,15 +259,15 @@ class Applier:
                 self._move(dirs, checkpoint, target, self._missing_dirs(dirs, checkpoint, target))
             except _FileFailed as failure:
                 logger.warning("recovery of plan %s failed: %s: %s", checkpoint.plan_id, failure.path, failure.reason)
-                return RecoveryReport(checkpoint.plan_id, op, "failed", checkpoint.paths, checkpoint,
+                return Recovery(checkpoint.plan_id, op, "failed", checkpoint.paths, checkpoint,
                                       {"path": failure.path, "reason": failure.reason})
             except DomainError as exc:
                 logger.warning("recovery of plan %s failed: %s", checkpoint.plan_id, exc)
-                return RecoveryReport(checkpoint.plan_id, op, "failed", checkpoint.paths, checkpoint, _error(exc.data))
+                return Recovery(checkpoint.plan_id, op, "failed", checkpoint.paths, checkpoint, _error(exc.data))
             self._write_journal(checkpoint.plan_id, {**record, "status": "done", "outcome": outcome})
         for directory in {path.rpartition("/")[0] for path in checkpoint.paths}:
             dirs.remove_temp_files(directory)
-        return RecoveryReport(checkpoint.plan_id, op, outcome, checkpoint.paths, checkpoint)
+        return Recovery(checkpoint.plan_id, op, outcome, checkpoint.paths, checkpoint)
 
     def _journal_path(self, plan_id: str) -> Path:
         return self.journal_dir / f"{plan_id}.json"

@@ -15,10 +15,8 @@ import errno
 import os
 import stat
 import threading
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from cleveragents.domain.errors import (
     AuthorizationError,
@@ -26,32 +24,13 @@ from cleveragents.domain.errors import (
     ValidationError,
 )
 from cleveragents.domain.guards import GuardPolicy, normalize
+from cleveragents.domain.plan_files import OverlayRecord, permission_bits
 from cleveragents.infra.workspace._dirfd import Dirs, SymlinkInPath
 from cleveragents.infra.workspace._fs import NotRegularFile, TooLarge
 from cleveragents.infra.workspace.blobs import BlobStore
 from cleveragents.infra.workspace.globs import compile_glob, literal_prefix
 
 NEW_FILE_MODE = 0o644
-
-
-@dataclass(frozen=True, slots=True)
-class OverlayEntry:
-    """``blob`` is ``None`` for a deletion; ``base`` and ``base_mode`` are the workspace
-    file's digest and permission bits when the plan first touched the path (``None``:
-    it did not exist; ``base_mode`` is also ``None`` in records stored before it was
-    kept, and then a mode change is not checked); ``written`` counts the bytes the
-    plan wrote to it, so the budget survives a restart."""
-
-    path: str
-    blob: str | None
-    mode: int | None
-    base: str | None
-    written: int = 0
-    base_mode: int | None = None
-
-    @property
-    def deleted(self) -> bool:
-        return self.blob is None
 
 
 class Overlay:
@@ -62,7 +41,7 @@ class Overlay:
         self.blobs = blobs
         self.policy = policy or GuardPolicy()
         self._real_root = os.path.realpath(self.root)
-        self._entries: dict[str, OverlayEntry] = {}
+        self._entries: dict[str, OverlayRecord] = {}
         self._written = 0
         self._lock = threading.RLock()
 
@@ -166,7 +145,7 @@ class Overlay:
             blob = self.blobs.put(bytes(data))
             written = (entry.written if entry else 0) + len(data)
             final_mode = mode if mode is not None else kept_mode if kept_mode is not None else NEW_FILE_MODE
-            self._entries[relative] = OverlayEntry(relative, blob, final_mode, base, written, base_mode)
+            self._entries[relative] = OverlayRecord(relative, blob, final_mode, base, written, base_mode)
             self._written += len(data)
 
     def delete(self, path: str) -> None:
@@ -177,7 +156,7 @@ class Overlay:
                 raise FileNotFoundError(2, "no such file", relative)
             self._check_budget(relative, entry, 0)
             base, base_mode, _ = self._first_touch(dirs, relative, entry)
-            self._entries[relative] = OverlayEntry(relative, None, None, base, entry.written if entry else 0, base_mode)
+            self._entries[relative] = OverlayRecord(relative, None, None, base, entry.written if entry else 0, base_mode)
 
     def glob(self, pattern: str) -> list[str]:
         """Files matching ``pattern`` in the merged view, sorted. ``**`` crosses
@@ -224,30 +203,30 @@ class Overlay:
         with self._lock:
             return self._written
 
-    def entries(self) -> list[OverlayEntry]:
+    def entries(self) -> list[OverlayRecord]:
         with self._lock:
             return sorted(self._entries.values(), key=lambda entry: entry.path)
 
     def changed_paths(self) -> list[str]:
         return [entry.path for entry in self.entries()]
 
-    def to_records(self) -> list[dict[str, Any]]:
-        # Built by hand: dataclasses.asdict deep-copies, and plans save this after every step.
-        return [{"path": e.path, "blob": e.blob, "mode": e.mode, "base": e.base, "written": e.written,
-                 "base_mode": e.base_mode} for e in self.entries()]
+    def to_records(self) -> list[OverlayRecord]:
+        return self.entries()
 
     @classmethod
     def from_records(
-        cls, root: Path, blobs: BlobStore, policy: GuardPolicy | None, records: Iterable[Mapping[str, Any]]
+        cls, root: Path, blobs: BlobStore, policy: GuardPolicy | None, records: Iterable[OverlayRecord]
     ) -> Overlay:
+        """The overlay the records were taken from; each path passes the guards again
+        (the records were stored, and a store is input like any other)."""
         overlay = cls(root, blobs, policy)
         for index, record in enumerate(records):
             try:
-                entry = OverlayEntry(
-                    overlay.policy.check(record["path"], write=True), record["blob"], record["mode"],
-                    record["base"], int(record.get("written", 0)), _permission_bits(record.get("base_mode")),
+                entry = OverlayRecord(
+                    overlay.policy.check(record.path, write=True), record.blob, record.mode, record.base,
+                    int(record.written), permission_bits(record.base_mode),
                 )
-            except (KeyError, TypeError, ValueError) as exc:
+            except (TypeError, ValueError) as exc:
                 raise ValidationError("malformed overlay record", {"field": "records", "index": index}) from exc
             overlay._entries[entry.path] = entry
             overlay._written += entry.written
@@ -255,7 +234,7 @@ class Overlay:
 
     # -- rules -------------------------------------------------------------------
 
-    def _check_budget(self, relative: str, entry: OverlayEntry | None, size: int) -> None:
+    def _check_budget(self, relative: str, entry: OverlayRecord | None, size: int) -> None:
         if entry is None and len(self._entries) >= self.policy.max_files_changed:
             raise _over("max_files_changed", self.policy.max_files_changed, relative)
         if self._written + size > self.policy.max_bytes_written:
@@ -274,7 +253,7 @@ class Overlay:
             if (entry is not None and not entry.deleted) or (entry is None and _is_file(self._disk_stat(dirs, parent))):
                 raise ValidationError("a parent is a file", {"path": relative, "reason": "parent_is_file", "parent": parent})
 
-    def _first_touch(self, dirs: Dirs, relative: str, entry: OverlayEntry | None) -> tuple[str | None, int | None, int | None]:
+    def _first_touch(self, dirs: Dirs, relative: str, entry: OverlayRecord | None) -> tuple[str | None, int | None, int | None]:
         """The entry's base digest and mode (kept from the first touch) and the disk
         file's mode. The base content goes into the blob store now, so an apply that
         finds the file unchanged already has its pre-image."""
@@ -321,12 +300,6 @@ def _inside(real: str, real_root: str) -> bool:
 def _swapped(relative: str) -> AuthorizationError:
     """A directory on the resolved path became a symlink after it was resolved."""
     return AuthorizationError(f"path {relative!r} refused: symlink_escape", {"path": relative, "reason": "symlink_escape"})
-
-
-def _permission_bits(mode: Any) -> int | None:
-    if mode is None or (isinstance(mode, int) and not isinstance(mode, bool) and 0 <= mode <= 0o7777):
-        return mode
-    raise ValueError("a mode must be permission bits")
 
 
 def _unusable(relative: str, exc: OSError) -> ValidationError:

@@ -4,13 +4,13 @@ journaled apply and rollback, and the blob store, for one workspace root."""
 from __future__ import annotations
 
 import os
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from cleveragents.domain.guards import GuardPolicy
+from cleveragents.domain.plan_files import Checkpoint, OverlayRecord, Recovery
 from cleveragents.infra.workspace.blobs import BlobStore
-from cleveragents.infra.workspace.checkpoint import Checkpoint
+from cleveragents.infra.workspace.checkpoint import pre_images
 from cleveragents.infra.workspace.diff import diff_overlay
 from cleveragents.infra.workspace.journal import Applier
 from cleveragents.infra.workspace.overlay import NEW_FILE_MODE, Overlay
@@ -24,35 +24,34 @@ class PlanWorkspace:
         self.blobs = BlobStore(state_dir / "blobs")
         self._applier = Applier(root, self.blobs, state_dir / "journal", durable=durable, policy=self.policy)
 
-    def overlay(self, records: list[dict[str, Any]] | None = None) -> Overlay:
+    def overlay(self, records: list[OverlayRecord] | None = None) -> Overlay:
         if not records:
             return Overlay(self._root, self.blobs, self.policy)
         return Overlay.from_records(self._root, self.blobs, self.policy, records)
 
-    def diff(self, overlay: Overlay, checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
+    def diff(self, overlay: Overlay, checkpoint: Checkpoint | None = None) -> dict[str, Any]:
         if checkpoint is None:
             return diff_overlay(overlay, self._root, self.blobs)
-        restored = Checkpoint.from_dict(checkpoint)
-        return diff_overlay(overlay, self._root, self.blobs, against=restored.pre_images(self.blobs),
-                            against_modes=restored.pre_modes())
+        return diff_overlay(overlay, self._root, self.blobs, against=pre_images(checkpoint, self.blobs),
+                            against_modes=checkpoint.pre_modes())
 
-    def apply(self, plan_id: str, overlay: Overlay, force: bool) -> dict[str, Any]:
-        return self._applier.apply(plan_id, overlay.entries(), force=force).to_dict()
+    def apply(self, plan_id: str, overlay: Overlay, force: bool) -> Checkpoint:
+        return self._applier.apply(plan_id, overlay.entries(), force=force)
 
-    def rollback(self, checkpoint: dict[str, Any], force: bool) -> list[str]:
-        return self._applier.rollback(Checkpoint.from_dict(checkpoint), force=force)
+    def rollback(self, checkpoint: Checkpoint, force: bool) -> list[str]:
+        return self._applier.rollback(checkpoint, force=force)
 
     # -- changes an editor makes ---------------------------------------------------
-    def prepare_apply(self, plan_id: str, overlay: Overlay, force: bool) -> dict[str, Any]:
-        return self._applier.prepare(plan_id, overlay.entries(), force=force).to_dict()
+    def prepare_apply(self, plan_id: str, overlay: Overlay, force: bool) -> Checkpoint:
+        return self._applier.prepare(plan_id, overlay.entries(), force=force)
 
-    def editor_changes(self, checkpoint: dict[str, Any], side: str) -> list[dict[str, Any]] | None:
+    def editor_changes(self, checkpoint: Checkpoint, side: str) -> list[dict[str, Any]] | None:
         """Each file's text now and on ``side`` ("post": after the apply, "pre": before
         it). ``None`` when an editor can't make the change: a file is not UTF-8 text,
         or its mode would change (an edit carries text only)."""
         other = "pre" if side == "post" else "post"
         changes = []
-        for entry in Checkpoint.from_dict(checkpoint).entries:
+        for entry in checkpoint.entries:
             (now, now_mode), (new, new_mode) = entry.state(other), entry.state(side)
             if new is not None and new_mode != (now_mode if now is not None else NEW_FILE_MODE):
                 return None
@@ -63,14 +62,14 @@ class PlanWorkspace:
             changes.append({"path": os.path.join(self.root, entry.path), "before": texts[0], "after": texts[1]})
         return changes
 
-    def begin_editor(self, op: str, checkpoint: dict[str, Any]) -> None:
-        self._applier.begin_editor(op, Checkpoint.from_dict(checkpoint))
+    def begin_editor(self, op: str, checkpoint: Checkpoint) -> None:
+        self._applier.begin_editor(op, checkpoint)
 
     def end_editor(self, plan_id: str, applied: bool) -> None:
         self._applier.end_editor(plan_id, applied)
 
-    def recover(self) -> list[dict[str, Any]]:
-        return [{**asdict(report), "checkpoint": report.checkpoint.to_dict()} for report in self._applier.recover()]
+    def recover(self) -> list[Recovery]:
+        return self._applier.recover()
 
     def discard(self, plan_id: str) -> None:
         self._applier.discard(plan_id)
