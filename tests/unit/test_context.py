@@ -37,7 +37,7 @@ async def container(request, tmp_path):
 
 @pytest.fixture
 async def session_id(container):
-    return (await container.session_service.create())["session_id"]
+    return (await container.session_service.create()).session.session_id
 
 
 async def say(container, context_id, text):
@@ -163,8 +163,8 @@ async def plan_with_session(container, session_id):
     (container.workspace / "a.txt").write_text("foo\n")
     plan = await container.plan_service.use(
         "replace", {"pattern": "foo", "replacement": "bar", "glob": "*.txt"}, session_id=session_id)
-    await container.plan_service.execute(plan["plan_id"])
-    return plan["plan_id"]
+    await container.plan_service.execute(plan.plan_id)
+    return plan.plan_id
 
 
 async def test_a_plan_scope_has_its_decisions_and_its_sessions_tiers(container, session_id):

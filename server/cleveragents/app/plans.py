@@ -31,6 +31,17 @@ from cleveragents.domain.actor import Budget
 from cleveragents.domain.errors import PlanError, ResourceNotFoundError, StructuredError
 from cleveragents.domain.plan import Phase, Plan, Profile, State, Step
 from cleveragents.domain.plan_files import OverlayRecord
+from cleveragents.domain.plan_results import (
+    ArtifactShown,
+    DecisionExplained,
+    PlanArtifact,
+    PlanArtifacts,
+    PlanDiff,
+    PlanMoved,
+    PlanPage,
+    PlanTree,
+    PlanWritten,
+)
 from cleveragents.ids import new_id, utc_now
 
 logger = logging.getLogger(__name__)
@@ -139,7 +150,7 @@ class PlanLifecycleService:
 
     # -- creating and reading ------------------------------------------------------
     async def use(self, action_name: str, arguments: dict[str, Any] | None = None,
-                  automation_profile: str | None = None, session_id: str | None = None) -> dict[str, Any]:
+                  automation_profile: str | None = None, session_id: str | None = None) -> Plan:
         await self._ready()
         if session_id is not None and await self._sessions.get_session(session_id) is None:
             raise ResourceNotFoundError("Session not found", {"session_id": session_id})
@@ -155,50 +166,33 @@ class PlanLifecycleService:
         )
         await self._plans.add_plan(plan)
         self._publish(plan, events.PLAN_CREATED, automation_profile=profile.value)
-        return {**plan.status(), "action_name": plan.action_name, "automation_profile": profile.value,
-                "context_id": plan.context_id, "steps": [s.to_dict() for s in plan.steps]}
+        return plan
 
-    async def status(self, plan_id: str) -> dict[str, Any]:
-        return (await self._require(plan_id)).status()
+    async def status(self, plan_id: str) -> Plan:
+        return await self._require(plan_id)
 
     async def get(self, plan_id: str) -> Plan:
         return await self._require(plan_id)
 
-    async def list(self, session_id: str | None = None, limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
+    async def list(self, session_id: str | None = None, limit: int = 100, cursor: str | None = None) -> PlanPage:
         await self._ready()
         rows = await self._plans.list_plans(session_id=session_id, limit=limit + 1, before=parse_cursor(cursor))
         plans, next_cursor = page(rows, limit)
-        return {"plans": [self._summary(plan) for plan in plans], "next_cursor": next_cursor,
-                "total": await self._plans.count_plans(session_id=session_id)}
+        return PlanPage(tuple(plans), next_cursor, await self._plans.count_plans(session_id=session_id))
 
-    def _summary(self, plan: Plan) -> dict[str, Any]:
-        return {**plan.status(), "action_name": plan.action_name, "automation_profile": plan.profile.value,
-                "session_id": plan.session_id, "created_at": plan.created_at, "updated_at": plan.updated_at}
-
-    async def tree(self, plan_id: str) -> dict[str, Any]:
+    async def tree(self, plan_id: str) -> PlanTree:
         plan = await self._require(plan_id)
-        decisions = await self._plans.list_decisions(plan_id)
-        children: dict[str | None, list[dict[str, Any]]] = {}
-        nodes = []
-        for decision in decisions:
-            node = {**decision.brief(), "children": []}
-            nodes.append((decision, node))
-            children.setdefault(decision.parent_id, []).append(node)
-        for decision, node in nodes:
-            node["children"] = children.get(decision.decision_id, [])
-        return {**plan.status(), "roots": children.get(None, []),
-                "decisions": [decision.brief() for decision in decisions]}
+        return PlanTree(plan, tuple(await self._plans.list_decisions(plan_id)))
 
-    async def explain(self, plan_id: str, decision_id: str) -> dict[str, Any]:
+    async def explain(self, plan_id: str, decision_id: str) -> DecisionExplained:
         plan = await self._require(plan_id)
         decision = await self._plans.get_decision(plan_id, decision_id)
         if decision is None:
             raise ResourceNotFoundError("Decision not found", {"plan_id": plan_id, "decision_id": decision_id})
         step_index = next((i for i, s in enumerate(plan.steps) if s.id == decision.step_id), None)
-        return {**decision.explained(), "step_index": step_index, "steps": len(plan.steps),
-                "plan": plan.status()}
+        return DecisionExplained(plan, decision, step_index)
 
-    async def diff(self, plan_id: str) -> dict[str, Any]:
+    async def diff(self, plan_id: str) -> PlanDiff:
         plan = await self._require(plan_id)
         records = await self._plans.load_overlay(plan_id)
         checkpoint = await self._plans.get_checkpoint(plan_id) if plan.phase in (Phase.APPLY, Phase.ROLLBACK) else None
@@ -206,21 +200,21 @@ class PlanLifecycleService:
         def compute() -> dict[str, Any]:
             return self._workspace.diff(self._workspace.overlay(records), checkpoint)
 
-        return {"plan_id": plan_id, **plan.status(), **await asyncio.to_thread(compute)}
+        return PlanDiff(plan, await asyncio.to_thread(compute))
 
-    async def artifacts(self, plan_id: str) -> dict[str, Any]:
+    async def artifacts(self, plan_id: str) -> PlanArtifacts:
         await self._require(plan_id)
         out = []
         for record in await self._plans.list_plan_artifacts(plan_id):
-            item = {k: v for k, v in record.items() if k != "blob"}
-            if record["media_type"].startswith("text/") and record["size"] <= TEXT_ARTIFACT_LIMIT:
-                data = await asyncio.to_thread(self._workspace.get_blob, record["blob"])
-                item["text"] = data.decode("utf-8", "replace")
-            out.append(item)
-        return {"plan_id": plan_id, "artifacts": out}
+            artifact, text = PlanArtifact.from_dict(record), None
+            if artifact.media_type.startswith("text/") and artifact.size <= TEXT_ARTIFACT_LIMIT:
+                data = await asyncio.to_thread(self._workspace.get_blob, artifact.blob)
+                text = data.decode("utf-8", "replace")
+            out.append(ArtifactShown(artifact, text))
+        return PlanArtifacts(plan_id, tuple(out))
 
     # -- steering ------------------------------------------------------------------
-    async def prompt(self, plan_id: str, guidance: str) -> dict[str, Any]:
+    async def prompt(self, plan_id: str, guidance: str) -> Plan:
         async with self._lock(plan_id):
             plan = await self._require(plan_id)
             plan.require(rules.PROMPT)
@@ -228,20 +222,20 @@ class PlanLifecycleService:
             if (execution := self._running.get(plan_id)) is not None:
                 execution.plan = plan
             await self._plans.save_plan(plan)
-        return {"plan_id": plan_id, "queued": len(plan.guidance), **plan.status()}
+        return plan
 
-    async def cancel(self, plan_id: str) -> dict[str, Any]:
+    async def cancel(self, plan_id: str) -> PlanMoved:
         async with self._lock(plan_id):
             plan = await self._require(plan_id)
             plan.require(rules.CANCEL)
             if (execution := self._running.get(plan_id)) is not None:
                 execution.cancel()
-                return {**plan.moved(plan.phase, State.CANCELLED, plan.updated_at).status(), "cancelling": True}
+                return PlanMoved(plan.moved(plan.phase, State.CANCELLED, plan.updated_at), cancelling=True)
             plan = await self._move(plan, plan.phase, State.CANCELLED, "cancelled", events.PLAN_CANCELLED)
-        return plan.status()
+        return PlanMoved(plan)
 
     # -- executing -----------------------------------------------------------------
-    async def execute(self, plan_id: str, wait: bool = True, context: CallContext | None = None) -> dict[str, Any]:
+    async def execute(self, plan_id: str, wait: bool = True, context: CallContext | None = None) -> PlanMoved:
         """Run the plan's steps. A plan that failed or was interrupted goes on from the
         step that did not finish: the steps that succeeded are not run again."""
         async with self._lock(plan_id):
@@ -266,7 +260,7 @@ class PlanLifecycleService:
 
     async def correct(self, plan_id: str, decision_id: str | None = None, guidance: str | None = None,
                       arguments: dict[str, Any] | None = None, wait: bool = True,
-                      context: CallContext | None = None) -> dict[str, Any]:
+                      context: CallContext | None = None) -> PlanMoved:
         """Re-run from a decision with new arguments and/or guidance; the decisions
         from there on are kept, marked superseded, and the new ones branch off."""
         async with self._lock(plan_id):
@@ -315,11 +309,11 @@ class PlanLifecycleService:
             self._execute(execution, start, overlay, parent_id, progress, steps_used))
         return execution
 
-    async def _finish_launch(self, execution: Execution, wait: bool) -> dict[str, Any]:
+    async def _finish_launch(self, execution: Execution, wait: bool) -> PlanMoved:
         assert execution.task is not None
         if not wait:
             execution.task.add_done_callback(_log_failure)
-            return {**execution.plan.status(), "running": True}
+            return PlanMoved(execution.plan, running=True)
         try:
             return await asyncio.shield(execution.task)
         except asyncio.CancelledError:
@@ -329,7 +323,7 @@ class PlanLifecycleService:
             raise
 
     async def _execute(self, execution: Execution, start: int, overlay: PlanOverlay, parent_id: str | None,
-                       progress: Progress, steps_used: int) -> dict[str, Any]:
+                       progress: Progress, steps_used: int) -> PlanMoved:
         plan_id = execution.plan.plan_id
         progress.begin(f"{len(execution.plan.steps) - start} step(s)", len(execution.plan.steps))
         try:
@@ -342,7 +336,7 @@ class PlanLifecycleService:
         except asyncio.CancelledError:
             plan = await self._move(execution.plan, Phase.EXECUTE, State.CANCELLED, "cancelled", events.PLAN_CANCELLED)
             progress.end("cancelled")
-            return plan.status()
+            return PlanMoved(plan)
         finally:
             self._running.pop(plan_id, None)
         plan = execution.plan
@@ -351,17 +345,17 @@ class PlanLifecycleService:
         else:
             plan = await self._move(plan, Phase.EXECUTE, State.COMPLETED)
         progress.end("done")
-        return plan.status()
+        return PlanMoved(plan)
 
     # -- applying ------------------------------------------------------------------
-    async def apply(self, plan_id: str, force: bool = False, context: CallContext | None = None) -> dict[str, Any]:
+    async def apply(self, plan_id: str, force: bool = False, context: CallContext | None = None) -> PlanWritten:
         # Once begun, an apply runs to its end and is recorded, even if the caller goes away.
         return await asyncio.shield(asyncio.ensure_future(self._apply(plan_id, force, context)))
 
-    async def rollback(self, plan_id: str, force: bool = False, context: CallContext | None = None) -> dict[str, Any]:
+    async def rollback(self, plan_id: str, force: bool = False, context: CallContext | None = None) -> PlanWritten:
         return await asyncio.shield(asyncio.ensure_future(self._rollback(plan_id, force, context)))
 
-    async def _apply(self, plan_id: str, force: bool, context: CallContext | None) -> dict[str, Any]:
+    async def _apply(self, plan_id: str, force: bool, context: CallContext | None) -> PlanWritten:
         async with self._lock(plan_id):
             plan = await self._require(plan_id)
             plan.require(rules.APPLY)
@@ -381,9 +375,9 @@ class PlanLifecycleService:
             plan = await self._move(plan, Phase.APPLY, State.COMPLETED, None, events.PLAN_APPLIED, files=files,
                                     written_by=written_by)
             await asyncio.to_thread(self._workspace.discard, plan_id)
-        return {**plan.status(), "files": files, "written_by": written_by}
+        return PlanWritten(plan, tuple(files), written_by)
 
-    async def _rollback(self, plan_id: str, force: bool, context: CallContext | None) -> dict[str, Any]:
+    async def _rollback(self, plan_id: str, force: bool, context: CallContext | None) -> PlanWritten:
         async with self._lock(plan_id):
             plan = await self._require(plan_id)
             plan.require(rules.ROLLBACK)
@@ -398,7 +392,7 @@ class PlanLifecycleService:
             plan = await self._move(plan, Phase.ROLLBACK, State.COMPLETED, None, events.CHECKPOINT_RESTORED,
                                     files=files, written_by=written_by)
             await asyncio.to_thread(self._workspace.discard, plan_id)
-        return {**plan.status(), "files": files, "written_by": written_by}
+        return PlanWritten(plan, tuple(files), written_by)
 
     async def _write_files(self, plan: Plan, before: Plan, op: str, work: Callable[[], Awaitable[Any]]) -> Any:
         """Run an apply or rollback (``plan_edits``). A refusal over conflicts wrote

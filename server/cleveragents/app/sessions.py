@@ -18,7 +18,7 @@ from cleveragents.app.ports import SessionRepository, TaskRepository
 from cleveragents.domain import events
 from cleveragents.domain.actor import Actor, Budget, Usage
 from cleveragents.domain.errors import BudgetExceededError, DuplicateEntityError, ResourceNotFoundError
-from cleveragents.domain.session import DEFAULT_ACTOR, Session, SessionStatus
+from cleveragents.domain.session import DEFAULT_ACTOR, Session, SessionCreated, SessionPage, SessionStatus
 from cleveragents.ids import new_id, utc_now
 
 
@@ -35,7 +35,7 @@ class SessionService:
         self, actor_name: str | None = None, actor: str | None = None,
         session_id: str | None = None, metadata: dict[str, Any] | None = None,
         budget: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> SessionCreated:
         """A new session; with ``session_id`` the call is idempotent. ``budget``
         (``max_tokens``, ``max_cost``) is kept in the metadata as ``budget``."""
         chosen = actor_name or actor
@@ -62,23 +62,16 @@ class SessionService:
             events.SESSION_CREATED, session_id=session.session_id,
             data={"status": "created", "actor_name": session.actor_name},
         ))
-        return self._summary(session, "created")
+        return SessionCreated(session, "created")
 
-    def _existing(self, session: Session, requested_actor: str | None) -> dict[str, Any]:
+    def _existing(self, session: Session, requested_actor: str | None) -> SessionCreated:
         if requested_actor is not None and requested_actor != session.actor_name:
             raise DuplicateEntityError(
                 "A session with this id exists with another actor",
                 {"session_id": session.session_id, "actor_name": session.actor_name,
                  "requested_actor": requested_actor},
             )
-        return self._summary(session, session.status)
-
-    @staticmethod
-    def _summary(session: Session, status: str) -> dict[str, Any]:
-        return {
-            "session_id": session.session_id, "status": status,
-            "actor_name": session.actor_name, "created_at": session.created_at,
-        }
+        return SessionCreated(session, session.status)
 
     async def _require(self, session_id: str) -> Session:
         session = await self._sessions.get_session(session_id)
@@ -86,7 +79,7 @@ class SessionService:
             raise ResourceNotFoundError("Session not found", {"session_id": session_id})
         return session
 
-    async def close(self, session_id: str) -> dict[str, Any]:
+    async def close(self, session_id: str) -> Session:
         session = await self._require(session_id)
         if session.is_open:
             session = session.closed(utc_now())
@@ -94,22 +87,18 @@ class SessionService:
             self._bus.publish(events.DomainEvent(
                 events.SESSION_CLOSED, session_id=session_id, data={"status": "closed"},
             ))
-        return {"session_id": session_id, "status": "closed", "closed_at": session.closed_at}
+        return session
 
-    async def get(self, session_id: str) -> dict[str, Any]:
-        return (await self._require(session_id)).to_dict()
+    async def get(self, session_id: str) -> Session:
+        return await self._require(session_id)
 
     async def list(
         self, status: SessionStatus | None = None, limit: int = 100, cursor: str | None = None
-    ) -> dict[str, Any]:
+    ) -> SessionPage:
         before = parse_cursor(cursor)
         rows = await self._sessions.list_sessions(status, limit + 1, before)
         sessions, next_cursor = page(rows, limit)
-        return {
-            "sessions": [session.to_dict() for session in sessions],
-            "next_cursor": next_cursor,
-            "total": await self._sessions.count_sessions(status),
-        }
+        return SessionPage(tuple(sessions), next_cursor, await self._sessions.count_sessions(status))
 
 
 

@@ -48,3 +48,19 @@ class Session:
             "closed_at": self.closed_at,
             "metadata": dict(self.metadata),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCreated:
+    """What ``session.create`` found or made: ``status`` is "created" for a new
+    session, else the existing one's status."""
+
+    session: Session
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPage:
+    sessions: tuple[Session, ...]
+    next_cursor: str | None
+    total: int
