@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from cleveragents.domain.plan import Decision, Phase, Plan, Profile, State, Step
-from cleveragents.domain.plan_files import Checkpoint, CheckpointEntry, OverlayRecord
+from cleveragents.domain.plan_files import Checkpoint, CheckpointEntry, OverlayRecord, PlanArtifact
 from cleveragents.infra.store.memory import MemoryStore
 from cleveragents.infra.store.sqlite import DB_FILENAME, MIGRATIONS, SqliteStore
 
@@ -26,8 +26,7 @@ def make_decision(decision_id, plan_id="p1", outcome="pending"):
 
 
 def make_artifact(artifact_id, name="diff.patch"):
-    return {"artifact_id": artifact_id, "decision_id": "d1", "name": name, "media_type": "text/x-diff",
-            "blob": "sha256:" + "0" * 64, "size": 3, "created_at": T0}
+    return PlanArtifact(artifact_id, "d1", name, "text/x-diff", "f" * 64, 12, T0)
 
 
 @pytest.fixture(params=["sqlite", "memory"])
@@ -149,9 +148,6 @@ async def test_artifact_index_in_insertion_order(store):
     assert await store.list_plan_artifacts("p2") == [make_artifact("a")]
     with pytest.raises(ValueError, match="already exists"):
         await store.add_plan_artifact("p1", make_artifact("a", "other"))
-    with pytest.raises(ValueError, match="media_type, blob"):
-        await store.add_plan_artifact("p1", {"artifact_id": "b", "decision_id": None, "name": "n",
-                                             "size": 1, "created_at": T0})
     with pytest.raises(KeyError):
         await store.add_plan_artifact("missing", make_artifact("a"))
     assert len(await store.list_plan_artifacts("p1")) == 2

@@ -19,7 +19,7 @@ import pytest
 from cleveragents.domain.errors import UnreadableRecordError
 from cleveragents.domain.json_limits import MAX_RECORD_DEPTH
 from cleveragents.domain.plan import Decision, Plan, Profile, Step
-from cleveragents.domain.plan_files import Checkpoint, OverlayRecord
+from cleveragents.domain.plan_files import Checkpoint, OverlayRecord, PlanArtifact
 from cleveragents.domain.session import Session
 from cleveragents.domain.task import Message, Part, PushConfig, Role, Task, TaskState, TaskStatus
 from cleveragents.infra.store.memory import MemoryStore
@@ -179,11 +179,10 @@ async def test_plans_and_their_records_that_cant_be_served(store, spoil):
     await store.put_checkpoint("p1", Checkpoint("p1", NOW, (), (nest(MAX_RECORD_DEPTH),)))
     with pytest.raises(UnreadableRecordError):
         await store.get_checkpoint("p1")
-    artifact = {"artifact_id": "a1", "decision_id": "d1", "name": "n", "media_type": "text/plain", "blob": "b",
-                "size": 1, "created_at": NOW}
+    artifact = PlanArtifact("a1", "d1", "n", "text/plain", "b", 1, NOW)
     await store.add_plan_artifact("p1", artifact)
-    await store.add_plan_artifact("p1", {**artifact, "artifact_id": "a2", "name": nest(MAX_RECORD_DEPTH)})
-    assert [a["artifact_id"] for a in await store.list_plan_artifacts("p1")] == ["a1"]
+    await store.add_plan_artifact("p1", replace(artifact, artifact_id="a2", name=nest(MAX_RECORD_DEPTH)))
+    assert [a.artifact_id for a in await store.list_plan_artifacts("p1")] == ["a1"]
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cleveragents.domain.plan import Decision, Plan, State
-from cleveragents.domain.plan_files import Checkpoint, OverlayRecord
+from cleveragents.domain.plan_files import Checkpoint, OverlayRecord, PlanArtifact
 from cleveragents.domain.tools import Tool
 
 if TYPE_CHECKING:
@@ -83,9 +83,9 @@ class PlanRepository(Protocol):
     async def get_checkpoint(self, plan_id: str) -> Checkpoint | None: ...
 
     # -- artifacts index -----------------------------------------------------------
-    async def add_plan_artifact(self, plan_id: str, record: dict[str, Any]) -> None:
-        """Index an artifact whose bytes are in the blob store. The record holds
-        artifact_id, decision_id, name, media_type, blob, size and created_at."""
+    async def add_plan_artifact(self, plan_id: str, artifact: PlanArtifact) -> None:
+        """Index an artifact whose bytes are in the blob store; ``ValueError`` when the
+        plan has one with that id."""
 
-    async def list_plan_artifacts(self, plan_id: str) -> list[dict[str, Any]]:
+    async def list_plan_artifacts(self, plan_id: str) -> list[PlanArtifact]:
         """In insertion order."""

@@ -25,7 +25,7 @@ from cleveragents.domain import events
 from cleveragents.domain.actor import Budget, ToolCall
 from cleveragents.domain.errors import BudgetExceededError, PlanError, StructuredError
 from cleveragents.domain.plan import Decision, Plan
-from cleveragents.domain.plan_files import OverlayRecord
+from cleveragents.domain.plan_files import OverlayRecord, PlanArtifact
 from cleveragents.domain.tools import Tool, ToolCancelled, ToolContext, ToolResult
 from cleveragents.ids import new_id, utc_now
 
@@ -178,12 +178,12 @@ class PlanRunner:
 
     async def _store_artifact(self, plan: Plan, decision_id: str, artifact: Any) -> None:
         digest = await asyncio.to_thread(self._workspace.put_blob, artifact.data)
-        record = {"artifact_id": new_id(), "decision_id": decision_id, "name": artifact.name,
-                  "media_type": artifact.media_type, "blob": digest, "size": len(artifact.data),
-                  "created_at": utc_now()}
+        record = PlanArtifact(new_id(), decision_id, artifact.name, artifact.media_type, digest, len(artifact.data),
+                              utc_now())
         await self._plans.add_plan_artifact(plan.plan_id, record)
         self._bus.publish(events.DomainEvent(events.PLAN_ARTIFACT_CREATED, plan.plan_id, plan.session_id, {
-            **{k: record[k] for k in ("artifact_id", "decision_id", "name", "media_type", "size")},
+            "artifact_id": record.artifact_id, "decision_id": record.decision_id, "name": record.name,
+            "media_type": record.media_type, "size": record.size,
             "phase": plan.phase.value, "state": plan.state.value,
         }))
 

@@ -34,7 +34,6 @@ from cleveragents.domain.plan_files import OverlayRecord
 from cleveragents.domain.plan_results import (
     ArtifactShown,
     DecisionExplained,
-    PlanArtifact,
     PlanArtifacts,
     PlanDiff,
     PlanMoved,
@@ -205,8 +204,8 @@ class PlanLifecycleService:
     async def artifacts(self, plan_id: str) -> PlanArtifacts:
         await self._require(plan_id)
         out = []
-        for record in await self._plans.list_plan_artifacts(plan_id):
-            artifact, text = PlanArtifact.from_dict(record), None
+        for artifact in await self._plans.list_plan_artifacts(plan_id):
+            text = None
             if artifact.media_type.startswith("text/") and artifact.size <= TEXT_ARTIFACT_LIMIT:
                 data = await asyncio.to_thread(self._workspace.get_blob, artifact.blob)
                 text = data.decode("utf-8", "replace")

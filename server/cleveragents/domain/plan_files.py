@@ -1,4 +1,5 @@
-"""What a plan does to files: its overlay records, and the checkpoint of an apply.
+"""What a plan does to files: its overlay records, the checkpoint of an apply, and
+the artifacts its steps make.
 
 An overlay record is one file the plan wrote or deleted, kept so the overlay can be
 stored and rebuilt after a restart; its content lives in the blob store. A checkpoint
@@ -149,6 +150,28 @@ class Recovery:
     paths: list[str]
     checkpoint: Checkpoint
     error: dict[str, Any] | None = None
+
+
+@record
+class PlanArtifact:
+    """One artifact a step made; its bytes are the blob ``blob`` in the blob store."""
+
+    artifact_id: str
+    decision_id: str
+    name: str
+    media_type: str
+    blob: str
+    size: int
+    created_at: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"artifact_id": self.artifact_id, "decision_id": self.decision_id, "name": self.name,
+                "media_type": self.media_type, "blob": self.blob, "size": self.size, "created_at": self.created_at}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PlanArtifact:
+        return cls(data["artifact_id"], data["decision_id"], data["name"], data["media_type"], data["blob"],
+                   data["size"], data["created_at"])
 
 
 def permission_bits(mode: Any) -> int | None:

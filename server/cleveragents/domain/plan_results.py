@@ -6,10 +6,10 @@ encodes them, as the codecs encode tasks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from cleveragents.domain.plan import Decision, Plan
+from cleveragents.domain.plan_files import PlanArtifact
 from cleveragents.domain.records import record
 
 
@@ -63,24 +63,6 @@ class PlanDiff:
 
     plan: Plan
     diff: dict[str, Any]
-
-
-@record
-class PlanArtifact:
-    """One artifact a step made; its bytes are the blob ``blob`` in the blob store."""
-
-    artifact_id: str
-    decision_id: str
-    name: str
-    media_type: str
-    blob: str
-    size: int
-    created_at: str
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> PlanArtifact:
-        return cls(data["artifact_id"], data["decision_id"], data["name"], data["media_type"], data["blob"],
-                   data["size"], data["created_at"])
 
 
 @record

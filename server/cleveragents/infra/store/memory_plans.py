@@ -12,11 +12,10 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from cleveragents.domain.plan import Decision, Plan, State
-from cleveragents.domain.plan_files import Checkpoint, OverlayRecord
+from cleveragents.domain.plan_files import Checkpoint, OverlayRecord, PlanArtifact
 from cleveragents.infra.store._memory import MemoryRepository
-from cleveragents.infra.store.records import RecordReader, as_is
+from cleveragents.infra.store.records import RecordReader
 from cleveragents.infra.store.sqlite_plans import (
-    check_artifact,
     check_decisions,
     overlay_rows,
     pins_kept,
@@ -151,17 +150,17 @@ class MemoryPlans(MemoryRepository):
         return self.records.load("plan_checkpoints", plan_id, body, Checkpoint.from_dict) if body is not None else None
 
     # -- artifacts index -----------------------------------------------------------
-    async def add_plan_artifact(self, plan_id: str, record: dict[str, Any]) -> None:
-        artifact_id = check_artifact(record)
+    async def add_plan_artifact(self, plan_id: str, artifact: PlanArtifact) -> None:
+        artifact_id, body = artifact.artifact_id, json.dumps(artifact.to_dict())
         self._require_plan(plan_id)
         artifacts = self._plan_artifacts.setdefault(plan_id, {})
         if artifact_id in artifacts:
             raise ValueError(f"artifact {artifact_id} of plan {plan_id} already exists")
-        artifacts[artifact_id] = json.dumps(record)
+        artifacts[artifact_id] = body
 
-    async def list_plan_artifacts(self, plan_id: str) -> list[dict[str, Any]]:
+    async def list_plan_artifacts(self, plan_id: str) -> list[PlanArtifact]:
         self._check_open()
-        records = (self.records.skip("plan_artifacts", f"{plan_id}/{artifact_id}", record, as_is)
+        records = (self.records.skip("plan_artifacts", f"{plan_id}/{artifact_id}", record, PlanArtifact.from_dict)
                    for artifact_id, record in self._plan_artifacts.get(plan_id, {}).items())
         return [record for record in records if record is not None]
 

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from cleveragents.domain.errors import UnreadableRecordError
 from cleveragents.domain.plan import Decision, Plan, State
-from cleveragents.domain.plan_files import Checkpoint, OverlayRecord
+from cleveragents.domain.plan_files import Checkpoint, OverlayRecord, PlanArtifact
 from cleveragents.infra.store._sql import SqliteRepository, newest_first
 from cleveragents.infra.store.records import RecordReader, as_is, fill, kept
 
@@ -68,9 +68,6 @@ PLANS_MIGRATION = """
     CREATE INDEX context_pins_by_scope ON context_pins (scope, seq);
     """
 
-ARTIFACT_FIELDS = ("artifact_id", "decision_id", "name", "media_type", "blob", "size", "created_at")
-
-
 # -- checks both stores share, so they fail the same way ----------------------------
 def overlay_rows(records: list[OverlayRecord]) -> list[tuple[str, OverlayRecord]]:
     """(path, record) pairs; ValueError when a path repeats."""
@@ -85,14 +82,6 @@ def overlay_rows(records: list[OverlayRecord]) -> list[tuple[str, OverlayRecord]
         seen.add(path)
         rows.append((path, record))
     return rows
-
-
-def check_artifact(record: dict[str, Any]) -> str:
-    """The record's artifact_id; ValueError naming the fields it lacks."""
-    missing = [name for name in ARTIFACT_FIELDS if name not in record]
-    if missing:
-        raise ValueError(f"artifact record lacks {', '.join(missing)}")
-    return str(record["artifact_id"])
 
 
 def check_decisions(plan_id: str, decisions: Iterable[Decision]) -> None:
@@ -278,24 +267,24 @@ class SqlitePlans(SqliteRepository):
         return await self._read_one("plan_checkpoints", plan_id, sql, (plan_id,), Checkpoint.from_dict)
 
     # -- artifacts index -----------------------------------------------------------
-    async def add_plan_artifact(self, plan_id: str, record: dict[str, Any]) -> None:
-        artifact_id = check_artifact(record)
+    async def add_plan_artifact(self, plan_id: str, artifact: PlanArtifact) -> None:
+        artifact_id, body = artifact.artifact_id, json.dumps(artifact.to_dict())
 
         def work(db: sqlite3.Connection) -> None:
             _require_plan(db, plan_id)
             cur = db.execute(
                 "INSERT INTO plan_artifacts (plan_id, artifact_id, record) VALUES (?, ?, ?) "
                 "ON CONFLICT (plan_id, artifact_id) DO NOTHING",
-                (plan_id, artifact_id, json.dumps(record)),
+                (plan_id, artifact_id, body),
             )
             if cur.rowcount != 1:
                 raise ValueError(f"artifact {artifact_id} of plan {plan_id} already exists")
 
         await self._write(work)
 
-    async def list_plan_artifacts(self, plan_id: str) -> list[dict[str, Any]]:
+    async def list_plan_artifacts(self, plan_id: str) -> list[PlanArtifact]:
         sql = "SELECT plan_id || '/' || artifact_id, record FROM plan_artifacts WHERE plan_id = ? ORDER BY seq"
-        return await self._read_kept("plan_artifacts", sql, (plan_id,), as_is)
+        return await self._read_kept("plan_artifacts", sql, (plan_id,), PlanArtifact.from_dict)
 
 
 class SqlitePins(SqliteRepository):
