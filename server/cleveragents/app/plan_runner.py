@@ -209,7 +209,7 @@ def _written(tool: str, arguments: Any, output: dict[str, Any]) -> tuple[str, ..
     return tuple(str(f["path"]) for f in files if isinstance(f, dict) and "path" in f) if isinstance(files, list) else ()
 
 
-def _as_step_error(exc: Exception, plan_id: str, tool: str) -> StructuredError:
+def _as_step_error(exc: BaseException, plan_id: str, tool: str) -> StructuredError:
     """A tool's refusal as it is; anything else (a bug, an OS error) as a PlanError that
     names the tool, with the traceback on stderr."""
     if isinstance(exc, StructuredError):

@@ -47,6 +47,7 @@ logger = logging.getLogger(__name__)
 
 RESTART_REASON = "the server stopped while the plan was running"
 TEXT_ARTIFACT_LIMIT = 64 * 1024
+OverlayRecords = list[OverlayRecord]  # spelled here: in the service, ``list`` is its method
 
 
 class PlanLifecycleService:
@@ -291,7 +292,7 @@ class PlanLifecycleService:
                                            sum(d.kind == "step" for d in made), corrected=target.decision_id)
         return await self._finish_launch(execution, wait)
 
-    async def _launch(self, plan: Plan, start: int, records: builtins.list[OverlayRecord] | None, parent_id: str | None,
+    async def _launch(self, plan: Plan, start: int, records: OverlayRecords | None, parent_id: str | None,
                       context: CallContext | None, steps_used: int, corrected: str | None = None) -> Execution:
         """Start the execution (under the plan's lock); the caller waits for it after
         releasing the lock, so cancel and prompt reach a running plan."""
