@@ -61,22 +61,36 @@ def plan_page(page: PlanPage) -> dict[str, Any]:
             "total": page.total}
 
 
+def decision_brief(d: Decision) -> dict[str, Any]:
+    """A decision in a tree: what it read and wrote is only counted."""
+    return {"decision_id": d.decision_id, "parent_id": d.parent_id, "step_id": d.step_id, "tool": d.tool,
+            "rationale": d.rationale, "outcome": d.outcome, "summary": d.summary, "reads": len(d.reads),
+            "writes": len(d.writes), "duration_ms": d.duration_ms, "kind": d.kind}
+
+
+def decision_full(d: Decision) -> dict[str, Any]:
+    """A decision in full, for people: the overlay snapshot is only counted."""
+    return {**decision_brief(d), "plan_id": d.plan_id, "arguments": d.arguments, "reads": list(d.reads),
+            "writes": list(d.writes), "output": d.output, "error": d.error, "guidance": list(d.guidance),
+            "started_at": d.started_at, "ended_at": d.ended_at, "overlay_before": len(d.overlay_before)}
+
+
 def plan_tree(tree: PlanTree) -> dict[str, Any]:
     """The decisions as a forest by their parent links, and as a flat list."""
     children: dict[str | None, list[dict[str, Any]]] = {}
     nodes: list[tuple[Decision, dict[str, Any]]] = []
     for decision in tree.decisions:
-        node = {**decision.brief(), "children": []}
+        node = {**decision_brief(decision), "children": []}
         nodes.append((decision, node))
         children.setdefault(decision.parent_id, []).append(node)
     for decision, node in nodes:
         node["children"] = children.get(decision.decision_id, [])
     return {**tree.plan.status(), "roots": children.get(None, []),
-            "decisions": [decision.brief() for decision in tree.decisions]}
+            "decisions": [decision_brief(decision) for decision in tree.decisions]}
 
 
 def decision_explained(explained: DecisionExplained) -> dict[str, Any]:
-    return {**explained.decision.explained(), "step_index": explained.step_index,
+    return {**decision_full(explained.decision), "step_index": explained.step_index,
             "steps": len(explained.plan.steps), "plan": explained.plan.status()}
 
 

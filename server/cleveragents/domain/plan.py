@@ -183,28 +183,16 @@ class Decision:
     # (``actor.edit``), a child of the step's decision.
     kind: str = "step"
 
-    def brief(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
+        """The decision as it is stored (``a2a/extension_codec.py`` has its wire form)."""
         return {
             "decision_id": self.decision_id, "parent_id": self.parent_id, "step_id": self.step_id,
-            "tool": self.tool, "rationale": self.rationale, "outcome": self.outcome,
-            "summary": self.summary, "reads": len(self.reads), "writes": len(self.writes),
-            "duration_ms": self.duration_ms, "kind": self.kind,
+            "tool": self.tool, "rationale": self.rationale, "outcome": self.outcome, "summary": self.summary,
+            "reads": list(self.reads), "writes": list(self.writes), "duration_ms": self.duration_ms,
+            "kind": self.kind, "plan_id": self.plan_id, "arguments": self.arguments, "output": self.output,
+            "error": self.error, "guidance": list(self.guidance), "started_at": self.started_at,
+            "ended_at": self.ended_at, "overlay_before": [record.to_dict() for record in self.overlay_before],
         }
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            **self.brief(), "plan_id": self.plan_id, "arguments": self.arguments,
-            "reads": list(self.reads), "writes": list(self.writes), "output": self.output,
-            "error": self.error, "guidance": list(self.guidance),
-            "started_at": self.started_at, "ended_at": self.ended_at,
-            "overlay_before": [record.to_dict() for record in self.overlay_before],
-        }
-
-    def explained(self) -> dict[str, Any]:
-        """The decision in full, for people: the overlay snapshot is only counted."""
-        out = self.to_dict()
-        out["overlay_before"] = len(self.overlay_before)
-        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Decision:
