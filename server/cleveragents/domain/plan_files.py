@@ -47,11 +47,14 @@ class OverlayRecord:
     def from_dict(cls, data: Mapping[str, Any]) -> OverlayRecord:
         """``ValidationError`` when a field is missing or of the wrong kind."""
         try:
-            path = data["path"]
-            if not isinstance(path, str):
+            path, written, base_mode = data["path"], data.get("written", 0), data.get("base_mode")
+            if type(path) is not str:
                 raise TypeError("path must be a string")
-            return cls(path, data["blob"], data["mode"], data["base"], int(data.get("written", 0)),
-                       permission_bits(data.get("base_mode")))
+            if type(written) is not int:
+                written = int(written)
+            if base_mode is not None:
+                permission_bits(base_mode)
+            return cls(path, data["blob"], data["mode"], data["base"], written, base_mode)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValidationError("malformed overlay record", {"field": "records"}) from exc
 

@@ -222,10 +222,10 @@ class Overlay:
         overlay = cls(root, blobs, policy)
         for index, record in enumerate(records):
             try:
-                entry = OverlayRecord(
-                    overlay.policy.check(record.path, write=True), record.blob, record.mode, record.base,
-                    int(record.written), permission_bits(record.base_mode),
-                )
+                path = overlay.policy.check(record.path, write=True)
+                entry = record if path == record.path and type(record.written) is int else OverlayRecord(
+                    path, record.blob, record.mode, record.base, int(record.written), record.base_mode)
+                permission_bits(entry.base_mode)
             except (TypeError, ValueError) as exc:
                 raise ValidationError("malformed overlay record", {"field": "records", "index": index}) from exc
             overlay._entries[entry.path] = entry
