@@ -9,7 +9,6 @@ workspace's journal, so a crash never leaves them half done.
 from __future__ import annotations
 
 import asyncio
-import builtins
 import logging
 import weakref
 from collections.abc import Awaitable, Callable
