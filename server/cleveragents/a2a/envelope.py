@@ -1,6 +1,8 @@
-"""Decoding and checking raw JSON-RPC messages, for every transport.
+"""Decoding and checking raw JSON-RPC messages: the one envelope path of every transport.
 
-Kept free of pydantic so the stdio server can use it before its services load.
+A transport reads its framing and hands the body to ``read``; what comes back is a
+classified message, or the error response to send instead. Kept free of pydantic so
+the stdio server can use it before its services load.
 """
 
 from __future__ import annotations
@@ -8,9 +10,17 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from cleveragents.a2a.errors import InvalidRequestError, ParseError
+from cleveragents.a2a import dialects
+from cleveragents.a2a.errors import (
+    InvalidRequestError,
+    ParseError,
+    error_payload,
+    internal_error_payload,
+    is_known,
+)
 
 Kind = Literal["request", "notification", "response"]
 
@@ -122,3 +132,35 @@ def classify(message: Any) -> Kind:
 
 def error_response(msg_id: str | int | None, error: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": msg_id, "error": error}
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """One body as ``read`` makes it out. ``message`` is the decoded JSON (``None``
+    when the body is none); ``refusal``, when set, is the error response to send
+    instead of serving it, and ``kind`` is then ``None``."""
+
+    message: Any
+    kind: Kind | None
+    refusal: dict[str, Any] | None = None
+
+
+def read(body: bytes | str) -> Incoming:
+    """Decode and classify one message; a broken one comes back with its refusal
+    (-32700 with a null id, or -32600 with the request's id when it has a valid one)."""
+    try:
+        message = decode(body)
+    except Exception as exc:  # ParseError; anything else is -32603 without detail
+        return Incoming(None, None, error_response(None, error_payload(exc, dialects.EXTENSION)))
+    try:
+        return Incoming(message, classify(message))
+    except Exception as exc:
+        return Incoming(message, None, error_response(echo_id(message), error_payload(exc, dialects.EXTENSION)))
+
+
+def failure(msg_id: str | int | None, exc: BaseException, where: str) -> dict[str, Any]:
+    """The response to a request whose serving raised ``exc`` outside the facade: a
+    known refusal as itself, anything else -32603 logged under an error id."""
+    payload = (error_payload(exc, dialects.EXTENSION) if is_known(exc)
+               else internal_error_payload(exc, dialects.EXTENSION, where))
+    return error_response(msg_id, payload)

@@ -176,18 +176,13 @@ class A2ALocalFacade:
     async def handle_raw(self, body: bytes | str, context: CallContext | None = None) -> dict[str, Any] | None:
         """One raw JSON-RPC message in, its wire response out (``None`` for a
         notification). Used by transports that don't parse messages themselves."""
-        try:
-            message = envelope.decode(body)
-        except Exception as exc:
-            return envelope.error_response(None, error_payload(exc, dialects.EXTENSION))
-        try:
-            kind = envelope.classify(message)
-        except Exception as exc:
-            return envelope.error_response(envelope.echo_id(message), error_payload(exc, dialects.EXTENSION))
-        if kind == "response":
+        incoming = envelope.read(body)
+        if incoming.refusal is not None:
+            return incoming.refusal
+        if incoming.kind == "response":
             return None
-        response = await self.respond(message, context)
-        return response.to_wire() if kind == "request" else None
+        response = await self.respond(incoming.message, context)
+        return response.to_wire() if incoming.kind == "request" else None
 
     def close(self) -> None:
         if self._sync_loop is not None and not self._sync_loop.is_closed():

@@ -22,11 +22,9 @@ from starlette.responses import Response
 
 from cleveragents.a2a import dialects, envelope, methods
 from cleveragents.a2a.errors import (
-    A2AError,
     AuthenticationError,
     ContentTypeNotSupportedError,
     error_payload,
-    internal_error_payload,
 )
 from cleveragents.a2a.facade import CallContext
 from cleveragents.a2a.streams import EVENT_NOTIFICATION, StreamItem
@@ -113,12 +111,8 @@ class JsonRpcEndpoint:
             return too_large(request) if allowed else self._unauthenticated(request, None)
         except ClientDisconnect:  # gone, or cut off by the body timeout: no one to answer
             return Response(status_code=499)
-        try:
-            message = envelope.decode(body)
-        except A2AError as exc:
-            message, parse_error = None, exc
-        else:
-            parse_error = None
+        incoming = envelope.read(body)
+        message = incoming.message
         if (refused := self._unauthenticated(request, message)) is not None:
             return refused
         if not is_json(request):
@@ -127,13 +121,9 @@ class JsonRpcEndpoint:
                 {"content_type": request.headers.get("content-type", ""), "supported": list(JSON_TYPES)})
             payload = error_payload(error, _dialect_of(message, standard_only=True))
             return json_answer(request, envelope.error_response(envelope.echo_id(message), payload), 415)
-        if parse_error is not None:
-            return json_answer(request, envelope.error_response(None, error_payload(parse_error, dialects.EXTENSION)))
-        try:
-            kind = envelope.classify(message)
-        except A2AError as exc:
-            return json_answer(request, envelope.error_response(envelope.echo_id(message),
-                                                                error_payload(exc, dialects.EXTENSION)))
+        if incoming.refusal is not None:
+            return json_answer(request, incoming.refusal)
+        kind = incoming.kind
         if kind == "response":
             return Response(status_code=202)
         facade = await self.app.facade(request)
@@ -159,8 +149,7 @@ class JsonRpcEndpoint:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            payload = internal_error_payload(exc, dialects.EXTENSION, f"{message['method']} (http transport)")
-            return json_answer(request, envelope.error_response(message.get("id"), payload))
+            return json_answer(request, envelope.failure(message.get("id"), exc, f"{message['method']} (http transport)"))
 
     def _unauthenticated(self, request: Request, message: Any) -> Response | None:
         if self.app.auth.allows(request.headers):

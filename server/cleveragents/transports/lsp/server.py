@@ -19,7 +19,7 @@ from pygls.lsp.server import LanguageServer
 
 from cleveragents._version import __version__
 from cleveragents.a2a import dialects, envelope, methods
-from cleveragents.a2a.errors import A2AError, error_payload, internal_error_payload, is_known
+from cleveragents.a2a.errors import A2AError, internal_error_payload
 from cleveragents.a2a.streams import call_notification
 from cleveragents.config import Settings
 from cleveragents.transports.lsp.framing import FrameError, FrameReader, read_frames
@@ -168,9 +168,7 @@ class A2ALanguageServer(LanguageServer):
             raise
         except Exception as exc:
             # A refusal from starting the services (a bad config file) is the caller's to read.
-            payload = (error_payload(exc, dialects.EXTENSION) if is_known(exc)
-                       else internal_error_payload(exc, dialects.EXTENSION, f"{method} (stdio transport)"))
-            return WireResponse(envelope.error_response(msg_id, payload))
+            return WireResponse(envelope.failure(msg_id, exc, f"{method} (stdio transport)"))
         finally:
             if tracked and self._progress_requests.get(token) is current:  # type: ignore[arg-type]
                 del self._progress_requests[token]  # type: ignore[arg-type]
@@ -223,16 +221,11 @@ class A2ALanguageServer(LanguageServer):
 
     # -- frames --------------------------------------------------------------------
     def on_frame(self, body: bytes) -> None:
-        try:
-            message = envelope.decode(body)
-        except A2AError as exc:
-            self._reply_error(None, exc)
+        incoming = envelope.read(body)
+        if incoming.refusal is not None:
+            self.protocol.send_message(incoming.refusal)
             return
-        try:
-            kind = envelope.classify(message)
-        except A2AError as exc:
-            self._reply_error(envelope.echo_id(message), exc)
-            return
+        message, kind = incoming.message, incoming.kind
         if kind != "response" and not self._admit_in_lifecycle(kind, message):
             return
         if kind == "request" and self.protocol.shutting_down and message["method"] != "exit":
@@ -331,9 +324,6 @@ class A2ALanguageServer(LanguageServer):
     def on_frame_error(self, error: FrameError) -> None:
         logger.warning("bad frame: %s", error.message)
         self.protocol.send_error(None, {"code": error.code, "message": error.message, "data": error.data})
-
-    def _reply_error(self, msg_id: Any, exc: A2AError) -> None:
-        self.protocol.send_error(msg_id, error_payload(exc, dialects.EXTENSION))
 
     # -- lifecycle -----------------------------------------------------------------
     def request_stop(self) -> None:
