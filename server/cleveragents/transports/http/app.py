@@ -10,9 +10,11 @@ Routes (``prefix`` is "" unless configured), each also with a trailing slash:
   the root and under the prefix.
 
 ``build_app(container=...)`` serves an existing Container (the caller starts and closes it);
-without one the app builds its own from ``settings`` on first need and closes it at
-shutdown. Every request passes ``guards.HttpGuard`` first (Host, Origin, and loopback
-only when no credential is configured).
+without one the app builds its own from ``settings`` at startup and closes it at
+shutdown (``transports/runtime.py``). An app mounted inside another may never see a
+lifespan event, so the first request starts the services too. Every request passes
+``guards.HttpGuard`` first (Host, Origin, and loopback only when no credential is
+configured).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from cleveragents.transports.http.guards import GuardPolicy, HttpGuard
 from cleveragents.transports.http.jsonrpc import JsonRpcEndpoint
 from cleveragents.transports.http.media import json_answer
 from cleveragents.transports.http.rest import RestBinding, status_body
-from cleveragents.transports.http.runtime import Runtime
+from cleveragents.transports.runtime import ServiceRuntime
 
 logger = logging.getLogger("cleveragents.http")
 
@@ -72,7 +74,7 @@ async def _unavailable(request: Request, exc: Exception) -> Response:
 class A2AHttpApp:
     """What every route shares: the services, the auth and where the agent lives."""
 
-    def __init__(self, runtime: Runtime, *, auth: HttpAuth | None = None, prefix: str = "",
+    def __init__(self, runtime: ServiceRuntime, *, auth: HttpAuth | None = None, prefix: str = "",
                  public_url: str | None = None):
         self.runtime = runtime
         self.auth = auth or HttpAuth()
@@ -185,7 +187,7 @@ def build_app(container: Any = None, *, settings: Settings | None = None,
     if auth is None:
         auth = HttpAuth.of(source.auth_tokens, source.api_keys, source.api_key_header)
     redaction.register((*auth.tokens, *auth.api_keys))
-    runtime = Runtime(container, settings=settings, container_options=container_options)
+    runtime = ServiceRuntime(container, settings=settings, container_options=container_options)
     shared = A2AHttpApp(runtime, auth=auth, prefix=prefix, public_url=public_url)
     jsonrpc = JsonRpcEndpoint(shared)
     cards = CardRoutes(shared)

@@ -34,6 +34,7 @@ from cleveragents.transports.lsp.protocol import (
     error_for,
     plain_dict_converter,
 )
+from cleveragents.transports.runtime import ServiceRuntime
 
 logger = logging.getLogger("cleveragents.lsp")
 
@@ -52,14 +53,12 @@ class A2ALanguageServer(LanguageServer):
             "cleveragents", __version__, protocol_cls=A2AProtocol,
             converter_factory=plain_dict_converter,
         )
-        self.settings = settings
         self._workspace_fixed = workspace_fixed
-        # Passed to the Container: a published agent's actor and card (``A2A(...)``).
-        self._container_options = container_options or {}
+        # The options are the Container's: a published agent's actor and card (``A2A(...)``).
+        self.runtime = ServiceRuntime(settings=settings, container_options=container_options)
         self.agent_card = agent_card
         self.a2a_version: str | None = None
         self.a2a_extensions: tuple[str, ...] = ()  # activated for the connection, in initialize
-        self._runtime: asyncio.Future[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._stopping = False
@@ -87,11 +86,11 @@ class A2ALanguageServer(LanguageServer):
         self.a2a_extensions = connection_extensions(options)
         if params.process_id and self._watchdog is None:
             self._watchdog = asyncio.ensure_future(self._exit_with_parent(params.process_id))
-        if self._workspace_fixed or self._runtime is not None:
+        if self._workspace_fixed or self.runtime.started:
             return
         root = _workspace_root(params)
-        if root is not None:
-            self.settings = replace(self.settings, workspace=root)
+        if root is not None and self.runtime.settings is not None:
+            self.runtime.settings = replace(self.runtime.settings, workspace=root)
 
     async def _exit_with_parent(self, pid: int) -> None:
         """LSP: the server exits when the process that started it is gone, so a crashed
@@ -107,24 +106,7 @@ class A2ALanguageServer(LanguageServer):
     def warm_up(self) -> None:
         """Start loading the services now, so the first request doesn't wait."""
         if self._loop is not None:
-            self._runtime_future()
-
-    def _runtime_future(self) -> asyncio.Future[Any]:
-        if self._runtime is None:
-            self._runtime = asyncio.ensure_future(self._start_runtime())
-        return self._runtime
-
-    async def _start_runtime(self) -> _Runtime:
-        runtime = await asyncio.to_thread(_Runtime, self.settings, self._container_options)
-        await runtime.container.start()
-        return runtime
-
-    async def facade(self) -> Any:
-        runtime = self._runtime_future()
-        if runtime.done() and not runtime.cancelled() and runtime.exception() is None:
-            return runtime.result().facade  # started: no shield (a task per request) needed
-        # Shielded: a cancelled request must not cancel the services' startup.
-        return (await asyncio.shield(runtime)).facade
+            self.runtime.start()
 
     # -- requests ------------------------------------------------------------------
     def handler_for(self, method: str) -> Any:
@@ -149,7 +131,7 @@ class A2ALanguageServer(LanguageServer):
         if tracked:
             self._progress_requests[token] = current  # type: ignore[index]
         try:
-            facade = await self.facade()
+            facade = self.runtime.ready or await self.runtime.facade()
             context = CallContext(
                 method=method, dialect="", request_id=msg_id, a2a_version=self.a2a_version,
                 extensions=self.a2a_extensions, transport="stdio", notify=self.notify, cancel_ends_task=True,
@@ -378,28 +360,7 @@ class A2ALanguageServer(LanguageServer):
             task.cancel()
         if self._pumps:
             await asyncio.gather(*self._pumps, return_exceptions=True)
-        if self._runtime is not None:
-            try:
-                runtime = await self._runtime
-            except (Exception, asyncio.CancelledError):
-                logger.exception("the services failed to start")
-            else:
-                await runtime.aclose()
-
-
-class _Runtime:
-    """The services behind the server; built in a worker thread (it opens the store)."""
-
-    def __init__(self, settings: Settings, options: dict[str, Any]):
-        from cleveragents.a2a.facade import A2ALocalFacade
-        from cleveragents.container import Container
-
-        self.container = Container(settings, **options)
-        self.facade = A2ALocalFacade(self.container)
-
-    async def aclose(self) -> None:
-        await self.container.aclose()
-        self.facade.close()
+        await self.runtime.aclose()
 
 
 def _is_lsp_notification(method: str) -> bool:
