@@ -39,7 +39,7 @@ def _run_http(args: argparse.Namespace) -> int:
 
 
 def register(commands: Any, with_http: bool) -> None:
-    from cleveragents.transports.lsp.main import add_server_arguments
+    from cleveragents.transports.serving import add_server_arguments
 
     p = commands.add_parser(
         "serve", help="serve the A2A backend (stdio by default, or --http)", conflict_handler="resolve",

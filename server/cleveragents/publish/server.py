@@ -130,7 +130,7 @@ class A2A:
 
         from cleveragents.transports.http.credentials import credentials_for_serving
         from cleveragents.transports.http.main import serve_app
-        from cleveragents.transports.lsp.main import configure_logging
+        from cleveragents.transports.serving import configure_logging
 
         resolved, token = credentials_for_serving(Settings.from_env(**settings), host, no_auth=no_auth,
                                                   extra_tokens=(self.auth_token,))

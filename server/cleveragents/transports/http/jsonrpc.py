@@ -31,6 +31,7 @@ from cleveragents.a2a.streams import EVENT_NOTIFICATION, StreamItem
 from cleveragents.transports.http.media import A2A_JSON, JSON, json_answer
 from cleveragents.transports.http.sse import EventStreamResponse, ServerSentEvent
 from cleveragents.transports.http.streams import ERROR, StreamCall, one_event, resuming, sse_response
+from cleveragents.transports.serving import DEFAULT_MAX_MESSAGE_SIZE
 
 if TYPE_CHECKING:
     from cleveragents.transports.http.app import A2AHttpApp
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("cleveragents.http")
 
 JSON_TYPES = (JSON, A2A_JSON, "application/json-rpc")
-MAX_BODY_BYTES = 16 * 1024 * 1024  # as on stdio
+MAX_BODY_BYTES = DEFAULT_MAX_MESSAGE_SIZE  # as on stdio
 UNAUTHENTICATED_BODY_BYTES = 64 * 1024
 
 

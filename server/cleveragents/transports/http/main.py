@@ -2,7 +2,7 @@
 ``python -m cleveragents.transports.http``.
 
 ``add_http_arguments`` adds the HTTP options to a parser that already has the
-server options of ``transports/lsp/main.py`` (workspace, state dir, memory, log
+server options of ``transports/serving.py`` (workspace, state dir, memory, log
 level); ``run_http`` serves until interrupted and returns the exit code. Once the
 socket is bound, one line ``listening on http://HOST:PORT`` goes to stderr, so a
 caller that asked for port 0 learns the port. With no credential configured, a token
@@ -122,7 +122,7 @@ async def serve_app(app: Any, host: str, port: int, *, log_level: str = "warning
 def run_http(args: argparse.Namespace, settings: Settings | None = None,
              container_options: dict[str, Any] | None = None) -> int:
     from cleveragents.transports.http.app import build_app
-    from cleveragents.transports.lsp.main import configure_logging
+    from cleveragents.transports.serving import configure_logging
 
     log_level = getattr(args, "log_level", "WARNING")
     configure_logging(log_level)
@@ -148,7 +148,7 @@ def run_http(args: argparse.Namespace, settings: Settings | None = None,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from cleveragents.transports.lsp.main import add_server_arguments
+    from cleveragents.transports.serving import add_server_arguments
 
     parser = argparse.ArgumentParser(prog="cleveragents-http", description="The CleverAgents A2A backend over HTTP.")
     add_server_arguments(parser)

@@ -39,9 +39,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from cleveragents.transports.serving import DEFAULT_MAX_MESSAGE_SIZE
+
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_MESSAGE_SIZE = 16 * 1024 * 1024
 BODY_STALL_SECONDS = 1.0
 _MAX_HEADER_LINES = 32
 _READ_LIMIT = 1 << 20

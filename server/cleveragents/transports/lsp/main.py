@@ -12,50 +12,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
-import logging
-import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from cleveragents._version import __version__
 from cleveragents.config import Settings
-from cleveragents.transports import gc_policy, output_limit
+from cleveragents.transports import gc_policy
 from cleveragents.transports.lsp import framing, handshake
 from cleveragents.transports.lsp.pipe_writer import PipeWriter, claim_stdout
+from cleveragents.transports.serving import DEFAULT_MAX_MESSAGE_SIZE, add_server_arguments, configure_logging
 
 SERVER_MODULE = "cleveragents.transports.lsp.server"
-
-
-def configure_logging(level: str) -> None:
-    from cleveragents.transports import redaction
-
-    redaction.register_environment(dict(os.environ))
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(redaction.RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    # pygls logs whole message bodies at INFO; keep them out unless debugging.
-    if root.level > logging.DEBUG:
-        logging.getLogger("pygls").setLevel(logging.WARNING)
-
-
-def add_server_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workspace", type=Path, help="workspace root (default: the client's root, else the cwd)")
-    parser.add_argument("--state-dir", type=Path, help="where the state database lives (default: <workspace>/.cleveragents)")
-    parser.add_argument("--memory", action="store_true", help="keep all state in memory (nothing is written)")
-    parser.add_argument("--max-terminal-tasks", type=int, metavar="N",
-                        help="finished tasks kept before the oldest are evicted (default: 10000)")
-    parser.add_argument("--max-message-size", type=int, default=framing.DEFAULT_MAX_MESSAGE_SIZE, metavar="BYTES",
-                        help="largest message accepted (default: %(default)s)")
-    parser.add_argument("--max-output-buffer", type=int, default=None, metavar="BYTES",
-                        help="stdio: output kept for a client that doesn't read before the server gives up on it "
-                             f"(default: ${output_limit.MAX_OUTPUT_BUFFER_ENV}, else "
-                             f"{output_limit.DEFAULT_MAX_OUTPUT_BUFFER})")
-    parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-                        type=str.upper, help="stderr log level (default: %(default)s)")
 
 
 async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Settings | None = None,
@@ -104,7 +72,7 @@ def run_stdio(args: argparse.Namespace, settings: Settings | None = None,
 
 
 def serve_stdio(settings: Settings, *, actor: Any = None, card: Any = None, log_level: str = "WARNING",
-                max_message_size: int = framing.DEFAULT_MAX_MESSAGE_SIZE) -> int:
+                max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> int:
     """Serve a published agent (``cleveragents.A2A(...).serve_stdio()``) on this
     process's stdio until the client exits; returns the exit code."""
     args = argparse.Namespace(workspace=settings.workspace, state_dir=settings.state_dir, memory=settings.memory,
