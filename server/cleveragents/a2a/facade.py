@@ -144,8 +144,9 @@ class A2ALocalFacade:
         self._services = bind_handlers({**_service_map(container), **_service_map(services)})
         self.negotiator = negotiator or A2AVersionNegotiator()
         self.limits = limits or getattr(container, "json_limits", None) or JsonLimits()
-        cards = self._services.get("agent_card_service")
-        self.extensions = getattr(cards, "extensions", None) or extensions.ExtensionSet()
+        # The agent's cards (an AgentCardService), for the routes that serve them; or None.
+        self.cards: Any = self._services.get("agent_card_service")
+        self.extensions = getattr(self.cards, "extensions", None) or extensions.ExtensionSet()
         self._warned: set[str] = set()
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_lock = threading.Lock()

@@ -96,7 +96,7 @@ class A2AHttpApp:
         """The card names the JSON-RPC endpoint: the configured public URL, else the
         address this first request came to (the socket's, never a header's)."""
         self._bound = True
-        cards = facade.services.get("agent_card_service")
+        cards = facade.cards
         if cards is None:
             return
         # root_path: where a parent app mounted this one (set by the app, not the client).

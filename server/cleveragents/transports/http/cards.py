@@ -51,7 +51,7 @@ class CardRoutes:
 
     async def _serve(self, request: Request, version: str) -> Response:
         facade = await self.app.facade(request)
-        cards = facade.services.get("agent_card_service")
+        cards = facade.cards
         if cards is None:
             return Response(status_code=404)
         card: dict[str, Any] = cards.card(version)
