@@ -236,7 +236,9 @@ _ext("_cleveragents/namespace/members", "NamespaceParams", "namespace_service", 
      "A namespace's members.", "{members}", _NOT_FOUND, {"namespace": "team"})
 
 # --- Events --------------------------------------------------------------------------
-_ext("_cleveragents/event/subscribe", "EventSubscribeParams", "event_queue", "subscribe",
+# What a transport serves as a plain event feed, with no JSON-RPC request (HTTP's GET /events).
+EVENT_FEED = "_cleveragents/event/subscribe"
+_ext(EVENT_FEED, "EventSubscribeParams", "event_queue", "subscribe",
      "Subscribe to events, optionally for one plan, resuming after `since`. On stdio the events "
      "arrive as `_cleveragents/event` (and `task/statusUpdate`, `task/artifactUpdate`) "
      "notifications; in process the buffered events are returned.",

@@ -161,12 +161,12 @@ class JsonRpcEndpoint:
 
     async def subscribe_get(self, request: Request, params: dict[str, Any]) -> Response:
         """``GET {prefix}/events``: an event subscription for EventSource clients."""
-        message = {"jsonrpc": "2.0", "id": "events", "method": "_cleveragents/event/subscribe", "params": params}
+        message = {"jsonrpc": "2.0", "id": "events", "method": methods.EVENT_FEED, "params": params}
         if (refused := self._unauthenticated(request, message)) is not None:
             return refused
         facade = await self.app.facade(request)
         context = self.app.call_context(request, message["method"], message["id"])
-        spec = methods.METHODS[message["method"]]
+        spec = methods.METHODS[methods.EVENT_FEED]
         return await self._followed(request, facade, resuming(message, request.headers, spec.resume_param), context)
 
     def _run_in_background(self, facade: Any, message: dict[str, Any], context: CallContext) -> None:
