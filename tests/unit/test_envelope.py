@@ -33,3 +33,29 @@ def test_the_same_name_at_two_places_and_ordinary_numbers_are_fine():
     message = envelope.decode(REQUEST % '{"a": {"id": 1.5e300, "n": -0}, "b": {"id": 1e-400}}')
     assert message["id"] == 1 and message["params"]["metadata"]["a"] == {"id": 1.5e300, "n": 0}
     assert message["params"]["metadata"]["b"]["id"] == 0.0  # underflow is a number, just a small one
+
+
+@pytest.mark.parametrize(("body", "kind"), [
+    ('{"jsonrpc": "2.0", "id": 7, "method": "session.list", "params": null}', "request"),
+    ('{"jsonrpc": "2.0", "method": "exit"}', "notification"),
+    ('{"jsonrpc": "2.0", "id": 7, "result": null}', "response"),
+])
+def test_read_classifies_a_message(body, kind):
+    incoming = envelope.read(body.encode())
+    assert (incoming.kind, incoming.refusal) == (kind, None)
+    assert "params" not in incoming.message  # null params are no params
+
+
+@pytest.mark.parametrize(("body", "msg_id", "code"), [
+    (b"\xff{}", None, -32700),
+    (b'{"jsonrpc": "2.0", "id": 7, "method": ', None, -32700),
+    (b'{"jsonrpc": "1.0", "id": 7, "method": "session.list"}', 7, -32600),
+    (b'[{"jsonrpc": "2.0", "id": 7, "method": "session.list"}]', None, -32600),
+    (b'{"jsonrpc": "2.0", "id": true, "method": "session.list"}', None, -32600),
+], ids=["not UTF-8", "not JSON", "wrong version", "batch", "bad id"])
+def test_read_refuses_what_is_no_message_with_the_response_to_send(body, msg_id, code):
+    incoming = envelope.read(body)
+    assert incoming.kind is None
+    assert incoming.refusal is not None
+    assert (incoming.refusal["jsonrpc"], incoming.refusal["id"]) == ("2.0", msg_id)
+    assert incoming.refusal["error"]["code"] == code
