@@ -61,3 +61,36 @@ def test_every_entry_names_a_real_params_model_and_valid_errors():
         for name in spec.errors:
             assert hasattr(errors, name), (spec.name, name)
         assert spec.summary and spec.result
+
+
+def test_every_entry_is_bound_to_its_params_model_and_a_handler_on_its_service():
+    """The typed side of the table: each operation's binding validates into the model
+    the table names and calls a method the object serving its key has, with a
+    signature that takes what the binding passes (the checker holds the rest)."""
+    import inspect
+
+    from cleveragents.a2a.bindings import BINDINGS
+
+    operations = {(s.service, s.call) for s in methods.METHODS.values()}
+    assert operations == set(BINDINGS)
+    for spec in methods.METHODS.values():
+        binding = BINDINGS[spec.service, spec.call]
+        assert binding.params is getattr(params, spec.params), spec.name
+        handler = getattr(binding.serves, spec.call, None)
+        assert callable(handler), spec.name
+        accepted = inspect.signature(handler).parameters
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in accepted.values())
+        assert takes_any or set(binding.params.model_fields) <= set(accepted), spec.name
+        assert not spec.with_context or "context" in accepted, spec.name
+
+
+def test_reading_the_table_loads_neither_the_params_models_nor_the_services():
+    """The stdio server reads the table before it answers `initialize`."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, cleveragents.a2a.methods, cleveragents.transports.lsp.server; "
+             "print(sorted(m for m in ('cleveragents.a2a.params', 'cleveragents.a2a.bindings', "
+             "'cleveragents.app.plans', 'pydantic') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

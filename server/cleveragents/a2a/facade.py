@@ -18,7 +18,6 @@ from typing import Any
 import pydantic
 
 from cleveragents.a2a import dialects, envelope, extensions, methods, proto_names
-from cleveragents.a2a import params as params_models
 from cleveragents.a2a.errors import (
     A2ANotAvailableError,
     A2AOperationNotFoundError,
@@ -139,8 +138,11 @@ class A2ALocalFacade:
         self, container: Any = None, *, services: Mapping[str, Any] | None = None,
         negotiator: A2AVersionNegotiator | None = None, limits: JsonLimits | None = None,
     ):
-        from cleveragents.a2a.endpoints import bind_handlers  # the services' modules: loaded with them
+        # The services' modules and the params models: loaded with the services, not at startup.
+        from cleveragents.a2a.bindings import BINDINGS
+        from cleveragents.a2a.endpoints import bind_handlers
 
+        self._bindings = BINDINGS
         self._services = bind_handlers({**_service_map(container), **_service_map(services)})
         self.negotiator = negotiator or A2AVersionNegotiator()
         self.limits = limits or getattr(container, "json_limits", None) or JsonLimits()
@@ -281,28 +283,25 @@ class A2ALocalFacade:
 
         if spec.dialect == dialects.A2A_V1:  # ProtoJSON: a field's proto name is taken too
             raw = proto_names.to_json_names(spec.name, raw)
-        model: type[pydantic.BaseModel] = getattr(params_models, spec.params)
+        binding = self._bindings[spec.service, spec.call]
         try:
-            validated = model.model_validate(raw)
+            validated = binding.params.model_validate(raw)
         except pydantic.ValidationError as exc:
             raise ValidationError("Invalid params", {"method": spec.name, "errors": _field_errors(exc)}) from None
 
         service = self._services.get(spec.service)
-        handler = getattr(service, spec.call, None) if service is not None else None
-        if handler is None:
+        if service is None or not hasattr(service, spec.call):  # a duck-typed service may lack it
             raise A2ANotAvailableError(
                 f"{spec.name} is not available: no {spec.service} is configured",
                 {"method": spec.name, "service": spec.service},
             )
-        kwargs = validated.model_dump()
         if spec.with_context:
             if context is None:
                 context = CallContext(method=spec.name, dialect=spec.dialect, request_id=msg_id)
             context.method, context.dialect = spec.name, spec.dialect
             context.a2a_version = version or context.a2a_version
             context.progress_token = progress_token if progress_token is not None else context.progress_token
-            kwargs["context"] = context
-        result = handler(**kwargs)
+        result = binding.call(service, validated, context)
         if inspect.isawaitable(result):
             result = await result
         return result

@@ -3,8 +3,10 @@
 Each entry names its params model (in ``params.py``), the service key and the call
 that serve it, its dialect, what it returns and the errors it raises. The facade
 dispatches from it; ``docs/protocol.md`` and the stdio server's capabilities are
-generated from it. Entries refer to models by name so that reading the table imports
-nothing heavy (the stdio server reads it before answering ``initialize``).
+generated from it. Entries refer to models and handlers by name so that reading the
+table imports nothing heavy (the stdio server reads it before answering
+``initialize``); ``bindings.py``, loaded with the services, binds each
+``(service, call)`` to its params type and a typed handler.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Params models for every method in the method table (``methods.py`` names them).
+"""Params models for every method in the method table (``methods.py`` names them,
+``bindings.py`` binds them to their handlers).
 
 Extension methods reject unknown keys so a typo gets a clear -32602. Standard A2A
 methods allow extra keys: the specification grows, and its codecs (the tasks issue)
