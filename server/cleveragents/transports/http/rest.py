@@ -79,11 +79,11 @@ class RestVersion:
     # (auth, content type, a bug) come in the 1.0 dialect, whose ErrorInfo names the
     # reason; the dispatched call's in its own.
     status: Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
-    result: Callable[[str, Any], Any]  # (method, result) -> the body
     item: Callable[[str], Any] | None = None  # a stream item's JSON text -> SSE data (None: as it is)
-    # Methods whose POST may come without a body, and so without a content type: reads,
-    # or calls the path says all of (the SDK's clients send them so).
-    bodyless: frozenset[str] = frozenset()
+
+
+def as_is(result: Any) -> Any:
+    return result if result is not None else {}  # {} for a delete
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,10 +92,14 @@ class RestRoute:
     verb: str
     method: str  # the JSON-RPC method it stands for; the method table says if it streams
     params: ParamsOf
+    # The result -> the body, in the binding's ProtoJSON (the 1.0 results are sent as they are).
+    result: Callable[[Any], Any] = as_is
+    # Its POST may come without a body, and so without a content type: a read, or a
+    # call the path says all of (the SDK's clients send them so).
+    bodyless: bool = False
 
 
-V1 = RestVersion(status_body, lambda method, result: result if result is not None else {},
-                 bodyless=frozenset({"SubscribeToTask"}))
+V1 = RestVersion(status_body)
 
 
 def error_response(request: Request, exc: Exception, headers: dict[str, str] | None = None,
@@ -109,8 +113,8 @@ def v1_routes() -> list[RestRoute]:
         RestRoute("/message:send", "POST", "SendMessage", _body),
         RestRoute("/message:stream", "POST", "SendStreamingMessage", _body),
         RestRoute("/tasks/{id}:cancel", "POST", "CancelTask", _task_body),
-        RestRoute("/tasks/{id}:subscribe", "POST", "SubscribeToTask", _task_only),
-        RestRoute("/tasks/{id}:subscribe", "GET", "SubscribeToTask", _task_only),
+        RestRoute("/tasks/{id}:subscribe", "POST", "SubscribeToTask", _task_only, bodyless=True),
+        RestRoute("/tasks/{id}:subscribe", "GET", "SubscribeToTask", _task_only, bodyless=True),
         RestRoute("/tasks/{id}/pushNotificationConfigs/{push_id}", "GET", "GetTaskPushNotificationConfig", _config),
         RestRoute("/tasks/{id}/pushNotificationConfigs/{push_id}", "DELETE", "DeleteTaskPushNotificationConfig",
                   _config),
@@ -156,7 +160,7 @@ class RestBinding:
             except ClientDisconnect:  # gone, or cut off by the body timeout
                 return Response(status_code=499)
             # Every POST says JSON, but one that may come bare and does.
-            if not is_json(request) and (raw.strip() or method not in version.bodyless):
+            if not is_json(request) and (raw.strip() or not route.bodyless):
                 return error_response(request, ContentTypeNotSupportedError(
                     "Content type not supported: send application/a2a+json",
                     {"content_type": request.headers.get("content-type", ""), "supported": list(JSON_TYPES)}),
@@ -184,7 +188,7 @@ class RestBinding:
         if response.error is not None:
             status, content = version.status(response.to_wire()["error"])
             return json_answer(request, content, status, headers)
-        return json_answer(request, version.result(method, response.result), headers=headers)
+        return json_answer(request, route.result(response.result), headers=headers)
 
     async def _stream(self, request: Request, version: RestVersion, facade: Any, message: dict[str, Any],
                       context: Any) -> Response:
