@@ -29,7 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_stdio import INIT_PARAMS, Conn
+from bench_stdio import Conn
+from bench_tasks import spawn, stop
 from targets import info, target
 
 from cleveragents.domain.task import Message, Part, Role, Task, TaskState, TaskStatus
@@ -65,25 +66,6 @@ async def seed(state_dir: Path, size: int) -> float:
     return time.perf_counter() - started
 
 
-async def spawn(workspace: Path, cap: int) -> Conn:
-    proc = await asyncio.create_subprocess_exec(
-        *SERVER, "--max-terminal-tasks", str(cap), cwd=workspace, limit=1 << 24,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-    )
-    conn = Conn(proc)
-    await conn.call("initialize", INIT_PARAMS)
-    conn.send("initialized", {}, notify=True)
-    return conn
-
-
-async def stop(conn: Conn) -> int:
-    await conn.call("shutdown")
-    conn.send("exit", notify=True)
-    await conn.drain()
-    conn.proc.stdin.close()
-    return await asyncio.wait_for(conn.proc.wait(), 30)
-
-
 async def send(conn: Conn) -> float:
     """One SendMessage into the context; milliseconds until its answer."""
     message = {"role": "ROLE_USER", "messageId": new_id(), "contextId": CONTEXT, "parts": [{"text": "hello"}]}
@@ -103,7 +85,8 @@ async def measure(cfg: dict[str, Any]) -> dict[str, Any]:
             print(f"... seeding one context with {size:,} tasks", file=sys.stderr, flush=True)
             out["seed_s"][size] = await seed(Path(tmp) / str(size) / ".cleveragents", size)
         cap = max(sizes) * 2
-        conns = {size: await spawn(Path(tmp) / str(size), cap) for size in sizes}
+        conns = {size: await spawn([*SERVER, "--max-terminal-tasks", str(cap)], str(Path(tmp) / str(size)))
+                 for size in sizes}
         try:
             for conn in conns.values():
                 for _ in range(cfg["warmup"]):  # not counted: first calls pay one-off costs
