@@ -48,21 +48,60 @@ async function until(what, probe, timeout = STEP_TIMEOUT) {
 
 // --- what the window shows ------------------------------------------------------------
 
-/** Every notification shown so far (a recorder installed before the workbench loads, as
- * toasts hide by themselves). */
+/** Every notification shown so far, as a toast or in the notification center (a
+ * recorder installed before the workbench loads, as toasts hide by themselves). */
 const notifications = () => page.evaluate(() => [...window.cleveragentsNotifications]);
+
+// A notification's element, as a toast or as a row of the notification center.
+const NOTIFICATION = '.notification-toast, .notifications-center .monaco-list-row';
 
 function recordNotifications() {
   window.cleveragentsNotifications = new Set();
   new MutationObserver(() => {
-    for (const message of document.querySelectorAll('.notification-toast .notification-list-item-message')) {
+    for (const message of document.querySelectorAll(
+      '.notification-toast .notification-list-item-message, .notifications-center .notification-list-item-message')) {
       window.cleveragentsNotifications.add(message.textContent);
     }
   }).observe(document, { childList: true, subtree: true, characterData: true });
 }
 
+// VS Code does not always show a notification as a toast: it drops toasts that come in a
+// burst, and shows none while the notification center is open. The center lists them all.
+const TOAST_WAIT = 5000;
+
+/** Runs `look` (true when done) on the toasts; if they don't have it within TOAST_WAIT,
+ * opens the notification center, runs it there, and closes the center again. */
+async function inToastsOrCenter(what, look) {
+  if (await until(what, look, TOAST_WAIT).catch(() => false)) {
+    return;
+  }
+  await showNotificationCenter(true);
+  try {
+    await until(what, look);
+  } finally {
+    await showNotificationCenter(false);
+  }
+}
+
+/** Opens or closes the notification center with the status bar's bell, as a user would
+ * (not through the Command Palette: that would close a quick pick a button opened). */
+async function showNotificationCenter(visible) {
+  await until(`the notification center ${visible ? 'open' : 'closed'}`, () => page.evaluate((wanted) => {
+    const shown = document.querySelector('.notifications-center')?.classList.contains('visible') ?? false;
+    if (shown !== wanted) {
+      document.querySelector('#status\\.notifications .statusbar-item-label')?.click();
+    }
+    return shown === wanted;
+  }, visible));
+}
+
 async function notified(pattern) {
-  return until(`a notification matching ${pattern}`, async () => (await notifications()).find((text) => pattern.test(text)));
+  let found;
+  await inToastsOrCenter(`a notification matching ${pattern}`, async () => {
+    found = (await notifications()).find((text) => pattern.test(text));
+    return found !== undefined;
+  });
+  return found;
 }
 
 /** The editor tabs: label and whether it has unsaved changes. */
@@ -158,20 +197,21 @@ async function answerInput(heading, answer) {
  * and moves it. Pressing closes the notification; until it does, it is pressed again. */
 async function pressNotificationButton(pattern, label) {
   const press = `${label} ${pattern} ${Date.now()}`;
-  await until(`the ${label} button of a notification matching ${pattern} pressed`, () => page.evaluate((source, flags, text, token) => {
-    const matcher = new RegExp(source, flags);
-    const toast = [...document.querySelectorAll('.notification-toast')].find((candidate) =>
-      matcher.test(candidate.querySelector('.notification-list-item-message')?.textContent ?? ''));
-    if (!toast) {
-      return window.cleveragentsPressed === token; // closed after the press
-    }
-    const button = [...toast.querySelectorAll('.monaco-button')].find((candidate) => candidate.textContent === text);
-    if (button) {
-      button.click();
-      window.cleveragentsPressed = token;
-    }
-    return false;
-  }, pattern.source, pattern.flags, label, press));
+  await inToastsOrCenter(`the ${label} button of a notification matching ${pattern} pressed`, () => page.evaluate(
+    (selector, source, flags, text, token) => {
+      const matcher = new RegExp(source, flags);
+      const notification = [...document.querySelectorAll(selector)].find((candidate) =>
+        matcher.test(candidate.querySelector('.notification-list-item-message')?.textContent ?? ''));
+      if (!notification) {
+        return window.cleveragentsPressed === token; // closed after the press
+      }
+      const button = [...notification.querySelectorAll('.monaco-button')].find((candidate) => candidate.textContent === text);
+      if (button) {
+        button.click();
+        window.cleveragentsPressed = token;
+      }
+      return false;
+    }, NOTIFICATION, pattern.source, pattern.flags, label, press));
 }
 
 async function activateTab(label) {
