@@ -108,7 +108,7 @@ class Usage:
         return cls(int(data.get("input_tokens", 0)), int(data.get("output_tokens", 0)), float(data.get("cost", 0.0)))
 
 
-ActorEvent = TextChunk | ArtifactChunk | InputRequired | ToolCall | Usage
+ActorEvent = TextChunk | ArtifactChunk | InputRequired | ToolCall | Usage | DirectReply
 
 
 @record

@@ -88,6 +88,7 @@ class OpenAIActor:
     async def _run_call(self, turn: Turn, names: Mapping[str, str], call: Mapping[str, Any],
                         rationale: str) -> tuple[ToolCall, dict[str, Any]]:
         tool = names.get(call["name"], call["name"])
+        result: dict[str, Any]
         try:
             arguments = json.loads(call["arguments"] or "{}")
             if not isinstance(arguments, dict):

@@ -16,7 +16,7 @@ from pydantic import Field
 from cleveragents.domain.actor import InputRequired, TextChunk, ToolCall, Turn
 from cleveragents.domain.errors import BudgetExceededError, PlanError, StructuredError
 from cleveragents.domain.task import Message, Part, Role
-from cleveragents.domain.tools import ToolContext, ToolResult
+from cleveragents.domain.tools import Tool, ToolContext, ToolResult
 from cleveragents.ids import new_id
 from cleveragents.infra.actors.toolbox import EDITING, ToolBox
 from cleveragents.infra.tools.base import ModelTool, StrictArguments
@@ -63,7 +63,7 @@ class ActorEditTool(ModelTool[ActorEditArguments]):
             reads.extend(p for p in result.reads if p not in reads)
             writes.extend(p for p in result.writes if p not in writes)
 
-        tools = [ReadTool(), GlobTool(), SearchTool(), WriteTool(), ReplaceTool(), PatchApplyTool()]
+        tools: list[Tool] = [ReadTool(), GlobTool(), SearchTool(), WriteTool(), ReplaceTool(), PatchApplyTool()]
         toolbox = ToolBox(lambda: tools, EDITING, _CALLS)
         message = Message(new_id(), Role.USER, (Part.of_text(arguments.instruction),))
         turn = Turn(new_id(), new_id(), message, (), toolbox.infos(), {

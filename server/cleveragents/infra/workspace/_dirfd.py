@@ -22,6 +22,7 @@ from collections import OrderedDict
 from collections.abc import Collection
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 from cleveragents.infra.workspace._fs import is_temp_name, read_regular
 
@@ -69,7 +70,7 @@ class Dirs:
             os.close(self._root)
             self._root = -1
 
-    def __enter__(self) -> Dirs:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:

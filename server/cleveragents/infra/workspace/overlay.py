@@ -17,6 +17,7 @@ import stat
 import threading
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TypeGuard
 
 from cleveragents.domain.errors import (
     AuthorizationError,
@@ -311,7 +312,7 @@ def _mode_of(info: os.stat_result | None) -> int | None:
     return stat.S_IMODE(info.st_mode) if _is_file(info) else None
 
 
-def _is_file(info: os.stat_result | None) -> bool:
+def _is_file(info: os.stat_result | None) -> TypeGuard[os.stat_result]:
     return info is not None and stat.S_ISREG(info.st_mode)
 
 
