@@ -1,0 +1,72 @@
+"""The installed console scripts as a new user meets them, in two installs: a fresh
+venv with the base install (no extra), built once per session, and the suite's own
+venv, which has the http extra's packages. Each case runs in both unless it is about
+what only one of them has."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.venvs import host_env, make_venv, pip_install
+
+PIP_TIMEOUT = 300
+TIMEOUT = 60
+HTTP_INSTALL = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="session")
+def base_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv with ``pip install -e .`` and nothing else: its bin directory."""
+    bin_dir = make_venv(tmp_path_factory.mktemp("base-install") / "venv", with_pip=False)
+    done = pip_install(bin_dir, ["--quiet", "-e", str(REPO)], timeout=PIP_TIMEOUT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return bin_dir
+
+
+@pytest.fixture(params=["base", "http"])
+def install(request: pytest.FixtureRequest) -> Path:
+    if request.param == "base":
+        bin_dir: Path = request.getfixturevalue("base_install")
+        missing = subprocess.run([str(bin_dir / "python"), "-c", "import starlette"], capture_output=True)
+        assert missing.returncode != 0, "the base install must not have the http extra"
+        return bin_dir
+    return HTTP_INSTALL
+
+
+def run(bin_dir: Path, program: str, *args: str, cwd: Path, env: dict[str, str] | None = None,
+        ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(bin_dir / program), *args], cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT,
+                          env={**host_env(), **(env or {})})
+
+
+def many(bin_dir: Path, cwd: Path, *commands: tuple[str, ...]) -> list[subprocess.CompletedProcess[str]]:
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return list(pool.map(lambda args: run(bin_dir, *args, cwd=cwd), commands))
+
+
+def one_line(result: subprocess.CompletedProcess[str]) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    return lines[0]
+
+
+def test_serving_over_http_without_the_extra_names_the_install(install, workspace):
+    # With the extra, --help: the options are there, and nothing is left serving.
+    help_ = ("--help",) if install == HTTP_INSTALL else ()
+    agents, module = many(install, workspace, ("agents", "serve", "--http", "--port", "0", *help_),
+                          ("python", "-m", "cleveragents.transports.http", "--port", "0", *help_))
+    if install == HTTP_INSTALL:
+        assert agents.returncode == 0 and "--port" in agents.stdout, agents.stderr
+        assert module.returncode == 0 and "--port" in module.stdout, module.stderr
+        return
+    for result in agents, module:
+        assert result.returncode == 2
+        line = one_line(result)
+        assert 'pip install -e ".[http]"' in line and "starlette" in line
+    assert one_line(agents).startswith("agents: ")
