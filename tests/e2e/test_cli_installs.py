@@ -5,6 +5,8 @@ what only one of them has."""
 
 from __future__ import annotations
 
+import re
+import socket
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -70,3 +72,34 @@ def test_serving_over_http_without_the_extra_names_the_install(install, workspac
         line = one_line(result)
         assert 'pip install -e ".[http]"' in line and "starlette" in line
     assert one_line(agents).startswith("agents: ")
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def configured_workspace(workspace: Path) -> Path:
+    """The configuration page's complete example, its model endpoint moved to a port
+    where nothing listens."""
+    section = (REPO / "docs" / "configuration.md").read_text().split("## The configuration file", 1)[1]
+    toml = re.search(r"```toml\n(.*?)```", section, re.S).group(1)
+    assert 'base_url = "http://127.0.0.1:11434/v1"' in toml
+    toml = toml.replace("127.0.0.1:11434", f"127.0.0.1:{_closed_port()}")
+    (workspace / ".cleveragents").mkdir(exist_ok=True)
+    (workspace / ".cleveragents" / "config.toml").write_text(toml)
+    return workspace
+
+
+def test_model_actors_and_remote_servers_work_in_every_install(install, workspace):
+    """httpx comes with the base install: a model actor fails as a task, and an
+    unreachable server is exit 10, not a missing module."""
+    ws = configured_workspace(workspace)
+    sent, remote = many(install, ws, ("agents", "send", "hello"),
+                        ("agents", "--server", f"http://127.0.0.1:{_closed_port()}", "--token", "x", "health", "check"))
+    assert sent.returncode == 1, sent.stderr
+    assert "No module named" not in sent.stderr
+    assert "can't reach the model endpoint" in sent.stderr.splitlines()[-1]
+    assert remote.returncode == 10, remote.stderr
+    assert "127.0.0.1" in one_line(remote)
