@@ -103,3 +103,12 @@ def test_model_actors_and_remote_servers_work_in_every_install(install, workspac
     assert "can't reach the model endpoint" in sent.stderr.splitlines()[-1]
     assert remote.returncode == 10, remote.stderr
     assert "127.0.0.1" in one_line(remote)
+
+
+def test_a_failed_task_is_one_line_unless_debugging(install, workspace):
+    ws = configured_workspace(workspace)
+    quiet, debug = many(install, ws, ("agents", "send", "hello"), ("agents", "send", "hello", "--log-level", "debug"))
+    assert quiet.returncode == debug.returncode == 1
+    line = one_line(quiet)
+    assert re.fullmatch(r"agents: task \S+ failed: ActorError: openai/gpt-4o: can't reach the model endpoint .*", line)
+    assert "Traceback" in debug.stderr and debug.stderr.strip().splitlines()[-1].startswith("agents: task ")

@@ -19,7 +19,8 @@ from cleveragents.cli import health, plans, registry, send, serve, sessions
 
 # Options every command takes, before or after its name.
 GLOBAL_DEFAULTS: dict[str, Any] = {"json": False, "server": None, "token": None, "workspace": None,
-                                   "state_dir": None, "memory": False, "timeout": 300.0}
+                                   "state_dir": None, "memory": False, "timeout": 300.0, "log_level": "ERROR"}
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 def _global_options() -> argparse.ArgumentParser:
@@ -33,6 +34,9 @@ def _global_options() -> argparse.ArgumentParser:
     group.add_argument("--workspace", type=Path, help="local backend: the workspace root (default: the current directory)")
     group.add_argument("--state-dir", type=Path, help="local backend: the state directory (default: <workspace>/.cleveragents)")
     group.add_argument("--memory", action="store_true", help="local backend: keep state in memory (nothing persists)")
+    group.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, metavar="LEVEL",
+                       help="the backend's log on stderr: debug, info, warning or error (default: error; "
+                            "a failure is one line, debug adds its traceback)")
     return common
 
 
