@@ -112,3 +112,13 @@ def test_a_failed_task_is_one_line_unless_debugging(install, workspace):
     line = one_line(quiet)
     assert re.fullmatch(r"agents: task \S+ failed: ActorError: openai/gpt-4o: can't reach the model endpoint .*", line)
     assert "Traceback" in debug.stderr and debug.stderr.strip().splitlines()[-1].startswith("agents: task ")
+
+
+def test_a_missing_workspace_is_refused(install, tmp_path):
+    missing = tmp_path / "no" / "such" / "workspace"
+    flag, env = run(install, "agents", "--workspace", str(missing), "health", "check", cwd=tmp_path), \
+        run(install, "agents", "plan", "list", cwd=tmp_path, env={"CLEVERAGENTS_WORKSPACE": str(missing)})
+    for result in flag, env:
+        assert result.returncode == 2 and result.stdout == ""
+        assert one_line(result) == f"agents: the workspace {missing} is not a directory"
+    assert not (tmp_path / "no").exists(), "nothing is created"

@@ -18,6 +18,7 @@ ProgressCallback = Callable[[dict[str, Any]], None]
 
 # The CLI's own failures that have no JSON-RPC code.
 UNREACHABLE = "unreachable"
+BAD_SETUP = "bad-setup"  # the local backend can't start here: no such workspace
 LOCK_FILE = "cli.lock"
 
 
@@ -54,6 +55,7 @@ class LocalBackend:
         from cleveragents.container import Container
 
         settings = Settings.from_env(**self._options)
+        await asyncio.to_thread(_check_setup, settings)
         try:
             if not settings.memory:
                 self._lock = await _lock_state_dir(settings.resolved_state_dir)
@@ -119,6 +121,13 @@ class LocalBackend:
         finally:
             if not call.done():
                 call.cancel()
+
+
+def _check_setup(settings: Any) -> None:
+    """Refuse, before anything is created, a workspace that isn't there: it would be
+    made, with a state directory in it."""
+    if not settings.resolved_workspace.is_dir():
+        raise CallError(BAD_SETUP, f"the workspace {settings.resolved_workspace} is not a directory")
 
 
 async def _lock_state_dir(state_dir: Path) -> Any:
