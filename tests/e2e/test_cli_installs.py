@@ -44,6 +44,7 @@ def install(request: pytest.FixtureRequest) -> Path:
 def run(bin_dir: Path, program: str, *args: str, cwd: Path, env: dict[str, str] | None = None,
         ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(bin_dir / program), *args], cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT,
+                          stdin=subprocess.DEVNULL,
                           env={**host_env(), **(env or {})})
 
 
@@ -122,3 +123,13 @@ def test_a_missing_workspace_is_refused(install, tmp_path):
         assert result.returncode == 2 and result.stdout == ""
         assert one_line(result) == f"agents: the workspace {missing} is not a directory"
     assert not (tmp_path / "no").exists(), "nothing is created"
+
+
+def test_a_bad_configuration_file_is_one_line(install, workspace):
+    path = workspace / ".cleveragents" / "config.toml"
+    path.parent.mkdir()
+    path.write_text('[actors."team/reviewer"]\nprovider = "openai"\ndescripton = "Reviews diffs"\n')
+    expected = f'{path}:3: actors."team/reviewer".descripton: unknown key'
+    agents, lsp = many(install, workspace, ("agents", "health", "check"), ("cleveragents-lsp",))
+    assert (agents.returncode, one_line(agents)) == (2, f"agents: {expected}")
+    assert (lsp.returncode, one_line(lsp)) == (2, f"cleveragents-lsp: {expected}")

@@ -18,7 +18,7 @@ ProgressCallback = Callable[[dict[str, Any]], None]
 
 # The CLI's own failures that have no JSON-RPC code.
 UNREACHABLE = "unreachable"
-BAD_SETUP = "bad-setup"  # the local backend can't start here: no such workspace
+BAD_SETUP = "bad-setup"  # the local backend can't start here: no such workspace, a bad config file
 LOCK_FILE = "cli.lock"
 
 
@@ -124,10 +124,15 @@ class LocalBackend:
 
 
 def _check_setup(settings: Any) -> None:
-    """Refuse, before anything is created, a workspace that isn't there: it would be
-    made, with a state directory in it."""
+    """Refuse, before anything is created, a workspace that isn't there (it would be
+    made, with a state directory in it) or a bad configuration file (the servers'
+    one line, as ``cleveragents-lsp`` prints it)."""
+    from cleveragents.container import configuration_problem
+
     if not settings.resolved_workspace.is_dir():
         raise CallError(BAD_SETUP, f"the workspace {settings.resolved_workspace} is not a directory")
+    if (problem := configuration_problem(settings)) is not None:
+        raise CallError(BAD_SETUP, problem)
 
 
 async def _lock_state_dir(state_dir: Path) -> Any:
