@@ -5,10 +5,12 @@ what only one of them has."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -133,3 +135,30 @@ def test_a_bad_configuration_file_is_one_line(install, workspace):
     agents, lsp = many(install, workspace, ("agents", "health", "check"), ("cleveragents-lsp",))
     assert (agents.returncode, one_line(agents)) == (2, f"agents: {expected}")
     assert (lsp.returncode, one_line(lsp)) == (2, f"cleveragents-lsp: {expected}")
+
+
+@contextlib.contextmanager
+def http_server(workspace: Path, *options: str) -> Iterator[str]:
+    """``agents serve --http`` from the install that has the extra; its URL."""
+    server = subprocess.Popen([str(HTTP_INSTALL / "agents"), "serve", "--http", "--port", "0", "--memory",
+                               "--workspace", str(workspace), *options], env=host_env(),
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()  # "listening on http://HOST:PORT", once bound
+        assert line.startswith("listening on http://127.0.0.1:"), line
+        yield line.split()[-1]
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_the_token_is_optional_and_can_come_from_the_environment(install, workspace):
+    with http_server(workspace, "--no-auth") as open_url, http_server(workspace, "--auth-token", "s3cret") as url:
+        no_token = run(install, "agents", "--server", open_url, "health", "check", cwd=workspace)
+        from_env = run(install, "agents", "--server", url, "health", "check", cwd=workspace,
+                       env={"CLEVERAGENTS_TOKEN": "s3cret"})
+        missing = run(install, "agents", "--server", url, "health", "check", cwd=workspace)
+    assert no_token.returncode == 0 and "status          ok" in no_token.stdout, no_token.stderr
+    assert from_env.returncode == 0 and "status          ok" in from_env.stdout, from_env.stderr
+    assert missing.returncode == 5 and "Authentication required" in one_line(missing)

@@ -172,7 +172,7 @@ class RemoteBackend:
         from cleveragents.a2a.client import ServerConnectionConfig
 
         try:
-            config = ServerConnectionConfig(url=self._url, token=self._token or "", timeout_seconds=self._timeout)
+            config = ServerConnectionConfig(url=self._url, token=self._token or None, timeout_seconds=self._timeout)
         except pydantic.ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             raise CallError(-32602, f"bad --server/--token: {problems}") from None

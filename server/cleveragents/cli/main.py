@@ -28,7 +28,8 @@ def _global_options() -> argparse.ArgumentParser:
     group = common.add_argument_group("backend and output")
     group.add_argument("--json", action="store_true", help="print the raw result as JSON (for scripts)")
     group.add_argument("--server", metavar="URL", help="a remote CleverAgents server (default: a local backend)")
-    group.add_argument("--token", metavar="TOKEN", help="the remote server's bearer token (env CLEVERAGENTS_TOKEN)")
+    group.add_argument("--token", metavar="TOKEN",
+                       help="the remote server's token, if it wants one (better: env CLEVERAGENTS_TOKEN)")
     group.add_argument("--timeout", type=float, metavar="SECONDS",
                        help="remote backend: how long one call may take (default: 300)")
     group.add_argument("--workspace", type=Path, help="local backend: the workspace root (default: the current directory)")
