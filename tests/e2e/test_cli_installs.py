@@ -6,6 +6,7 @@ what only one of them has."""
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import socket
 import subprocess
@@ -162,3 +163,12 @@ def test_the_token_is_optional_and_can_come_from_the_environment(install, worksp
     assert no_token.returncode == 0 and "status          ok" in no_token.stdout, no_token.stderr
     assert from_env.returncode == 0 and "status          ok" in from_env.stdout, from_env.stderr
     assert missing.returncode == 5 and "Authentication required" in one_line(missing)
+
+
+def test_action_list_shows_what_plan_use_takes(install, workspace):
+    table, listed = many(install, workspace, ("agents", "action", "list", "--memory"),
+                         ("agents", "action", "list", "--json", "--memory"))
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.splitlines()[0].split() == ["NAME", "ARGUMENTS", "DESCRIPTION"]
+    assert "replace      pattern replacement [glob] [ignore_case]" in table.stdout
+    assert {"replace", "apply-patch"} <= {a["name"] for a in json.loads(listed.stdout)["actions"]}
