@@ -172,3 +172,23 @@ def test_action_list_shows_what_plan_use_takes(install, workspace):
     assert table.stdout.splitlines()[0].split() == ["NAME", "ARGUMENTS", "DESCRIPTION"]
     assert "replace      pattern replacement [glob] [ignore_case]" in table.stdout
     assert {"replace", "apply-patch"} <= {a["name"] for a in json.loads(listed.stdout)["actions"]}
+
+
+def test_the_local_actor_names_cli_commands_to_the_cli(install, workspace):
+    """The CLI marks its messages; an editor's message, unmarked, gets the protocol's
+    method names."""
+    import httpx
+
+    write = ("send", "fs.write path=notes.txt text=hi")
+    with http_server(workspace, "--no-auth") as url:
+        local, remote = many(install, workspace, ("agents", *write, "--memory"), ("agents", "--server", url, *write))
+        editor = httpx.post(url + "/a2a", headers={"A2A-Version": "1.0"}, timeout=30, json={
+            "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+            "params": {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": write[1]}]}}}).json()
+    for result in local, remote:
+        assert result.returncode == 0, result.stderr
+        assert "`agents plan use ACTION" in result.stdout and "`agents action list`" in result.stdout
+        assert "_cleveragents/" not in result.stdout
+    reply = json.dumps(editor["result"])
+    assert "`_cleveragents/plan/use`" in reply and "agents plan use" not in reply
+    assert not (workspace / "notes.txt").exists()
