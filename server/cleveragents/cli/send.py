@@ -19,7 +19,7 @@ def _text(parts: Any) -> str:
 
 
 def _message(args: argparse.Namespace) -> dict[str, Any]:
-    from cleveragents.domain.actor import CLI_CLIENT, CLIENT_KEY
+    from cleveragents.a2a.codecs import CLI_CLIENT, CLIENT_KEY
     from cleveragents.ids import new_id
 
     # The metadata tells the agent it speaks to the command line (its hints name `agents` commands).
