@@ -70,7 +70,7 @@ def test_help_lists_every_command_and_bad_arguments_get_usage(ws):
         ("diagnostics", "run", "--check", "nonsense"),
     )
     assert help_.returncode == 0
-    for command in ("a2a", "plan", "tool", "resource", "actor", "skill", "health", "diagnostics", "send", "serve"):
+    for command in ("a2a", "plan", "tool", "resource", "actor", "skill", "action", "health", "diagnostics", "send", "serve"):
         assert command in help_.stdout
     for result in bad:
         assert result.returncode == 2, (result.args, result.stderr)

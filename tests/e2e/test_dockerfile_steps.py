@@ -11,7 +11,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -19,6 +18,7 @@ import httpx
 import pytest
 
 from tests.conftest import REPO
+from tests.venvs import host_env, make_venv, pip_install
 
 PIP_TIMEOUT = 300
 
@@ -102,16 +102,14 @@ def test_the_dockerfile_installs_and_serves(tmp_path):
     root = tmp_path / "image"  # the image's filesystem: /app is root/app, /workspace root/workspace
     copy_into(root, REPO, steps)
 
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    bin_dir = venv / "bin"
-    host = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_") and k != "VIRTUAL_ENV"}
+    bin_dir = make_venv(tmp_path / "venv")
+    host = host_env()
     workspace = root / PurePosixPath(steps.env.get("CLEVERAGENTS_WORKSPACE", str(steps.workdir))).relative_to("/")
     env = {**steps.env, "CLEVERAGENTS_WORKSPACE": str(workspace)}
     # pip keeps the host's settings (the local package mirror); the server gets a container's bare environment.
     path = f"{bin_dir}{os.pathsep}{host.get('PATH', os.defpath)}"
-    installed = subprocess.run([str(bin_dir / "pip"), *steps.pip_install[1:]], cwd=root / steps.pip_workdir.relative_to("/"),
-                               env={**host, **env, "PATH": path}, capture_output=True, text=True, timeout=PIP_TIMEOUT)
+    installed = pip_install(bin_dir, steps.pip_install[2:], cwd=root / steps.pip_workdir.relative_to("/"),
+                            env={**host, **env, "PATH": path}, timeout=PIP_TIMEOUT)
     assert installed.returncode == 0, (installed.stdout + installed.stderr)[-3000:]
 
     cmd = with_option(with_option(steps.cmd, "--host", "127.0.0.1"), "--port", "0")  # 0: the OS picks a free port

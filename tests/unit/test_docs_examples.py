@@ -121,3 +121,14 @@ async def test_the_http_pages_extension_example_requires_its_extension(tmp_path)
     assert refused["error"]["code"] == -32008
     assert served.headers["A2A-Extensions"] == namespace["SIGNED"]
     assert served.json()["result"]["task"]["artifacts"][0]["parts"] == [{"text": "signed: hi"}]
+
+
+def test_no_doc_installs_the_package_by_name():
+    """No index serves ``cleveragents`` yet: every ``pip install`` of it names a checkout
+    (``.``) or a built wheel, never the bare name."""
+    pages = [*DOCS.glob("*.md"), DOCS.parent / "README.md"]
+    by_name = re.compile(r"""pip install\s+(?:-\S+\s+)*["']?cleveragents\b""")
+    found = [f"{page.name}: {m.group(0)}" for page in pages for m in by_name.finditer(page.read_text())]
+    assert found == []
+    http = (DOCS / "http.md").read_text()
+    assert 'pip install -e ".[http]"' in http and "pip wheel --no-deps -w dist ." in http

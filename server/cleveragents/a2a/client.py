@@ -18,12 +18,13 @@ from cleveragents.a2a.errors import A2ANotAvailableError
 
 
 class ServerConnectionConfig(BaseModel):
-    """A remote CleverAgents / A2A server: an http(s) URL and a non-empty token."""
+    """A remote CleverAgents / A2A server: an http(s) URL and, when it wants one, a
+    non-empty token (without one, no credential is sent)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     url: str
-    token: SecretStr = Field(repr=False)
+    token: SecretStr | None = Field(default=None, repr=False)
     timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
 
     @field_validator("url")
@@ -39,8 +40,8 @@ class ServerConnectionConfig(BaseModel):
 
     @field_validator("token")
     @classmethod
-    def _token_present(cls, value: SecretStr) -> SecretStr:
-        if not value.get_secret_value().strip():
+    def _token_present(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().strip():
             raise ValueError("token must not be empty")
         return value
 

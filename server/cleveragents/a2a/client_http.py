@@ -268,8 +268,9 @@ class A2AClient:
 
     def _headers(self, accept: str) -> dict[str, str]:
         assert self._interface is not None and self._card is not None
+        token = self.config.token
         return {VERSION_HEADER: self._interface.version, "Accept": accept,
-                **auth_headers(self._card, self.config.token.get_secret_value())}
+                **(auth_headers(self._card, token.get_secret_value()) if token is not None else {})}
 
     def _envelope(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         tenant = self._interface.tenant if self._interface else None

@@ -14,6 +14,8 @@ Conventions every codec keeps, so that decode(encode(x)) == x:
 - ``PushConfig.authentication`` is ``{"scheme": str, "credentials"?: str}``;
   ``PushConfig.metadata`` is the server's own and never goes on the wire.
 - Metadata keys under ``RESERVED_PREFIX`` carry what a dialect has no field for.
+- ``CLIENT_KEY`` in a message's metadata says which client sent it (``CLI_CLIENT``:
+  the `agents` command line); actors read it from the turn's message.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from typing import Any, Protocol
 
 from cleveragents.a2a.errors import A2AVersionMismatchError
 from cleveragents.a2a.version import A2AVersionNegotiator
+from cleveragents.domain.actor import CLI_CLIENT as CLI_CLIENT  # re-exported: the CLI doesn't import the domain
+from cleveragents.domain.actor import CLIENT_KEY as CLIENT_KEY
 from cleveragents.domain.errors import ValidationError
 from cleveragents.domain.records import record
 from cleveragents.domain.task import (

@@ -18,6 +18,7 @@ ProgressCallback = Callable[[dict[str, Any]], None]
 
 # The CLI's own failures that have no JSON-RPC code.
 UNREACHABLE = "unreachable"
+BAD_SETUP = "bad-setup"  # the local backend can't start here: no such workspace, a bad config file
 LOCK_FILE = "cli.lock"
 
 
@@ -54,6 +55,7 @@ class LocalBackend:
         from cleveragents.container import Container
 
         settings = Settings.from_env(**self._options)
+        await asyncio.to_thread(_check_setup, settings)
         try:
             if not settings.memory:
                 self._lock = await _lock_state_dir(settings.resolved_state_dir)
@@ -121,6 +123,18 @@ class LocalBackend:
                 call.cancel()
 
 
+def _check_setup(settings: Any) -> None:
+    """Refuse, before anything is created, a workspace that isn't there (it would be
+    made, with a state directory in it) or a bad configuration file (the servers'
+    one line, as ``cleveragents-lsp`` prints it)."""
+    from cleveragents.container import configuration_problem
+
+    if not settings.resolved_workspace.is_dir():
+        raise CallError(BAD_SETUP, f"the workspace {settings.resolved_workspace} is not a directory")
+    if (problem := configuration_problem(settings)) is not None:
+        raise CallError(BAD_SETUP, problem)
+
+
 async def _lock_state_dir(state_dir: Path) -> Any:
     """One local backend at a time per state directory: a backend's start-up repair
     treats plans that are running as interrupted, so two must not overlap."""
@@ -158,7 +172,7 @@ class RemoteBackend:
         from cleveragents.a2a.client import ServerConnectionConfig
 
         try:
-            config = ServerConnectionConfig(url=self._url, token=self._token or "", timeout_seconds=self._timeout)
+            config = ServerConnectionConfig(url=self._url, token=self._token or None, timeout_seconds=self._timeout)
         except pydantic.ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             raise CallError(-32602, f"bad --server/--token: {problems}") from None

@@ -19,7 +19,8 @@ from cleveragents.cli import health, plans, registry, send, serve, sessions
 
 # Options every command takes, before or after its name.
 GLOBAL_DEFAULTS: dict[str, Any] = {"json": False, "server": None, "token": None, "workspace": None,
-                                   "state_dir": None, "memory": False, "timeout": 300.0}
+                                   "state_dir": None, "memory": False, "timeout": 300.0, "log_level": "ERROR"}
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 def _global_options() -> argparse.ArgumentParser:
@@ -27,12 +28,16 @@ def _global_options() -> argparse.ArgumentParser:
     group = common.add_argument_group("backend and output")
     group.add_argument("--json", action="store_true", help="print the raw result as JSON (for scripts)")
     group.add_argument("--server", metavar="URL", help="a remote CleverAgents server (default: a local backend)")
-    group.add_argument("--token", metavar="TOKEN", help="the remote server's bearer token (env CLEVERAGENTS_TOKEN)")
+    group.add_argument("--token", metavar="TOKEN",
+                       help="the remote server's token, if it wants one (better: env CLEVERAGENTS_TOKEN)")
     group.add_argument("--timeout", type=float, metavar="SECONDS",
                        help="remote backend: how long one call may take (default: 300)")
     group.add_argument("--workspace", type=Path, help="local backend: the workspace root (default: the current directory)")
     group.add_argument("--state-dir", type=Path, help="local backend: the state directory (default: <workspace>/.cleveragents)")
     group.add_argument("--memory", action="store_true", help="local backend: keep state in memory (nothing persists)")
+    group.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, metavar="LEVEL",
+                       help="the backend's log on stderr: debug, info, warning or error (default: error; "
+                            "a failure is one line, debug adds its traceback)")
     return common
 
 

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
-from cleveragents.cli.backend import UNREACHABLE, CallError
+from cleveragents.cli.backend import BAD_SETUP, UNREACHABLE, CallError
 
 # Exit codes. Usage errors are 2, as argparse makes them.
 EXIT_OK = 0
@@ -17,6 +17,7 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_CODES: dict[int | str, int] = {
     -32602: EXIT_USAGE,  # invalid params: the arguments were wrong
+    BAD_SETUP: EXIT_USAGE,  # no such workspace, or a bad configuration file
     -32601: EXIT_USAGE,  # no such method on that backend
     -32001: 3,  # not found
     -32004: 4,  # invalid state, or the service is not available here

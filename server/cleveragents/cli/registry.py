@@ -1,9 +1,9 @@
-"""`agents tool|resource|actor|skill list`: the registry methods (`_cleveragents/registry/*`)."""
+"""`agents tool|resource|actor|skill|action list`: the registry methods (`_cleveragents/registry/*`)."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from cleveragents.cli.output import Output, table
@@ -23,21 +23,31 @@ def _columns(rows: Sequence[dict[str, Any]]) -> list[str]:
     return list(seen)[:6]
 
 
-def _render(key: str, columns: Sequence[str] | None = None) -> Any:
+def _render(key: str, columns: Sequence[str] | None = None, shown: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+            ) -> Any:
     def render(result: dict[str, Any]) -> str:
         rows = [r if isinstance(r, dict) else {"name": r} for r in result.get(key) or []]
+        rows = [shown(r) for r in rows] if shown else rows
         return table(rows, list(columns) if columns else _columns(rows), empty=f"no {key}")
 
     return render
 
 
-def _lister(kind: str, columns: Sequence[str] | None = None, **param_names: str) -> Any:
+def _lister(kind: str, columns: Sequence[str] | None = None,
+            shown: Callable[[dict[str, Any]], dict[str, Any]] | None = None, **param_names: str) -> Any:
     async def handler(backend: Any, args: argparse.Namespace, out: Output) -> None:
         params = {wire: getattr(args, attr) for attr, wire in param_names.items() if getattr(args, attr) is not None}
         result = await backend.call(f"{REGISTRY}{kind}/list", params)
-        out.result(result, _render(f"{kind}s", columns))
+        out.result(result, _render(f"{kind}s", columns, shown))
 
     return handler
+
+
+def _action_row(action: dict[str, Any]) -> dict[str, Any]:
+    """An action's arguments as `agents plan use --arg` names them; [optional] ones bracketed."""
+    names = [a.get("name", "?") if a.get("required") else f"[{a.get('name', '?')}]"
+             for a in action.get("arguments") or [] if isinstance(a, dict)]
+    return {**action, "arguments": " ".join(names) or "-"}
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -55,3 +65,5 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--type", metavar="TYPE", help="only resources of this type, e.g. repository")
     group("actor", "the actors sessions can use", _lister("actor"))
     group("skill", "registered skills", _lister("skill"))
+    group("action", "the actions plans are made from (agents plan use ACTION)",
+          _lister("action", ("name", "arguments", "description"), _action_row))

@@ -21,7 +21,10 @@ async def _run(args: argparse.Namespace, out: Output) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from cleveragents.transports.serving import configure_logging
+
+    # A failure is reported as the command's one line; the log below it is for --log-level.
+    configure_logging(args.log_level)
     out = Output(args.json)
     try:
         return asyncio.run(_run(args, out))

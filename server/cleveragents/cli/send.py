@@ -19,9 +19,12 @@ def _text(parts: Any) -> str:
 
 
 def _message(args: argparse.Namespace) -> dict[str, Any]:
+    from cleveragents.a2a.codecs import CLI_CLIENT, CLIENT_KEY
     from cleveragents.ids import new_id
 
-    message: dict[str, Any] = {"role": "ROLE_USER", "messageId": new_id(), "parts": [{"text": args.text}]}
+    # The metadata tells the agent it speaks to the command line (its hints name `agents` commands).
+    message: dict[str, Any] = {"role": "ROLE_USER", "messageId": new_id(), "parts": [{"text": args.text}],
+                               "metadata": {CLIENT_KEY: CLI_CLIENT}}
     if args.context:
         message["contextId"] = args.context
     if args.task:

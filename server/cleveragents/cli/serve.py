@@ -23,8 +23,10 @@ def _http_module() -> Any:
         module = importlib.import_module(HTTP_MODULE)
     except ImportError as exc:
         raise HttpUnavailable(f"HTTP serving is not available: cannot import {HTTP_MODULE} ({exc})") from None
-    if not all(hasattr(module, name) for name in ("add_http_arguments", "run_http")):
+    if not all(hasattr(module, name) for name in ("add_http_arguments", "run_http", "missing_extra")):
         raise HttpUnavailable(f"HTTP serving is not available: {HTTP_MODULE} lacks add_http_arguments/run_http")
+    if (problem := module.missing_extra()) is not None:
+        raise HttpUnavailable(problem)
     return module
 
 

@@ -110,6 +110,11 @@ class Usage:
 
 ActorEvent = TextChunk | ArtifactChunk | InputRequired | ToolCall | Usage | DirectReply
 
+# Message metadata a client sets to say what it is, so an actor's hints can name the
+# client's own commands: ``{CLIENT_KEY: CLI_CLIENT}`` from the `agents` command line.
+CLIENT_KEY = "cleveragents.client"
+CLI_CLIENT = "cli"
+
 
 @record
 class ToolInfo:

@@ -15,7 +15,7 @@ import shlex
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from cleveragents.domain.actor import ActorEvent, TextChunk, ToolCall, Turn
+from cleveragents.domain.actor import CLI_CLIENT, CLIENT_KEY, ActorEvent, TextChunk, ToolCall, Turn
 from cleveragents.domain.errors import StructuredError
 from cleveragents.domain.tools import Tool, ToolContext, WorkspaceView
 from cleveragents.infra.actors.toolbox import bounded
@@ -39,7 +39,9 @@ class LocalActor:
     async def respond(self, turn: Turn) -> AsyncIterator[ActorEvent]:
         tools = {tool.name: tool for tool in self._tools()}
         # Reading the message (shlex) and checking the arguments cost time in its size: off the loop.
-        call = await asyncio.to_thread(tool_call_from_text, tools, turn.message.text(), refuse=_needs_plan)
+        from_cli = (turn.message.metadata or {}).get(CLIENT_KEY) == CLI_CLIENT
+        call = await asyncio.to_thread(tool_call_from_text, tools, turn.message.text(),
+                                       refuse=lambda tool: _needs_plan(tool, from_cli))
         if call is None:
             yield TextChunk(self._introduction(tools))
             return
@@ -113,11 +115,14 @@ def parse_arguments(tool: Tool, text: str) -> dict[str, Any]:
     return arguments
 
 
-def _needs_plan(tool: Tool) -> str | None:
+def _needs_plan(tool: Tool, from_cli: bool = False) -> str | None:
     if tool.name in READ_ONLY_TOOLS:
         return None
-    return (f"{tool.name} changes files, so it runs in a plan you can review: call "
-            "`_cleveragents/plan/use` with an action (see `_cleveragents/registry/action/list`).")
+    if from_cli:  # the user has the command line, not the protocol
+        how = "run `agents plan use ACTION --arg KEY=VALUE ...` (`agents action list` lists the actions)."
+    else:
+        how = "call `_cleveragents/plan/use` with an action (see `_cleveragents/registry/action/list`)."
+    return f"{tool.name} changes files, so it runs in a plan you can review: {how}"
 
 
 def _refused(name: str, exc: StructuredError) -> str:

@@ -26,6 +26,20 @@ from cleveragents.transports.http.credentials import credentials_for_serving, to
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+# What the http extra adds to a base install; this module imports neither up front.
+HTTP_EXTRA = ("starlette", "uvicorn")
+
+
+def missing_extra() -> str | None:
+    """Why HTTP serving can't start in this install (the http extra is missing), in
+    one line that names the command to run; None when it can."""
+    import importlib.util
+
+    missing = [name for name in HTTP_EXTRA if importlib.util.find_spec(name) is None]
+    if not missing:
+        return None
+    return (f"HTTP serving is not available: the http extra is not installed (no {', '.join(missing)}); "
+            'run pip install -e ".[http]" in the checkout, or pip install ' + " ".join(HTTP_EXTRA))
 
 
 def add_http_arguments(parser: argparse.ArgumentParser) -> None:
@@ -149,6 +163,10 @@ def run_http(args: argparse.Namespace, settings: Settings | None = None,
 
 def main(argv: Sequence[str] | None = None) -> int:
     from cleveragents.transports.serving import add_server_arguments
+
+    if (problem := missing_extra()) is not None:
+        sys.stderr.write(f"cleveragents-http: {problem}\n")
+        return 2
 
     parser = argparse.ArgumentParser(prog="cleveragents-http", description="The CleverAgents A2A backend over HTTP.")
     add_server_arguments(parser)
