@@ -48,7 +48,7 @@ class MethodSpec:
 
 _NOT_FOUND = ("ResourceNotFoundError",)
 _PLAN_STATE = ("ResourceNotFoundError", "BusinessRuleViolation")
-_ULID = "01JEXAMPLE0000000000000000"
+_ULID = "01JEXAMP1E0000000000000000"  # a valid ULID (no I, L, O or U)
 
 _TABLE: list[MethodSpec] = []
 
