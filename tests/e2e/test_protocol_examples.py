@@ -1,4 +1,5 @@
-"""Every example request of docs/protocol.md, sent to a real stdio server."""
+"""Every example request of docs/protocol.md, and every method the server advertises,
+sent to a real stdio server."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from tests.conftest import REPO
 from tests.e2e.rawclient import RawServer
 
 INVALID_PARAMS = -32602
+NOT_SERVED = -32004
 
 
 def protocol_examples() -> list[dict[str, Any]]:
@@ -39,3 +41,24 @@ async def test_every_protocol_example_is_a_valid_request(ready):
             wrong[example["method"]] = response["error"]
     assert not wrong, f"docs/protocol.md examples refused as invalid params: {wrong}"
 
+
+async def test_every_advertised_method_is_served(workspace):
+    server = await RawServer.start("--workspace", str(workspace), "--memory")
+    try:
+        answer = await server.initialize()
+        a2a = answer["result"]["capabilities"]["experimental"]["a2a"]
+        advertised = {name for names in a2a["methods"].values() for name in names}
+        (extension,) = a2a["agentCard"]["capabilities"]["extensions"]
+        assert set(extension["params"]["methods"]) <= advertised
+        card = (await server.request(1, "GetExtendedAgentCard", {}))["result"]
+        for ext in card["capabilities"]["extensions"]:
+            assert set(ext.get("params", {}).get("methods", [])) <= advertised
+        unserved = {}
+        for number, name in enumerate(sorted(advertised), start=2):
+            spec = methods.METHODS[name]
+            error = (await server.request(number, name, spec.example)).get("error", {})
+            if error.get("code") in (NOT_SERVED, -32601) and "service" in error.get("data", {}):
+                unserved[name] = error
+        assert not unserved, f"advertised but not served: {unserved}"
+    finally:
+        await server.kill()
