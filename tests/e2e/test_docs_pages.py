@@ -1,8 +1,8 @@
 """The code blocks of the guides run as written.
 
 Each block of these pages is marked: ``<!-- docs:run -->`` blocks are run (Python as a
-script, a shell block with bash, a TOML block loaded as a workspace's configuration
-file), a ``<!-- docs:output -->`` block after one is what it must print, and
+script, a shell block with bash, a TOML block as a workspace's configuration file
+whose default actor must answer), a ``<!-- docs:output -->`` block after one is what it must print, and
 ``<!-- docs:skip: why -->`` blocks say why they can't run here."""
 
 from __future__ import annotations
@@ -76,21 +76,28 @@ def environment() -> dict[str, str]:
 
 
 def check_config(block: Block, workspace: Path) -> None:
+    """The configuration loads, and its default actor answers a message through an
+    OpenAI-compatible endpoint (the chat-completions double, in place of the real one)."""
     from cleveragents.infra.actors.resolve import known_providers
     from cleveragents.infra.config_file import USER_CONFIG_ENV, load_config, workspace_config_path
+    from tests.fakes.openai_server import FakeOpenAI, Reply
 
-    path = workspace_config_path(workspace)
-    path.parent.mkdir(parents=True)
-    path.write_text(block.text)
-    config = load_config(workspace, known_providers(), {USER_CONFIG_ENV: str(workspace / "none.toml")})
-    default = config.defaults["default_actor"]
-    assert default.split("/", 1)[0] in known_providers() or default in config.actors, block.id
-    # The server starts on it: a bad file would stop it with exit code 2.
-    done = subprocess.run([str(Path(sys.executable).parent / "agents"), "--workspace", str(workspace),
-                           "--json", "actor", "list"], capture_output=True, text=True, env=environment(),
-                          timeout=TIMEOUT)
-    assert done.returncode == 0, done.stderr
-    assert default in done.stdout, done.stdout
+    with FakeOpenAI() as model:
+        model.reply(Reply(text="Hello from the model."))
+        path = workspace_config_path(workspace)
+        path.parent.mkdir(parents=True)
+        path.write_text(re.sub(r'base_url = "[^"]*"', f'base_url = "{model.base_url}"', block.text))
+        config = load_config(workspace, known_providers(), {USER_CONFIG_ENV: str(workspace / "none.toml")})
+        default = config.defaults["default_actor"]
+        declared = config.actors.get(default, {})
+        env = {**environment(), "OPENAI_API_KEY": "sk-docs", "CLEVERAGENTS_OPENAI_BASE_URL": model.base_url,
+               "CLEVERAGENTS_OLLAMA_BASE_URL": model.base_url}
+        done = subprocess.run([str(Path(sys.executable).parent / "agents"), "--workspace", str(workspace),
+                               "send", "hello"], capture_output=True, text=True, env=env, timeout=TIMEOUT)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "Hello from the model." in done.stdout
+        want = declared.get("model") or default.split("/", 1)[1]
+        assert model.requests[0]["model"] == want
 
 
 @pytest.mark.parametrize("block", RUN, ids=[b.id for b in RUN])
