@@ -2,7 +2,8 @@
 
 Each block of these pages is marked: ``<!-- docs:run -->`` blocks are run (Python as a
 script, a shell block with bash, a TOML block as a workspace's configuration file
-whose default actor must answer), a ``<!-- docs:output -->`` block after one is what it must print, and
+whose default actor must answer, a Lua block as Neovim's init.lua), a
+``<!-- docs:output -->`` block after one is what it must print, and
 ``<!-- docs:skip: why -->`` blocks say why they can't run here."""
 
 from __future__ import annotations
@@ -100,10 +101,47 @@ def check_config(block: Block, workspace: Path) -> None:
         assert model.requests[0]["model"] == want
 
 
+# After Neovim has started on the block as its init.lua: the plugin's command makes a session.
+NVIM_CHECK = """
+local ok, err = pcall(function()
+  vim.cmd('AgentsSession')
+  local agents = require('cleveragents')
+  assert(vim.wait(20000, function() return agents.state.session_id ~= nil end, 20), 'no session')
+  io.stdout:write('session ', agents.state.session_id, '\\n')
+end)
+if not ok then
+  io.stdout:write(tostring(err), '\\n')
+  vim.cmd('cquit 1')
+end
+vim.cmd('qa!')
+"""
+
+
+def check_init_lua(block: Block, workspace: Path) -> None:
+    """The block as Neovim's init.lua, with the clone and its virtualenv where the
+    page's placeholders say; the plugin then works."""
+    bin_dir = Path(sys.executable).parent
+    nvim = bin_dir / "nvim"
+    assert nvim.exists(), "no Neovim: the test extra installs one"
+    init = workspace / "init.lua"
+    init.write_text(block.text.replace("/path/to/cleveragents/.venv/bin", str(bin_dir))
+                    .replace("/path/to/cleveragents", str(REPO)))
+    (workspace / "check.lua").write_text(NVIM_CHECK)
+    home = workspace / "home"
+    env = {**environment(), **{f"XDG_{kind}_HOME": str(home / kind) for kind in ("CONFIG", "DATA", "STATE", "CACHE")}}
+    done = subprocess.run([str(nvim), "--headless", "-u", str(init), "-i", "NONE", "-n", "-c", "luafile check.lua"],
+                          cwd=workspace, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    assert done.returncode == 0 and "session " in done.stdout, done.stdout + done.stderr
+
+
 @pytest.mark.parametrize("block", RUN, ids=[b.id for b in RUN])
 def test_the_block_runs(block: Block, tmp_path: Path):
     if block.language == "toml":
         check_config(block, tmp_path)
+        return
+    if block.language == "lua":
+        check_init_lua(block, tmp_path)
         return
     command = {"python": [sys.executable, "-c", block.text], "sh": ["bash", "-e", "-c", block.text]}[block.language]
     done = subprocess.run(command, cwd=tmp_path, env=environment(), stdin=subprocess.DEVNULL,
