@@ -350,8 +350,8 @@ def intro() -> list[str]:
         "frame are refused (the same one twice is accepted). `docs/architecture.md` gives the rule.",
         "- The client sends the LSP `initialize` request first. Its result declares the A2A "
         "support in `capabilities.experimental.a2a`: supported versions, the agent card, the "
-        "method names per dialect and the notifications. Before it, a request is answered -32002 "
-        "(`data.reason: not_initialized`) and a notification other than `exit` is dropped; a second "
+        "method names per dialect (only the methods this build serves) and the notifications. Before it, "
+        "a request is answered -32002 (`data.reason: not_initialized`) and a notification other than `exit` is dropped; a second "
         "`initialize` is -32600 (`already_initialized`).",
         "- Every method below is a custom request. `params` is a JSON object (a params array is "
         "refused with -32602; `\"params\": null` is taken as no params) and the result is a JSON object.",

@@ -99,3 +99,22 @@ def test_an_older_neovim_gets_one_line_naming_the_minimum(tmp_path: Path):
     assert done.returncode == 0, output
     assert output.count("cleveragents.nvim needs Neovim 0.10 or newer; this is 0.7.2") == 1, output
     assert "commands=0" in output and "started=nil" in output and "Error" not in output, output
+
+
+def test_the_documented_by_hand_command_runs_as_written(tmp_path: Path):
+    """docs/editors.md's by-hand command, run from the repository's root with no
+    other setup: the spec makes its own workspace and finds its plugin and server."""
+    page = (REPO / "docs" / "editors.md").read_text()
+    command = re.search(r"<!-- docs:nvim-by-hand -->\n```sh\n(.*?)\n```", page, re.S)
+    assert command, "docs/editors.md lost its by-hand Neovim command"
+    script = command[1]
+    if not (REPO / ".venv" / "bin" / "nvim").exists():  # the test extra lives in another virtualenv
+        script = script.replace(".venv/bin", str(Path(sys.executable).parent))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")}
+    env["TMPDIR"] = str(tmp_path)  # where Neovim makes the workspace
+
+    done = subprocess.run(["sh", "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=TIMEOUT)
+
+    assert done.returncode == 0 and "ALL PASSED" in done.stdout, done.stdout + done.stderr
+    assert "workspace: " + str(tmp_path) in done.stdout

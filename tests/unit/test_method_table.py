@@ -94,3 +94,18 @@ def test_reading_the_table_loads_neither_the_params_models_nor_the_services():
              "'cleveragents.app.plans', 'pydantic') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_advertised_services_are_the_ones_a_container_builds():
+    """The servers advertise from ``BUILT_IN_SERVICES`` before the services load."""
+    from cleveragents.config import Settings
+    from cleveragents.container import Container
+
+    container = Container(Settings(memory=True))
+    try:
+        assert set(container.services) == methods.BUILT_IN_SERVICES
+    finally:
+        container.close()
+    assert not {"sync_service", "namespace_service"} & methods.BUILT_IN_SERVICES
+    assert not [n for n in methods.extension_method_names() if n.startswith(("_cleveragents/sync/",
+                                                                            "_cleveragents/namespace/"))]

@@ -4,6 +4,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO
 
 
@@ -11,8 +13,10 @@ def python_snippets() -> list[str]:
     return re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
 
 
-def test_readme_facade_example_runs(tmp_path):
-    snippet = python_snippets()[0]
+@pytest.mark.parametrize("which", [0, 1], ids=["sync", "await"])
+def test_readme_facade_examples_run(tmp_path, which):
+    snippet = python_snippets()[which]
+    assert "A2ALocalFacade" in snippet
     done = subprocess.run([sys.executable, "-c", snippet], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert re.fullmatch(r"[0-9A-Z]{26}\n", done.stdout)
@@ -22,5 +26,6 @@ def test_readme_facade_example_runs(tmp_path):
 def test_readme_agent_example_is_the_example_file():
     """The example file is served by the e2e tests (tests/e2e/test_published_agents.py)."""
     example = (REPO / "docs" / "examples" / "research_agent.py").read_text()
-    assert python_snippets()[1].strip() in example
-    assert len(python_snippets()[1].strip().splitlines()) <= 20
+    snippet = python_snippets()[2].strip()
+    assert snippet in example
+    assert len(snippet.splitlines()) <= 20

@@ -1,11 +1,48 @@
--- End to end in a real Neovim against a real cleveragents-lsp:
---   nvim --headless --clean -l editors/nvim/tests/plugin_spec.lua
--- with CLEVERAGENTS_PLUGIN (the plugin's directory), CLEVERAGENTS_CMD (the server
--- command as a JSON array) and CLEVERAGENTS_WORKSPACE (a workspace holding
--- a.txt = "foo one\nfoo two\n" and b.txt = "foo b\n"). Any failure exits non-zero.
-local plugin = assert(os.getenv('CLEVERAGENTS_PLUGIN'), 'CLEVERAGENTS_PLUGIN is not set')
-local cmd = vim.json.decode((assert(os.getenv('CLEVERAGENTS_CMD'), 'CLEVERAGENTS_CMD is not set')))
-local root = assert(os.getenv('CLEVERAGENTS_WORKSPACE'), 'CLEVERAGENTS_WORKSPACE is not set')
+-- End to end in a real Neovim against a real cleveragents-lsp. From the repository's
+-- root, with the backend's virtualenv first on PATH:
+--   PATH="$PWD/.venv/bin:$PATH" .venv/bin/nvim --headless --clean -l editors/nvim/tests/plugin_spec.lua
+-- Every setting has a default, so that command works as written:
+--   CLEVERAGENTS_PLUGIN     the plugin's directory (default: the one holding this script)
+--   CLEVERAGENTS_WORKSPACE  the workspace; when unset, missing or empty the script makes
+--                           it: a.txt, b.txt and a config allowing `python -c` for shell.run
+--   CLEVERAGENTS_CMD        the server command as a JSON array (default:
+--                           cleveragents-lsp on PATH, with --workspace)
+-- Relative paths are taken from the directory Neovim started in. Any failure exits non-zero.
+local function absolute(path)
+  return vim.fn.fnamemodify(path, ':p'):gsub('/$', '')
+end
+
+local this_script = debug.getinfo(1, 'S').source:gsub('^@', '')
+local plugin = absolute(os.getenv('CLEVERAGENTS_PLUGIN') or vim.fn.fnamemodify(absolute(this_script), ':h:h'))
+local root = absolute(os.getenv('CLEVERAGENTS_WORKSPACE') or vim.fn.tempname())
+
+local function write(name, text)
+  local file = assert(io.open(root .. '/' .. name, 'wb'))
+  file:write(text)
+  file:close()
+end
+
+-- A workspace given with files in it is used as it is (the pytest harness fills its own).
+if vim.fn.isdirectory(root) == 0 or #vim.fn.readdir(root) == 0 then
+  vim.fn.mkdir(root .. '/.cleveragents', 'p')
+  write('a.txt', 'foo one\nfoo two\n')
+  write('b.txt', 'foo b\n')
+  -- The cancel step runs `python -c`, which shell.run refuses unless allowed.
+  write('.cleveragents/config.toml', '[shell]\nallow = ["python -c"]\n')
+end
+
+local cmd
+if os.getenv('CLEVERAGENTS_CMD') then
+  cmd = vim.json.decode(os.getenv('CLEVERAGENTS_CMD'))
+  if cmd[1]:find('/') then
+    cmd[1] = absolute(cmd[1])  -- still found once the script changes into the workspace
+  end
+else
+  local server = vim.fn.exepath('cleveragents-lsp')
+  assert(server ~= '', 'cleveragents-lsp is not on PATH: put the virtualenv first, or set CLEVERAGENTS_CMD')
+  cmd = { server, '--workspace', root }
+end
+io.stdout:write('workspace: ', root, '\n')
 
 vim.opt.runtimepath:prepend(plugin)
 vim.cmd('runtime plugin/cleveragents.lua')

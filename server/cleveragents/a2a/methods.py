@@ -11,6 +11,7 @@ table imports nothing heavy (the stdio server reads it before answering
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -48,7 +49,7 @@ class MethodSpec:
 
 _NOT_FOUND = ("ResourceNotFoundError",)
 _PLAN_STATE = ("ResourceNotFoundError", "BusinessRuleViolation")
-_ULID = "01JEXAMPLE0000000000000000"
+_ULID = "01JEXAMP1E0000000000000000"  # a valid ULID (no I, L, O or U)
 
 _TABLE: list[MethodSpec] = []
 
@@ -276,10 +277,21 @@ def get(name: str) -> MethodSpec | None:
     return METHODS.get(name)
 
 
-def extension_method_names() -> list[str]:
-    """What the agent card's `urn:cleveragents:extensions:v1` extension lists."""
-    return [s.name for s in METHODS.values() if s.dialect == EXTENSION]
+# The services every ``Container`` builds (its ``services``). Sync and namespaces have
+# none built in: their methods answer -32004, so the servers must not advertise them.
+BUILT_IN_SERVICES: frozenset[str] = frozenset({
+    "session_service", "health_service", "event_queue", "task_service", "plan_lifecycle_service",
+    "tool_registry", "registry_service", "resource_registry_service", "agent_card_service",
+    "context_service",
+})
 
 
-def names_by_dialect(dialect: str) -> list[str]:
-    return [s.name for s in METHODS.values() if s.dialect == dialect]
+def extension_method_names(services: Collection[str] = BUILT_IN_SERVICES) -> list[str]:
+    """What the agent card's `urn:cleveragents:extensions:v1` extension lists: the
+    extension methods ``services`` serve."""
+    return names_by_dialect(EXTENSION, services)
+
+
+def names_by_dialect(dialect: str, services: Collection[str] = BUILT_IN_SERVICES) -> list[str]:
+    """The methods of ``dialect`` that ``services`` serve."""
+    return [s.name for s in METHODS.values() if s.dialect == dialect and s.service in services]

@@ -24,6 +24,15 @@ from cleveragents.transports.lsp.pipe_writer import PipeWriter, claim_stdout
 from cleveragents.transports.serving import DEFAULT_MAX_MESSAGE_SIZE, add_server_arguments, configure_logging
 
 SERVER_MODULE = "cleveragents.transports.lsp.server"
+TERMINAL_HINT = ("cleveragents-lsp: waiting for an editor to speak LSP-framed JSON-RPC on stdin; start it "
+                 "from an editor instead (docs/getting-started.md, docs/editors.md). Ctrl-D stops it.")
+
+
+def _stdin_is_a_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except ValueError:  # stdin closed
+        return False
 
 
 async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Settings | None = None,
@@ -64,6 +73,9 @@ def run_stdio(args: argparse.Namespace, settings: Settings | None = None,
     if (problem := configuration_problem(settings or settings_from(args))) is not None:
         print(f"cleveragents-lsp: {problem}", file=sys.stderr)  # one line; nothing was started
         return 2
+    if _stdin_is_a_terminal():
+        # Run by hand, a silent server looks hung; an editor's pipe never sees this.
+        print(TERMINAL_HINT, file=sys.stderr, flush=True)
     protocol_out = claim_stdout()
     try:
         return asyncio.run(_serve(args, sys.stdin.buffer, protocol_out, settings, container_options))
