@@ -112,19 +112,20 @@ class TaskEndpoint:
         return codec.encode_push_config(config)
 
     async def get_push_config(self, context: CallContext | None = None, **params: Any) -> dict[str, Any]:
-        task_id, config_id = _config_ref(params, context)
-        return codec_for(context).encode_push_config(await self.service.get_push_config(task_id, config_id))
+        codec = codec_for(context)
+        task_id, config_id = codec.decode_push_config_ref(params)
+        return codec.encode_push_config(await self.service.get_push_config(task_id, config_id))
 
     async def list_push_configs(self, context: CallContext | None = None, **params: Any) -> Any:
         codec = codec_for(context)
-        task_id, _ = _config_ref(params, context, need_config=False)
+        task_id, _ = codec.decode_push_config_ref(params)
         configs = [codec.encode_push_config(c) for c in await self.service.list_push_configs(task_id)]
         if context is not None and context.dialect == dialects.A2A_V03:
             return configs
         return {"configs": configs, "nextPageToken": ""}
 
     async def delete_push_config(self, context: CallContext | None = None, **params: Any) -> Any:
-        task_id, config_id = _config_ref(params, context)
+        task_id, config_id = codec_for(context).decode_push_config_ref(params)
         if config_id is None:
             raise invalid(("id",), "the config's id is required")
         await self.service.delete_push_config(task_id, config_id)
@@ -170,20 +171,3 @@ def _task_id(params: dict[str, Any]) -> str:
     if not isinstance(task_id, str) or not task_id:
         raise invalid(("id",), "the task's id is required")
     return task_id
-
-
-def _config_ref(params: dict[str, Any], context: CallContext | None,
-                need_config: bool = True) -> tuple[str, str | None]:
-    """(task id, config id): 1.0 names them `taskId` and `id`; 0.3 `id` and
-    `pushNotificationConfigId`."""
-    if context is not None and context.dialect == dialects.A2A_V03:
-        task_id, config_id = params.get("id"), params.get("pushNotificationConfigId")
-        task_loc = "id"
-    else:
-        task_id, config_id = params.get("taskId"), params.get("id")
-        task_loc = "taskId"
-    if not isinstance(task_id, str) or not task_id:
-        raise invalid((task_loc,), "the task's id is required")
-    if config_id is not None and not isinstance(config_id, str):
-        raise invalid(("id",), "must be a string")
-    return task_id, config_id
