@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
@@ -51,19 +51,23 @@ class TaskEndpoint:
     async def send(self, q: SendMessageParams, context: CallContext | None = None) -> dict[str, Any]:
         codec = codec_for(context)
         request = _with_dialect(codec.decode_send(q.message, q.configuration, q.metadata), codec)
-        with _push_url_at(_send_url_loc(q.configuration)):
+        try:
             result = await self.service.send(
                 request.message, blocking=request.blocking, history_length=request.history_length,
                 push_config=request.push_config, metadata=request.metadata,
             )
+        except PushTargetRefused as exc:
+            raise exc.at(_send_url_loc(q.configuration)) from None
         return codec.encode_send_result(result)
 
     async def stream(self, q: SendMessageParams, context: CallContext | None = None) -> AsyncIterator[StreamItem]:
         codec = codec_for(context)
         request = _with_dialect(codec.decode_send(q.message, q.configuration, q.metadata), codec)
-        with _push_url_at(_send_url_loc(q.configuration)):
+        try:
             events = await self.service.stream(request.message, push_config=request.push_config,
                                                metadata=request.metadata)
+        except PushTargetRefused as exc:
+            raise exc.at(_send_url_loc(q.configuration)) from None
         return self._items(events, codec, context, ends_task=True)
 
     async def subscribe(self, q: SubscribeToTaskParams,
@@ -116,8 +120,10 @@ class TaskEndpoint:
     # checks none of them and the codec reads them from the model's extra fields.
     async def create_push_config(self, q: PushConfigParams, context: CallContext | None = None) -> dict[str, Any]:
         codec, params = codec_for(context), _fields(q)
-        with _push_url_at(_config_url_loc(params)):
+        try:
             config = await self.service.set_push_config(_dialect_config(codec.decode_push_config(params), codec))
+        except PushTargetRefused as exc:
+            raise exc.at(_config_url_loc(params)) from None
         return codec.encode_push_config(config)
 
     async def get_push_config(self, q: PushConfigParams, context: CallContext | None = None) -> dict[str, Any]:
@@ -145,15 +151,8 @@ def _fields(q: PushConfigParams) -> Json:
     return q.model_extra or {}
 
 
-@contextlib.contextmanager
-def _push_url_at(loc: tuple[str, ...]) -> Iterator[None]:
-    """A refused webhook URL, reported at its place in the request's params."""
-    try:
-        yield
-    except PushTargetRefused as exc:
-        raise exc.at(loc) from None
-
-
+# A refused webhook URL is reported at its place in the request's params, worked out
+# only when one is refused (every send would pay for it otherwise).
 def _config_url_loc(params: Any, loc: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Where a push config's url is: flat (1.0) or under ``pushNotificationConfig`` (0.3)."""
     if isinstance(params, dict) and isinstance(params.get("pushNotificationConfig"), dict):
