@@ -373,6 +373,27 @@ def test_bad_push_configs_name_the_field(codec, params, loc):
     assert error_of(codec.decode_push_config, params)["loc"] == loc
 
 
+@pytest.mark.parametrize(("codec", "params", "ref"), [
+    (V1, {"taskId": "t", "id": "c"}, ("t", "c")),
+    (V1, {"taskId": "t"}, ("t", None)),
+    (V03, {"id": "t", "pushNotificationConfigId": "c"}, ("t", "c")),
+    (V03, {"id": "t"}, ("t", None)),
+])
+def test_each_dialect_names_a_push_config_its_own_way(codec, params, ref):
+    assert codec.decode_push_config_ref(params) == ref
+
+
+@pytest.mark.parametrize(("codec", "params", "loc"), [
+    (V1, {"id": "c"}, ["taskId"]),
+    (V1, {"taskId": "t", "id": 5}, ["id"]),
+    (V03, {"taskId": "t", "pushNotificationConfigId": "c"}, ["id"]),
+    (V03, {"id": ""}, ["id"]),
+    (V1, [], []),
+])
+def test_bad_push_config_refs_name_the_field(codec, params, loc):
+    assert error_of(codec.decode_push_config_ref, params)["loc"] == loc
+
+
 def test_a_push_config_inside_a_send_needs_no_task_id():
     config = V1.decode_push_config({"url": "https://h.example/a"}, task_id_required=False)
     assert config.task_id == "" and is_ulid(config.id)

@@ -66,7 +66,8 @@ def test_every_entry_names_a_real_params_model_and_valid_errors():
 def test_every_entry_is_bound_to_its_params_model_and_a_handler_on_its_service():
     """The typed side of the table: each operation's binding validates into the model
     the table names and calls a method the object serving its key has, with a
-    signature that takes what the binding passes (the checker holds the rest)."""
+    signature that takes what the binding passes, the model or its fields (the checker
+    holds the rest)."""
     import inspect
 
     from cleveragents.a2a.bindings import BINDINGS
@@ -78,9 +79,10 @@ def test_every_entry_is_bound_to_its_params_model_and_a_handler_on_its_service()
         assert binding.params is getattr(params, spec.params), spec.name
         handler = getattr(binding.serves, spec.call, None)
         assert callable(handler), spec.name
-        accepted = inspect.signature(handler).parameters
-        takes_any = any(p.kind is p.VAR_KEYWORD for p in accepted.values())
-        assert takes_any or set(binding.params.model_fields) <= set(accepted), spec.name
+        accepted = inspect.signature(handler, eval_str=True).parameters
+        takes_model = any(isinstance(p.annotation, type) and issubclass(binding.params, p.annotation)
+                          for p in accepted.values())
+        assert takes_model or set(binding.params.model_fields) <= set(accepted), spec.name
         assert not spec.with_context or "context" in accepted, spec.name
 
 

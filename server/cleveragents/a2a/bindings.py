@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Concatenate, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -69,28 +69,21 @@ _SYNC: type[SyncService] = SyncService  # type: ignore[type-abstract]
 _NAMESPACES: type[NamespaceService] = NamespaceService  # type: ignore[type-abstract]
 
 
-# The standard task methods: the dialect's codec decodes the params (the models check
-# only what every A2A version agrees on), so the handler takes them as a mapping.
-def _task(call: Callable[Concatenate[TaskEndpoint, CallContext | None, ...], object],
-          model: type[P]) -> Binding[Any, Any]:
-    return _bind(TaskEndpoint, model, lambda h, q, c: call(h, c, **q.model_dump()))
-
-
 _PLAN, _SESSION, _EVENTS = "plan_lifecycle_service", "session_service", "event_queue"
 _REGISTRY, _CONTEXT, _HEALTH = "registry_service", "context_service", "health_service"
 
 BINDINGS: dict[tuple[str, str], Binding[Any, Any]] = {
-    # Tasks
-    ("task_service", "send"): _task(TaskEndpoint.send, p.SendMessageParams),
-    ("task_service", "stream"): _task(TaskEndpoint.stream, p.SendMessageParams),
-    ("task_service", "get"): _task(TaskEndpoint.get, p.GetTaskParams),
-    ("task_service", "list"): _task(TaskEndpoint.list, p.ListTasksParams),
-    ("task_service", "cancel"): _task(TaskEndpoint.cancel, p.TaskIdParams),
-    ("task_service", "subscribe"): _task(TaskEndpoint.subscribe, p.SubscribeToTaskParams),
-    ("task_service", "create_push_config"): _task(TaskEndpoint.create_push_config, p.PushConfigParams),
-    ("task_service", "get_push_config"): _task(TaskEndpoint.get_push_config, p.PushConfigParams),
-    ("task_service", "list_push_configs"): _task(TaskEndpoint.list_push_configs, p.PushConfigParams),
-    ("task_service", "delete_push_config"): _task(TaskEndpoint.delete_push_config, p.PushConfigParams),
+    # Tasks: each handler takes its model; the codec of the call's dialect decodes the rest.
+    ("task_service", "send"): _bind(TaskEndpoint, p.SendMessageParams, TaskEndpoint.send),
+    ("task_service", "stream"): _bind(TaskEndpoint, p.SendMessageParams, TaskEndpoint.stream),
+    ("task_service", "get"): _bind(TaskEndpoint, p.GetTaskParams, TaskEndpoint.get),
+    ("task_service", "list"): _bind(TaskEndpoint, p.ListTasksParams, TaskEndpoint.list),
+    ("task_service", "cancel"): _bind(TaskEndpoint, p.TaskIdParams, TaskEndpoint.cancel),
+    ("task_service", "subscribe"): _bind(TaskEndpoint, p.SubscribeToTaskParams, TaskEndpoint.subscribe),
+    ("task_service", "create_push_config"): _bind(TaskEndpoint, p.PushConfigParams, TaskEndpoint.create_push_config),
+    ("task_service", "get_push_config"): _bind(TaskEndpoint, p.PushConfigParams, TaskEndpoint.get_push_config),
+    ("task_service", "list_push_configs"): _bind(TaskEndpoint, p.PushConfigParams, TaskEndpoint.list_push_configs),
+    ("task_service", "delete_push_config"): _bind(TaskEndpoint, p.PushConfigParams, TaskEndpoint.delete_push_config),
     ("agent_card_service", "extended_card"): _bind(
         AgentCardService, p.ExtendedCardParams, lambda h, q, c: h.extended_card(c)),
     # Sessions

@@ -51,6 +51,7 @@ DATA_COMPAT_KEY = "data_part_compat"
 class V03Codec(V1Codec):
     version = "0.3"
     tagged = True
+    config_ref_keys = ("id", "pushNotificationConfigId")
 
     def state_to_wire(self, state: TaskState) -> str:
         return state.value

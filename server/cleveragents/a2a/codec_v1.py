@@ -326,28 +326,45 @@ class V1Codec:
 
     # -- requests -----------------------------------------------------------------
     def decode_send_params(self, params: Any) -> SendRequest:
-        """Either dialect's configuration names are accepted: ``returnImmediately``
-        (1.0) or ``blocking`` (0.3), ``taskPushNotificationConfig`` or
-        ``pushNotificationConfig``."""
+        """The whole params object; the server reads its fields from the facade's model."""
         p = as_object(params, ())
-        message = self.decode_message(required(p, "message", ()), ("message",))
-        if p.get("configuration") is None:  # all defaults
-            return SendRequest(message=message, metadata=metadata_in(p, "metadata", ()))
+        return self.decode_send(required(p, "message", ()), p.get("configuration"), p.get("metadata"))
+
+    def decode_send(self, message: Any, configuration: Any = None, metadata: Any = None) -> SendRequest:
+        """SendMessage's params, field by field. Either dialect's configuration names are
+        accepted: ``returnImmediately`` (1.0) or ``blocking`` (0.3),
+        ``taskPushNotificationConfig`` or ``pushNotificationConfig``."""
+        decoded = self.decode_message(message, ("message",))
+        if configuration is None:  # all defaults
+            return SendRequest(message=decoded, metadata=_metadata(metadata))
         loc: Loc = ("configuration",)
-        conf = {} if p.get("configuration") is None else as_object(p["configuration"], loc)
+        conf = as_object(configuration, loc)
         blocking, immediate = opt_bool(conf, "blocking", loc), opt_bool(conf, "returnImmediately", loc)
         if blocking is not None and immediate is not None and blocking == immediate:
             raise invalid(loc, "blocking and returnImmediately contradict each other")
         push_key = "taskPushNotificationConfig" if "taskPushNotificationConfig" in conf else "pushNotificationConfig"
         push = conf.get(push_key)
         return SendRequest(
-            message=message,
+            message=decoded,
             blocking=(not immediate) if immediate is not None else blocking is not False,
             history_length=opt_count(conf, "historyLength", loc),
             accepted_output_modes=str_tuple(conf, "acceptedOutputModes", loc),
             push_config=None if push is None else self._push_config_in(push, (*loc, push_key), False),
-            metadata=metadata_in(p, "metadata", ()),
+            metadata=_metadata(metadata),
         )
+
+    # Which push config a Get/List/Delete names: (task id, config id) under these keys.
+    config_ref_keys = ("taskId", "id")
+
+    def decode_push_config_ref(self, params: Any) -> tuple[str, str | None]:
+        task_key, config_key = self.config_ref_keys
+        d = as_object(params, ())
+        task_id, config_id = d.get(task_key), d.get(config_key)
+        if not isinstance(task_id, str) or not task_id:
+            raise invalid((task_key,), "the task's id is required")
+        if config_id is not None and not isinstance(config_id, str):
+            raise invalid(("id",), "must be a string")
+        return task_id, config_id
 
     def decode_push_config(self, params: Any, task_id_required: bool = True) -> PushConfig:
         """A 1.0 TaskPushNotificationConfig (flat) or a 0.3 one (``{taskId,
@@ -382,3 +399,7 @@ class V1Codec:
         out: dict[str, Any] = {"scheme": scheme}
         put(out, "credentials", opt_str(auth, "credentials", loc))
         return out
+
+
+def _metadata(value: Any) -> dict[str, Any] | None:
+    return None if value is None else dict(as_object(value, ("metadata",))) or None

@@ -3,8 +3,9 @@
 Most application services answer their methods themselves. These are served through a
 handler at the protocol boundary, which the facade binds here, by type:
 
-- a ``TaskService`` through ``TaskEndpoint``: the A2A task methods decode their params
-  and encode their results with the codec of the call's dialect;
+- a ``TaskService`` through ``TaskEndpoint``: the A2A task methods take their params
+  model and leave what differs by dialect, and their results, to the codec of the
+  call's dialect;
 - a ``PlanLifecycleService`` and a ``SessionService`` through ``PlanEndpoint`` and
   ``SessionEndpoint``: they answer with domain objects, which ``extension_codec``
   encodes;
