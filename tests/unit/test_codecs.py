@@ -314,9 +314,9 @@ def test_v03_infers_a_missing_kind():
 
 
 # -- errors name the offending field -------------------------------------------------------
-def error_of(call: Any, *args: Any) -> dict[str, Any]:
+def error_of(call: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     with pytest.raises(ValidationError) as caught:
-        call(*args)
+        call(*args, **kwargs)
     assert caught.value.message == "Invalid params"
     [error] = caught.value.data["errors"]
     return error
@@ -392,6 +392,15 @@ def test_each_dialect_names_a_push_config_its_own_way(codec, params, ref):
 ])
 def test_bad_push_config_refs_name_the_field(codec, params, loc):
     assert error_of(codec.decode_push_config_ref, params)["loc"] == loc
+
+
+@pytest.mark.parametrize(("codec", "params", "loc"), [
+    (V1, {"taskId": "t"}, ["id"]),
+    (V03, {"id": "t"}, ["pushNotificationConfigId"]),
+    (V03, {"id": "t", "pushNotificationConfigId": 5}, ["pushNotificationConfigId"]),
+])
+def test_a_config_id_is_named_in_its_dialect_when_missing_or_not_text(codec, params, loc):
+    assert error_of(codec.decode_push_config_ref, params, config_required=True)["loc"] == loc
 
 
 def test_a_push_config_inside_a_send_needs_no_task_id():

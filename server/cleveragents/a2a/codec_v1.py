@@ -356,14 +356,16 @@ class V1Codec:
     # Which push config a Get/List/Delete names: (task id, config id) under these keys.
     config_ref_keys = ("taskId", "id")
 
-    def decode_push_config_ref(self, params: Any) -> tuple[str, str | None]:
+    def decode_push_config_ref(self, params: Any, config_required: bool = False) -> tuple[str, str | None]:
         task_key, config_key = self.config_ref_keys
         d = as_object(params, ())
         task_id, config_id = d.get(task_key), d.get(config_key)
         if not isinstance(task_id, str) or not task_id:
             raise invalid((task_key,), "the task's id is required")
         if config_id is not None and not isinstance(config_id, str):
-            raise invalid(("id",), "must be a string")
+            raise invalid((config_key,), "must be a string")
+        if config_required and config_id is None:
+            raise invalid((config_key,), "the config's id is required")
         return task_id, config_id
 
     def decode_push_config(self, params: Any, task_id_required: bool = True) -> PushConfig:

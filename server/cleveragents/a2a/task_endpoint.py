@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from cleveragents.a2a import dialects
-from cleveragents.a2a.codecs import Codec, Json, SendRequest, get_codec, invalid
+from cleveragents.a2a.codecs import Codec, Json, SendRequest, get_codec
 from cleveragents.a2a.params import (
     GetTaskParams,
     ListTasksParams,
@@ -140,9 +140,8 @@ class TaskEndpoint:
         return {"configs": configs, "nextPageToken": ""}
 
     async def delete_push_config(self, q: PushConfigParams, context: CallContext | None = None) -> Any:
-        task_id, config_id = codec_for(context).decode_push_config_ref(_fields(q))
-        if config_id is None:
-            raise invalid(("id",), "the config's id is required")
+        task_id, config_id = codec_for(context).decode_push_config_ref(_fields(q), config_required=True)
+        assert config_id is not None  # required above
         await self.service.delete_push_config(task_id, config_id)
         return None if context is not None and context.dialect == dialects.A2A_V03 else {}
 
