@@ -1,7 +1,7 @@
-"""The installed console scripts as a new user meets them, in two installs: a fresh
-venv with the base install (no extra), built once per session, and the suite's own
-venv, which has the http extra's packages. Each case runs in both unless it is about
-what only one of them has."""
+"""The installed console scripts as a new user meets them, in two fresh venvs built
+once per session: the base install (``pip install -e .``) and the http extra
+(``pip install -e ".[http]"``). Each case runs in both unless it is about what only
+one of them has."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import json
 import re
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,26 +21,38 @@ from tests.venvs import host_env, make_venv, pip_install
 
 PIP_TIMEOUT = 300
 TIMEOUT = 60
-HTTP_INSTALL = Path(sys.executable).parent
+
+
+def fresh_install(tmp_path_factory: pytest.TempPathFactory, name: str, target: str) -> Path:
+    """A new venv with ``pip install -e TARGET`` and nothing else: its bin directory."""
+    bin_dir = make_venv(tmp_path_factory.mktemp(name) / "venv", with_pip=False)
+    done = pip_install(bin_dir, ["--quiet", "-e", target], timeout=PIP_TIMEOUT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return bin_dir
+
+
+def has_module(bin_dir: Path, module: str) -> bool:
+    return subprocess.run([str(bin_dir / "python"), "-c", f"import {module}"], capture_output=True).returncode == 0
 
 
 @pytest.fixture(scope="session")
 def base_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A venv with ``pip install -e .`` and nothing else: its bin directory."""
-    bin_dir = make_venv(tmp_path_factory.mktemp("base-install") / "venv", with_pip=False)
-    done = pip_install(bin_dir, ["--quiet", "-e", str(REPO)], timeout=PIP_TIMEOUT)
-    assert done.returncode == 0, done.stderr[-3000:]
+    bin_dir = fresh_install(tmp_path_factory, "base-install", str(REPO))
+    assert not has_module(bin_dir, "starlette"), "the base install must not have the http extra"
+    return bin_dir
+
+
+@pytest.fixture(scope="session")
+def http_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    bin_dir = fresh_install(tmp_path_factory, "http-install", f"{REPO}[http]")
+    assert has_module(bin_dir, "starlette") and not has_module(bin_dir, "pytest"), "the http extra, and only it"
     return bin_dir
 
 
 @pytest.fixture(params=["base", "http"])
 def install(request: pytest.FixtureRequest) -> Path:
-    if request.param == "base":
-        bin_dir: Path = request.getfixturevalue("base_install")
-        missing = subprocess.run([str(bin_dir / "python"), "-c", "import starlette"], capture_output=True)
-        assert missing.returncode != 0, "the base install must not have the http extra"
-        return bin_dir
-    return HTTP_INSTALL
+    bin_dir: Path = request.getfixturevalue(f"{request.param}_install")
+    return bin_dir
 
 
 def run(bin_dir: Path, program: str, *args: str, cwd: Path, env: dict[str, str] | None = None,
@@ -64,10 +75,10 @@ def one_line(result: subprocess.CompletedProcess[str]) -> str:
 
 def test_serving_over_http_without_the_extra_names_the_install(install, workspace):
     # With the extra, --help: the options are there, and nothing is left serving.
-    help_ = ("--help",) if install == HTTP_INSTALL else ()
+    help_ = ("--help",) if has_module(install, "starlette") else ()
     agents, module = many(install, workspace, ("agents", "serve", "--http", "--port", "0", *help_),
                           ("python", "-m", "cleveragents.transports.http", "--port", "0", *help_))
-    if install == HTTP_INSTALL:
+    if has_module(install, "starlette"):
         assert agents.returncode == 0 and "--port" in agents.stdout, agents.stderr
         assert module.returncode == 0 and "--port" in module.stdout, module.stderr
         return
@@ -141,9 +152,9 @@ def test_a_bad_configuration_file_is_one_line(install, workspace):
 
 
 @contextlib.contextmanager
-def http_server(workspace: Path, *options: str) -> Iterator[str]:
-    """``agents serve --http`` from the install that has the extra; its URL."""
-    server = subprocess.Popen([str(HTTP_INSTALL / "agents"), "serve", "--http", "--port", "0", "--memory",
+def http_server(bin_dir: Path, workspace: Path, *options: str) -> Iterator[str]:
+    """``agents serve --http`` from ``bin_dir``, an install that has the extra; its URL."""
+    server = subprocess.Popen([str(bin_dir / "agents"), "serve", "--http", "--port", "0", "--memory",
                                "--workspace", str(workspace), *options], env=host_env(),
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -156,8 +167,9 @@ def http_server(workspace: Path, *options: str) -> Iterator[str]:
         server.wait(timeout=10)
 
 
-def test_the_token_is_optional_and_can_come_from_the_environment(install, workspace):
-    with http_server(workspace, "--no-auth") as open_url, http_server(workspace, "--auth-token", "s3cret") as url:
+def test_the_token_is_optional_and_can_come_from_the_environment(install, http_install, workspace):
+    with http_server(http_install, workspace, "--no-auth") as open_url, \
+            http_server(http_install, workspace, "--auth-token", "s3cret") as url:
         no_token = run(install, "agents", "--server", open_url, "health", "check", cwd=workspace)
         from_env = run(install, "agents", "--server", url, "health", "check", cwd=workspace,
                        env={"CLEVERAGENTS_TOKEN": "s3cret"})
@@ -176,13 +188,13 @@ def test_action_list_shows_what_plan_use_takes(install, workspace):
     assert {"replace", "apply-patch"} <= {a["name"] for a in json.loads(listed.stdout)["actions"]}
 
 
-def test_the_local_actor_names_cli_commands_to_the_cli(install, workspace):
+def test_the_local_actor_names_cli_commands_to_the_cli(install, http_install, workspace):
     """The CLI marks its messages; an editor's message, unmarked, gets the protocol's
     method names."""
     import httpx
 
     write = ("send", "fs.write path=notes.txt text=hi")
-    with http_server(workspace, "--no-auth") as url:
+    with http_server(http_install, workspace, "--no-auth") as url:
         local, remote = many(install, workspace, ("agents", *write, "--memory"), ("agents", "--server", url, *write))
         editor = httpx.post(url + "/a2a", headers={"A2A-Version": "1.0"}, timeout=30, json={
             "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
