@@ -305,8 +305,8 @@ describe('the .vsix in code-server', () => {
     await until('the diff editor', async () => (await tabs()).some((tab) => tab.label === title && tab.active));
     const diff = '.editor-group-container.active .monaco-diff-editor';
     await until('both sides of the diff', async () =>
-      (await shownText(`${diff} .editor.original .view-lines`).catch(() => '')).startsWith('x = foo')
-      && (await shownText(`${diff} .editor.modified .view-lines`).catch(() => '')).startsWith('x = bar'));
+      ((await shownText(`${diff} .editor.original .view-lines`)) ?? '').startsWith('x = foo')
+      && ((await shownText(`${diff} .editor.modified .view-lines`)) ?? '').startsWith('x = bar'));
   });
 
   step('Approve applies the plan: saved to disk, open editors follow, no tab left unsaved', async () => {
