@@ -14,20 +14,15 @@ in the new log.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from typing import Any, NamedTuple
+from typing import Any
 
-from cleveragents.domain.task import StreamItem, TaskArtifactUpdate
+from cleveragents.domain.task import StreamEvent, StreamItem, TaskArtifactUpdate
 from cleveragents.ids import is_ulid, new_id
 
 EVENT_LOG_SIZE = 128  # items kept per task, at most
 EVENT_LOG_BYTES = 256 * 1024  # and about this much of their content (big artifact chunks)
 RECENT_LOGS = 128  # logs kept of tasks that stopped running (finished or waiting for input)
 ITEM_OVERHEAD = 256  # what an item weighs besides its parts' content, roughly
-
-
-class StreamEvent(NamedTuple):
-    event_id: str
-    item: StreamItem
 
 
 class TaskEventLog:

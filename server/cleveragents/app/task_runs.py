@@ -10,10 +10,10 @@ import asyncio
 from dataclasses import replace
 from typing import Any
 
-from cleveragents.app.task_events import StreamEvent, TaskEventLog, replay
+from cleveragents.app.task_events import TaskEventLog, replay
 from cleveragents.domain.actor import Usage
 from cleveragents.domain.errors import BudgetExceededError
-from cleveragents.domain.task import PushConfig, Task
+from cleveragents.domain.task import PushConfig, StreamEvent, Task
 
 LISTENER_BUFFER = 4096
 END = object()  # the last thing a listener receives

@@ -14,10 +14,10 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from cleveragents.app.task_events import RecentLogs, StreamEvent, replay
+from cleveragents.app.task_events import RecentLogs, replay
 from cleveragents.app.task_runs import END, LISTENER_BUFFER, TaskRun
 from cleveragents.domain.errors import BusinessRuleViolation
-from cleveragents.domain.task import Task, TaskStatusUpdate
+from cleveragents.domain.task import StreamEvent, Task, TaskStatusUpdate
 
 MAX_WATCHERS = 64  # subscribers of one task that waits for input
 

@@ -32,7 +32,6 @@ from cleveragents.app.ports import (
     PushDispatcher,
     TaskRepository,
 )
-from cleveragents.app.task_events import StreamEvent
 from cleveragents.app.task_runs import TaskRun, add_usage, with_budget_error
 from cleveragents.app.task_subscribers import TaskSubscribers
 from cleveragents.domain.actor import (
@@ -60,6 +59,7 @@ from cleveragents.domain.task import (
     Part,
     PushConfig,
     Role,
+    StreamEvent,
     StreamItem,
     Task,
     TaskArtifactUpdate,
