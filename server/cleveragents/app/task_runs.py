@@ -7,13 +7,15 @@ Listeners receive ``StreamEvent``s: each item with its event id, from the run's
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
 from cleveragents.app.task_events import TaskEventLog, replay
 from cleveragents.domain.actor import Usage
 from cleveragents.domain.errors import BudgetExceededError
-from cleveragents.domain.task import PushConfig, StreamEvent, Task
+from cleveragents.domain.task import Message, Part, PushConfig, Role, StreamEvent, Task
+from cleveragents.ids import new_id
 
 LISTENER_BUFFER = 4096
 END = object()  # the last thing a listener receives
@@ -75,7 +77,16 @@ class TaskRun:
         self.listeners.clear()
 
 
+async def only(message: Message) -> AsyncIterator[StreamEvent]:
+    """A stream of one message: a direct reply, streamed."""
+    yield StreamEvent(new_id(), message)
+
+
 # -- what a run changes on its task -------------------------------------------------
+def agent_message(task: Task, text: str) -> Message:
+    return Message(new_id(), Role.AGENT, (Part.of_text(text),), task.context_id, task.id)
+
+
 def add_usage(task: Task, usage: Usage) -> Task:
     metadata = dict(task.metadata or {})
     total = dict(metadata.get("usage") or {})

@@ -32,7 +32,7 @@ from cleveragents.app.ports import (
     PushDispatcher,
     TaskRepository,
 )
-from cleveragents.app.task_runs import TaskRun, add_usage, with_budget_error
+from cleveragents.app.task_runs import TaskRun, add_usage, agent_message, only, with_budget_error
 from cleveragents.app.task_subscribers import TaskSubscribers
 from cleveragents.domain.actor import (
     Actor,
@@ -58,7 +58,6 @@ from cleveragents.domain.task import (
     Message,
     Part,
     PushConfig,
-    Role,
     StreamEvent,
     StreamItem,
     Task,
@@ -80,15 +79,6 @@ class TaskPage:
     next_page_token: str
     page_size: int
     total_size: int
-
-
-async def _only(message: Message) -> AsyncIterator[StreamEvent]:
-    """A stream of one message: a direct reply, streamed."""
-    yield StreamEvent(new_id(), message)
-
-
-def _agent_message(task: Task, text: str) -> Message:
-    return Message(new_id(), Role.AGENT, (Part.of_text(text),), task.context_id, task.id)
 
 
 class TaskService:
@@ -126,7 +116,7 @@ class TaskService:
     async def _recover(self) -> None:
         for task in await self._tasks.live_tasks():
             if task.state in (TaskState.SUBMITTED, TaskState.WORKING):
-                failed = task.transition(TaskState.FAILED, utc_now(), _agent_message(task, RESTART_REASON))
+                failed = task.transition(TaskState.FAILED, utc_now(), agent_message(task, RESTART_REASON))
                 await self._tasks.save_task(failed)
 
     # -- sending -------------------------------------------------------------------
@@ -154,7 +144,7 @@ class TaskService:
         limits; ``subscribe`` follows it again, and ``cancel`` stops it."""
         run, queue, _ = await self._start(message, push_config, metadata, listen=True)
         if isinstance(run, Message):  # the actor answered with a message: that is the stream
-            return _only(run)
+            return only(run)
         assert queue is not None
         return self._subscribers.follow(run, queue)
 
@@ -379,7 +369,7 @@ class TaskService:
             now = utc_now()
             if text is None:
                 return task.transition(state, now)
-            reply = _agent_message(task, text)
+            reply = agent_message(task, text)
             status_message = reply if state is not TaskState.COMPLETED else None
             return task.answered(reply, state, now, status_message)
 
