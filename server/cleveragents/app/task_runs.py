@@ -2,7 +2,8 @@
 listeners of its stream (bounded queues, so a reader that stopped can't grow memory).
 
 Listeners receive ``StreamEvent``s: each item with its event id, from the run's
-``TaskEventLog``, which exists once anyone listens (a blocking send numbers nothing)."""
+``TaskEventLog`` (from the store's ``TaskEventLogs``), which exists once anyone listens
+(a blocking send numbers nothing)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
-from cleveragents.app.task_events import TaskEventLog, replay
+from cleveragents.app.ports import TaskEventLog, TaskEventLogs
+from cleveragents.app.task_events import replay
 from cleveragents.domain.actor import Usage
 from cleveragents.domain.errors import BudgetExceededError
 from cleveragents.domain.task import Message, Part, PushConfig, Role, StreamEvent, Task
@@ -24,8 +26,9 @@ END = object()  # the last thing a listener receives
 class TaskRun:
     """Changed only by TaskService, under ``lock``."""
 
-    def __init__(self, task: Task):
+    def __init__(self, task: Task, logs: TaskEventLogs):
         self.task = task
+        self._logs = logs
         self.log: TaskEventLog | None = None
         self.lock = asyncio.Lock()
         self.listeners: set[asyncio.Queue[Any]] = set()
@@ -44,7 +47,7 @@ class TaskRun:
         """A listener that gets the current task first (or, resuming after
         ``last_event_id``, the items it missed), then every item broadcast."""
         if self.log is None:
-            self.log = TaskEventLog(self.task.id)
+            self.log = self._logs.new_event_log(self.task.id)
         queue: asyncio.Queue[Any] = asyncio.Queue(LISTENER_BUFFER)
         for event in replay(self.log, last_event_id, self.task):
             queue.put_nowait(event)
@@ -55,7 +58,7 @@ class TaskRun:
         if self.log is None:
             if not self.listeners:
                 return  # nobody listens, nobody will resume
-            self.log = TaskEventLog(self.task.id)
+            self.log = self._logs.new_event_log(self.task.id)
         event: StreamEvent = self.log.append(item)
         for queue in list(self.listeners):
             try:

@@ -30,6 +30,7 @@ from cleveragents.app.ports import (
     ContextRouter,
     PushConfigRepository,
     PushDispatcher,
+    TaskEventLogs,
     TaskRepository,
 )
 from cleveragents.app.task_runs import TaskRun, add_usage, agent_message, only, with_budget_error
@@ -86,14 +87,20 @@ class TaskService:
                  tools: Callable[[], list[ToolInfo]] | None = None,
                  push: PushDispatcher | None = None, router: ContextRouter | None = None,
                  selector: ActorSelector | None = None, invoker: ToolInvoker | None = None,
-                 may_repair: Callable[[], bool] | None = None):
-        """``push_configs`` defaults to ``tasks`` when that keeps them too (a whole store)."""
+                 may_repair: Callable[[], bool] | None = None, events: TaskEventLogs | None = None):
+        """``push_configs`` and ``events`` default to ``tasks`` when that keeps them too
+        (a whole store)."""
         if push_configs is None:
             if not isinstance(tasks, PushConfigRepository):
                 raise TypeError("push_configs is needed: the task repository doesn't keep push configs")
             push_configs = tasks
+        if events is None:
+            if not isinstance(tasks, TaskEventLogs):
+                raise TypeError("events is needed: the task repository doesn't keep task event logs")
+            events = tasks
         self._tasks = tasks
         self._push_configs = push_configs
+        self._events = events
         self.actor = actor
         self._selector = selector
         self._invoker = invoker
@@ -101,7 +108,7 @@ class TaskService:
         self._push = push
         self.router = router
         self._live: dict[str, TaskRun] = {}
-        self._subscribers = TaskSubscribers(self._live)
+        self._subscribers = TaskSubscribers(self._live, events)
         # Stores that put back a task whose start was cancelled (awaited at shutdown).
         self._undoing: set[asyncio.Task[None]] = set()
         # After a restart, tasks that were running can't resume: fail them, once
@@ -177,7 +184,7 @@ class TaskService:
         if push_config is not None and self._push is not None:
             await self._push.admit(push_config)  # before anything is stored
         if self.router is not None and (claimed := await self.router.claim(message)) is not None:
-            run = TaskRun(claimed)
+            run = TaskRun(claimed, self._events)
             queue = run.listen() if listen else None
             run.settle()
             return run, queue, None
@@ -211,7 +218,7 @@ class TaskService:
             message = message.in_task(task.id, task.context_id)
             task = task.with_message(message).transition(TaskState.WORKING, now)
         # Registered before the first await, so a cancel or another message sees this run.
-        run = TaskRun(task)
+        run = TaskRun(task, self._events)
         if resumed:
             self._subscribers.join(run)
         queue = run.listen() if listen else None
@@ -450,7 +457,7 @@ class TaskService:
                 return plan_task
             task = task.transition(TaskState.CANCELED, utc_now())
             # Held while the cancel is stored, so a message can't resume the task meanwhile.
-            placeholder = self._live.setdefault(task_id, TaskRun(task))
+            placeholder = self._live.setdefault(task_id, TaskRun(task, self._events))
             if placeholder.task is not task:  # a message is resuming it: cancel that run
                 return await self.cancel(task_id)
             try:
