@@ -4,11 +4,11 @@ can't drift from them."""
 
 from __future__ import annotations
 
-from cleveragents.app.task_events import EVENT_LOG_BYTES, EVENT_LOG_SIZE, RECENT_LOGS
 from cleveragents.app.task_runs import LISTENER_BUFFER
 from cleveragents.domain.guards import GuardPolicy
 from cleveragents.domain.plan import ALLOWED, Profile
 from cleveragents.domain.task import TERMINAL_STATES, TRANSITIONS
+from cleveragents.infra.store.memory_events import EVENT_LOG_BYTES, EVENT_LOG_SIZE, RECENT_LOGS
 
 
 def _names(values: object) -> str:

@@ -131,7 +131,7 @@ class Container:
         self._scratch: Path | None = None
         self.store: SqliteStore | MemoryStore = self._open_store()
         self.stores: Stores = Stores(self.store.sessions, self.store.tasks, self.store.push_configs,
-                                     self.store.plans, self.store.pins, health=self.store)
+                                     self.store.plans, self.store.pins, events=self.store.events, health=self.store)
         self.event_bus: EventBus = EventBus()
         self.event_queue: A2AEventQueue = A2AEventQueue(self.settings.event_buffer)
         self.bridge: EventBusBridge = EventBusBridge(self.event_bus, self.event_queue).start()
@@ -279,7 +279,8 @@ class Container:
             self.stores.tasks, self.actor, push_configs=self.stores.push_configs,
             tools=None if actor is not None else tool_infos, push=self.push_sender,
             router=PlanGates(self.plan_service), selector=None if actor is not None else self.session_actors,
-            invoker=None if actor is not None else toolbox.invoker(tool_context), may_repair=self._owns_state)
+            invoker=None if actor is not None else toolbox.invoker(tool_context), may_repair=self._owns_state,
+            events=self.stores.events)
         self.agent_card_service: AgentCardService = AgentCardService.for_backend(card, self.tool_registry)
         self.context_service: ContextService = ContextService(
             self.stores.sessions, self.stores.plans, self.stores.tasks, self.stores.pins, self.plan_workspace)

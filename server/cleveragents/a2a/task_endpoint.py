@@ -32,10 +32,9 @@ from cleveragents.a2a.params import (
 from cleveragents.a2a.push import DIALECT_KEY
 from cleveragents.a2a.streams import ARTIFACT, STATUS, StreamItem
 from cleveragents.app.calls import CallContext
-from cleveragents.app.task_events import StreamEvent
 from cleveragents.app.tasks import TaskService
 from cleveragents.domain.push_policy import PushTargetRefused
-from cleveragents.domain.task import PushConfig, Task, TaskArtifactUpdate
+from cleveragents.domain.task import PushConfig, StreamEvent, Task, TaskArtifactUpdate
 
 
 def codec_for(context: CallContext | None) -> Codec:

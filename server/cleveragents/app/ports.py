@@ -1,9 +1,10 @@
 """The interfaces the application layer needs from infrastructure.
 
 The store is one repository per concern (sessions, tasks, push configs, plans in
-``plan_ports.py``, context pins) plus its health, grouped in ``Stores`` for the
-composition root. Each service is given only the repositories it uses. Events are not
-stored: the event queue (``a2a/events.py``) keeps them in memory.
+``plan_ports.py``, context pins, the task event logs that resume a stream) plus its
+health, grouped in ``Stores`` for the composition root. Each service is given only the
+repositories it uses. The event subscription's events are not stored: the event queue
+(``a2a/events.py``) keeps them in memory.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 from cleveragents.app.plan_ports import PlanRepository
 from cleveragents.domain.actor import Actor, Usage
 from cleveragents.domain.session import Session, SessionStatus
-from cleveragents.domain.task import Message, PushConfig, StreamItem, Task, TaskState
+from cleveragents.domain.task import Message, PushConfig, StreamEvent, StreamItem, Task, TaskState
 
 
 class SessionRepository(Protocol):
@@ -98,6 +99,53 @@ class PinRepository(Protocol):
         """(key, value) in insertion order."""
 
 
+class TaskEventLog(Protocol):
+    """One task's stream items, each numbered with an event id (a ULID, later for every
+    later item); the newest are kept, within the engine's bounds."""
+
+    @property
+    def task_id(self) -> str: ...
+
+    @property
+    def last(self) -> str:
+        """The latest id: the last item's, or, before any, the id of the state the log
+        started from."""
+
+    def append(self, item: StreamItem) -> StreamEvent:
+        """``item`` with a new id. Called for every item streamed: it must not wait."""
+
+    def after(self, event_id: str | None) -> list[StreamEvent] | None:
+        """The items after ``event_id``; ``None`` when the log can't tell (no id, not a
+        ULID, older than what is kept or newer than ``last``)."""
+
+
+@runtime_checkable
+class TaskEventLogs(Protocol):
+    """The task event logs, by which ``SubscribeToTask`` resumes after the last event a
+    client saw. A run holds the log of the task it works on; once it stops (the task
+    finished or waits for input) the log is kept, with the logs of the other tasks that
+    stopped most recently, until a run resumes the task and takes it back.
+
+    Synchronous on purpose: every streamed item is appended, and reading what a
+    subscriber missed happens with its registration, with no await between them, so
+    nothing is broadcast in the gap."""
+
+    def new_event_log(self, task_id: str) -> TaskEventLog:
+        """A fresh log, the run's until it is kept."""
+
+    def keep_event_log(self, log: TaskEventLog) -> None:
+        """The task stopped running: keep its log (the oldest kept ones go beyond the
+        engine's bound)."""
+
+    def kept_event_log(self, task_id: str) -> TaskEventLog | None: ...
+
+    def take_event_log(self, task_id: str) -> TaskEventLog | None:
+        """A run resumes the task: its kept log, no longer kept but the run's."""
+
+    def open_event_log(self, task_id: str) -> TaskEventLog:
+        """The kept log, or a fresh one kept from now on."""
+
+
 class StoreHealth(Protocol):
     """The store's own health, for health checks and diagnostics."""
 
@@ -124,6 +172,7 @@ class Stores:
     push_configs: PushConfigRepository
     plans: PlanRepository
     pins: PinRepository
+    events: TaskEventLogs
     health: StoreHealth
 
 

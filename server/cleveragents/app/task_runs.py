@@ -2,18 +2,22 @@
 listeners of its stream (bounded queues, so a reader that stopped can't grow memory).
 
 Listeners receive ``StreamEvent``s: each item with its event id, from the run's
-``TaskEventLog``, which exists once anyone listens (a blocking send numbers nothing)."""
+``TaskEventLog`` (from the store's ``TaskEventLogs``), which exists once anyone listens
+(a blocking send numbers nothing)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
-from cleveragents.app.task_events import StreamEvent, TaskEventLog, replay
+from cleveragents.app.ports import TaskEventLog, TaskEventLogs
+from cleveragents.app.task_events import replay
 from cleveragents.domain.actor import Usage
 from cleveragents.domain.errors import BudgetExceededError
-from cleveragents.domain.task import PushConfig, Task
+from cleveragents.domain.task import Message, Part, PushConfig, Role, StreamEvent, Task
+from cleveragents.ids import new_id
 
 LISTENER_BUFFER = 4096
 END = object()  # the last thing a listener receives
@@ -22,8 +26,9 @@ END = object()  # the last thing a listener receives
 class TaskRun:
     """Changed only by TaskService, under ``lock``."""
 
-    def __init__(self, task: Task):
+    def __init__(self, task: Task, logs: TaskEventLogs):
         self.task = task
+        self._logs = logs
         self.log: TaskEventLog | None = None
         self.lock = asyncio.Lock()
         self.listeners: set[asyncio.Queue[Any]] = set()
@@ -42,7 +47,7 @@ class TaskRun:
         """A listener that gets the current task first (or, resuming after
         ``last_event_id``, the items it missed), then every item broadcast."""
         if self.log is None:
-            self.log = TaskEventLog(self.task.id)
+            self.log = self._logs.new_event_log(self.task.id)
         queue: asyncio.Queue[Any] = asyncio.Queue(LISTENER_BUFFER)
         for event in replay(self.log, last_event_id, self.task):
             queue.put_nowait(event)
@@ -53,7 +58,7 @@ class TaskRun:
         if self.log is None:
             if not self.listeners:
                 return  # nobody listens, nobody will resume
-            self.log = TaskEventLog(self.task.id)
+            self.log = self._logs.new_event_log(self.task.id)
         event: StreamEvent = self.log.append(item)
         for queue in list(self.listeners):
             try:
@@ -75,7 +80,16 @@ class TaskRun:
         self.listeners.clear()
 
 
+async def only(message: Message) -> AsyncIterator[StreamEvent]:
+    """A stream of one message: a direct reply, streamed."""
+    yield StreamEvent(new_id(), message)
+
+
 # -- what a run changes on its task -------------------------------------------------
+def agent_message(task: Task, text: str) -> Message:
+    return Message(new_id(), Role.AGENT, (Part.of_text(text),), task.context_id, task.id)
+
+
 def add_usage(task: Task, usage: Usage) -> Task:
     metadata = dict(task.metadata or {})
     total = dict(metadata.get("usage") or {})

@@ -2,8 +2,8 @@
 
 A running task's listeners are on its ``TaskRun``. A task waiting for input has no run:
 its subscribers wait here (``watch``) and join the run that resumes it (``join``). The
-numbered items of tasks no run holds are kept in ``RecentLogs``, so a subscriber can
-resume after the last event it saw, even once the task has finished.
+numbered items of tasks no run holds are kept in the store's ``TaskEventLogs``, so a
+subscriber can resume after the last event it saw, even once the task has finished.
 
 TaskService decides when each of these happens; this module only keeps the queues.
 """
@@ -14,19 +14,20 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from cleveragents.app.task_events import RecentLogs, StreamEvent, replay
+from cleveragents.app.ports import TaskEventLogs
+from cleveragents.app.task_events import replay
 from cleveragents.app.task_runs import END, LISTENER_BUFFER, TaskRun
 from cleveragents.domain.errors import BusinessRuleViolation
-from cleveragents.domain.task import Task, TaskStatusUpdate
+from cleveragents.domain.task import StreamEvent, Task, TaskStatusUpdate
 
 MAX_WATCHERS = 64  # subscribers of one task that waits for input
 
 
 class TaskSubscribers:
-    def __init__(self, live: dict[str, TaskRun]):
+    def __init__(self, live: dict[str, TaskRun], logs: TaskEventLogs):
         self._live = live  # TaskService's runs, by task id
         self._watchers: dict[str, set[asyncio.Queue[Any]]] = {}
-        self._recent = RecentLogs()
+        self._logs = logs
 
     async def follow(self, run: TaskRun, queue: asyncio.Queue[Any]) -> AsyncIterator[StreamEvent]:
         """A run's listener ``queue`` as a stream, until the run settles. A reader that
@@ -42,7 +43,7 @@ class TaskSubscribers:
         """A task no run holds: what the subscriber missed (or the task), then, for a
         task waiting for input, the run that resumes it."""
         queue: asyncio.Queue[Any] = asyncio.Queue(LISTENER_BUFFER)
-        for event in replay(self._recent.open(task.id), last_event_id, task):
+        for event in replay(self._logs.open_event_log(task.id), last_event_id, task):
             queue.put_nowait(event)
         if task.terminal:
             queue.put_nowait(END)
@@ -68,15 +69,15 @@ class TaskSubscribers:
 
     def join(self, run: TaskRun) -> None:
         """A run that resumes a waiting task takes over its numbering and its subscribers."""
-        run.log = self._recent.take(run.task.id)
+        run.log = self._logs.take_event_log(run.task.id)
         run.listeners |= self._watchers.pop(run.task.id, set())
 
     def ended_without_run(self, task: Task) -> None:
         """A waiting task ended with no run (cancelled): its subscribers hear it and stop."""
         watchers = self._watchers.pop(task.id, set())
-        if watchers or self._recent.get(task.id) is not None:
+        if watchers or self._logs.kept_event_log(task.id) is not None:
             final = TaskStatusUpdate(task.id, task.context_id, task.status, final=True)
-            event = self._recent.open(task.id).append(final)
+            event = self._logs.open_event_log(task.id).append(final)
             for queue in watchers:
                 queue.put_nowait(event)
                 queue.put_nowait(END)
@@ -86,4 +87,4 @@ class TaskSubscribers:
         a subscriber that missed the end."""
         run.settle()
         if run.log is not None:
-            self._recent.keep(run.log)
+            self._logs.keep_event_log(run.log)

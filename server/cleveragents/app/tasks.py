@@ -30,10 +30,10 @@ from cleveragents.app.ports import (
     ContextRouter,
     PushConfigRepository,
     PushDispatcher,
+    TaskEventLogs,
     TaskRepository,
 )
-from cleveragents.app.task_events import StreamEvent
-from cleveragents.app.task_runs import TaskRun, add_usage, with_budget_error
+from cleveragents.app.task_runs import TaskRun, add_usage, agent_message, only, with_budget_error
 from cleveragents.app.task_subscribers import TaskSubscribers
 from cleveragents.domain.actor import (
     Actor,
@@ -59,7 +59,7 @@ from cleveragents.domain.task import (
     Message,
     Part,
     PushConfig,
-    Role,
+    StreamEvent,
     StreamItem,
     Task,
     TaskArtifactUpdate,
@@ -82,28 +82,25 @@ class TaskPage:
     total_size: int
 
 
-async def _only(message: Message) -> AsyncIterator[StreamEvent]:
-    """A stream of one message: a direct reply, streamed."""
-    yield StreamEvent(new_id(), message)
-
-
-def _agent_message(task: Task, text: str) -> Message:
-    return Message(new_id(), Role.AGENT, (Part.of_text(text),), task.context_id, task.id)
-
-
 class TaskService:
     def __init__(self, tasks: TaskRepository, actor: Actor, *, push_configs: PushConfigRepository | None = None,
                  tools: Callable[[], list[ToolInfo]] | None = None,
                  push: PushDispatcher | None = None, router: ContextRouter | None = None,
                  selector: ActorSelector | None = None, invoker: ToolInvoker | None = None,
-                 may_repair: Callable[[], bool] | None = None):
-        """``push_configs`` defaults to ``tasks`` when that keeps them too (a whole store)."""
+                 may_repair: Callable[[], bool] | None = None, events: TaskEventLogs | None = None):
+        """``push_configs`` and ``events`` default to ``tasks`` when that keeps them too
+        (a whole store)."""
         if push_configs is None:
             if not isinstance(tasks, PushConfigRepository):
                 raise TypeError("push_configs is needed: the task repository doesn't keep push configs")
             push_configs = tasks
+        if events is None:
+            if not isinstance(tasks, TaskEventLogs):
+                raise TypeError("events is needed: the task repository doesn't keep task event logs")
+            events = tasks
         self._tasks = tasks
         self._push_configs = push_configs
+        self._events = events
         self.actor = actor
         self._selector = selector
         self._invoker = invoker
@@ -111,7 +108,7 @@ class TaskService:
         self._push = push
         self.router = router
         self._live: dict[str, TaskRun] = {}
-        self._subscribers = TaskSubscribers(self._live)
+        self._subscribers = TaskSubscribers(self._live, events)
         # Stores that put back a task whose start was cancelled (awaited at shutdown).
         self._undoing: set[asyncio.Task[None]] = set()
         # After a restart, tasks that were running can't resume: fail them, once
@@ -126,7 +123,7 @@ class TaskService:
     async def _recover(self) -> None:
         for task in await self._tasks.live_tasks():
             if task.state in (TaskState.SUBMITTED, TaskState.WORKING):
-                failed = task.transition(TaskState.FAILED, utc_now(), _agent_message(task, RESTART_REASON))
+                failed = task.transition(TaskState.FAILED, utc_now(), agent_message(task, RESTART_REASON))
                 await self._tasks.save_task(failed)
 
     # -- sending -------------------------------------------------------------------
@@ -154,7 +151,7 @@ class TaskService:
         limits; ``subscribe`` follows it again, and ``cancel`` stops it."""
         run, queue, _ = await self._start(message, push_config, metadata, listen=True)
         if isinstance(run, Message):  # the actor answered with a message: that is the stream
-            return _only(run)
+            return only(run)
         assert queue is not None
         return self._subscribers.follow(run, queue)
 
@@ -187,7 +184,7 @@ class TaskService:
         if push_config is not None and self._push is not None:
             await self._push.admit(push_config)  # before anything is stored
         if self.router is not None and (claimed := await self.router.claim(message)) is not None:
-            run = TaskRun(claimed)
+            run = TaskRun(claimed, self._events)
             queue = run.listen() if listen else None
             run.settle()
             return run, queue, None
@@ -221,7 +218,7 @@ class TaskService:
             message = message.in_task(task.id, task.context_id)
             task = task.with_message(message).transition(TaskState.WORKING, now)
         # Registered before the first await, so a cancel or another message sees this run.
-        run = TaskRun(task)
+        run = TaskRun(task, self._events)
         if resumed:
             self._subscribers.join(run)
         queue = run.listen() if listen else None
@@ -379,7 +376,7 @@ class TaskService:
             now = utc_now()
             if text is None:
                 return task.transition(state, now)
-            reply = _agent_message(task, text)
+            reply = agent_message(task, text)
             status_message = reply if state is not TaskState.COMPLETED else None
             return task.answered(reply, state, now, status_message)
 
@@ -460,7 +457,7 @@ class TaskService:
                 return plan_task
             task = task.transition(TaskState.CANCELED, utc_now())
             # Held while the cancel is stored, so a message can't resume the task meanwhile.
-            placeholder = self._live.setdefault(task_id, TaskRun(task))
+            placeholder = self._live.setdefault(task_id, TaskRun(task, self._events))
             if placeholder.task is not task:  # a message is resuming it: cancel that run
                 return await self.cancel(task_id)
             try:

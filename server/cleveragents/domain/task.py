@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 from dataclasses import field, replace
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 from cleveragents.domain.errors import BusinessRuleViolation, TaskNotCancelableError
 from cleveragents.domain.records import record
@@ -295,6 +295,13 @@ class TaskArtifactUpdate:
 
 # What a stream yields, in order: the task (or a direct message), then updates.
 StreamItem = Task | Message | TaskStatusUpdate | TaskArtifactUpdate
+
+
+class StreamEvent(NamedTuple):
+    """A stream item with its event id (a ULID), by which a subscriber resumes."""
+
+    event_id: str
+    item: StreamItem
 
 
 @record

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from cleveragents.domain.session import Session, SessionStatus
 from cleveragents.infra.store._memory import MemoryRepository
+from cleveragents.infra.store.memory_events import MemoryEventLogs
 from cleveragents.infra.store.memory_plans import MemoryPins, MemoryPlans
 from cleveragents.infra.store.memory_tasks import MemoryPushConfigs, MemoryTasks, _SortedList
 from cleveragents.infra.store.records import RecordReader
@@ -80,7 +81,8 @@ class MemoryStore(WholeStore):
         self.push_configs = MemoryPushConfigs(self._check_open, self.records, self.tasks)
         self.plans = MemoryPlans(self._check_open, self.records)
         self.pins = MemoryPins(self._check_open, self.records)
-        self._expose(self.sessions, self.tasks, self.push_configs, self.plans, self.pins)
+        self.events = MemoryEventLogs()
+        self._expose(self.sessions, self.tasks, self.push_configs, self.plans, self.pins, self.events)
 
     async def close(self) -> None:
         self._closed = True

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cleveragents.infra.store._sql import transaction
+from cleveragents.infra.store.memory_events import MemoryEventLogs
 from cleveragents.infra.store.records import RecordReader
 from cleveragents.infra.store.sqlite_batch import GroupCommit
 from cleveragents.infra.store.sqlite_plans import PLANS_MIGRATION, SqlitePins, SqlitePlans
@@ -95,7 +96,7 @@ class SqliteStore(WholeStore):
     """The SQLite file: its connection, the thread that uses it, and its health. Each
     concern is a repository on that one connection (``sessions``, ``tasks``,
     ``push_configs``, ``plans``, ``pins``), so writes of every kind share one group
-    commit and one file."""
+    commit and one file; the task event logs (``events``) stay in memory."""
 
     backend = "sqlite"
 
@@ -110,7 +111,8 @@ class SqliteStore(WholeStore):
         self.push_configs = SqlitePushConfigs(self._run, self._db, self.records)
         self.plans = SqlitePlans(self._run, self._db, self.records)
         self.pins = SqlitePins(self._run, self._db, self.records)
-        self._expose(self.sessions, self.tasks, self.push_configs, self.plans, self.pins)
+        self.events = MemoryEventLogs()  # in process memory: memory_events.py says why
+        self._expose(self.sessions, self.tasks, self.push_configs, self.plans, self.pins, self.events)
 
     # -- lifecycle -----------------------------------------------------------------
     @classmethod

@@ -1,8 +1,8 @@
 """A store as one object, for the tests and scripts that use it whole.
 
 The services are given the store's repositories one by one (``sessions``, ``tasks``,
-``push_configs``, ``plans``, ``pins``); the store also answers each of their calls
-itself, so ``store.add_task(...)`` is ``store.tasks.add_task(...)``.
+``push_configs``, ``plans``, ``pins``, ``events``); the store also answers each of their
+calls itself, so ``store.add_task(...)`` is ``store.tasks.add_task(...)``.
 """
 
 from __future__ import annotations
