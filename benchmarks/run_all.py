@@ -50,9 +50,9 @@ class Bench:
 
 
 BENCHES = (
-    Bench("stdio", "bench_stdio.py", "stock pygls server (baselines/bare_pygls_server.py); "
-          "for information, a bare asyncio echo server (baselines/bare_asyncio_echo.py)"),
-    Bench("tasks", "bench_tasks.py", "stock pygls server; ListTasks at 1,000 tasks"),
+    Bench("stdio", "bench_stdio.py", "stock pygls server (baselines/bare_pygls_server.py), spawn to initialize; "
+          "a bare asyncio echo server (baselines/bare_asyncio_echo.py), health check p50"),
+    Bench("tasks", "bench_tasks.py", "stock pygls server's health check; ListTasks at 1,000 tasks"),
     Bench("plans", "bench_plans.py", "shutil.copyfile loop over the same files"),
     Bench("task_store", "bench_task_store.py", "the same store at 1,000 tasks",
           quick=("--sizes", "1000,10000", "--reps", "51")),
