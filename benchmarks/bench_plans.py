@@ -3,7 +3,9 @@
 
 Run by hand:  .venv/bin/python benchmarks/bench_plans.py [--quick] [--rounds N] [--json FILE]
 
-Each round gets a fresh workspace, state directory and server process. While
+Each round gets a fresh workspace, state directory and server process, and times the
+copy loop (the baseline) on the same disk: a step's ratio to it is taken per round,
+and the figure is the median of those ratios, with the worst round beside it. While
 execute, apply and rollback run, the client sends a health check every 10 ms and
 keeps the slowest answer: that is how long an editor would wait on the server.
 See benchmarks/README.md for what each figure means.
@@ -27,7 +29,7 @@ from typing import Any
 
 from bench_stdio import HEALTH, INIT_PARAMS
 from bench_stdio import Conn as FrameConn
-from targets import target
+from targets import paired, target
 
 PLAN = "_cleveragents/plan/"
 SERVER = [sys.executable, "-m", "cleveragents.transports.lsp"]
@@ -211,17 +213,22 @@ def report(rounds: list[dict[str, Any]], files: int) -> dict[str, Any]:
     copy = med("copy_s")
     assert copy is not None
     summary: dict[str, Any] = {}
-    rows = [("step", "median ms", "us/file", "x copy", "worst beat ms (median)", "worst beat ms (max)")]
-    rows.append(("copy loop", fmt(copy * 1000), fmt(copy * 1e6 / files), "1.00", "", ""))
+    rows = [("step", "median ms", "us/file", "x copy (median)", "x copy (worst)", "worst beat ms (median)",
+             "worst beat ms (max)")]
+    rows.append(("copy loop", fmt(copy * 1000), fmt(copy * 1e6 / files), "1.00", "", "", ""))
     for op in TIMED:
         seconds = med(f"{op}_s")
         assert seconds is not None
         worst = [r[f"{op}_worst_beat_ms"] for r in ok if f"{op}_worst_beat_ms" in r]
-        summary[op] = {"median_s": seconds, "us_per_file": seconds * 1e6 / files, "ratio_to_copy": seconds / copy,
+        # the copy loop moves 2-6x between rounds on a shared disk: divide by the same round's
+        ratio = paired([r.get(f"{op}_s") for r in ok], [r["copy_s"] for r in ok], "lower")
+        summary[op] = {"median_s": seconds, "us_per_file": seconds * 1e6 / files, "ratio_to_copy": ratio["value"],
+                       "ratio_to_copy_worst": ratio["worst"],
                        "worst_beat_ms_median": statistics.median(worst) if worst else None,
                        "worst_beat_ms_max": max(worst) if worst else None}
-        rows.append((op, fmt(seconds * 1000), fmt(seconds * 1e6 / files), f"{seconds / copy:.2f}",
-                     fmt(summary[op]["worst_beat_ms_median"]), fmt(summary[op]["worst_beat_ms_max"])))
+        rows.append((op, fmt(seconds * 1000), fmt(seconds * 1e6 / files), f"{ratio['value']:.2f}",
+                     f"{ratio['worst']:.2f}", fmt(summary[op]["worst_beat_ms_median"]),
+                     fmt(summary[op]["worst_beat_ms_max"])))
     widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
     for n, row in enumerate(rows):
         print(" | ".join(cell.ljust(w) if c == 0 else cell.rjust(w) for c, (cell, w) in enumerate(zip(row, widths, strict=True))))
@@ -232,15 +239,19 @@ def report(rounds: list[dict[str, Any]], files: int) -> dict[str, Any]:
         return "PASS" if passed else "FAIL"
 
     worst_ms = max(summary[op]["worst_beat_ms_max"] or 0.0 for op in WATCHED)
-    print(f"\nmedians of {len(ok)} round(s) ({len(rounds) - len(ok)} failed); heartbeat every "
+    print(f"\nmedians of {len(ok)} round(s) ({len(rounds) - len(ok)} failed); x copy: the step over the same "
+          "round's copy loop, median and worst round; heartbeat every "
           f"{HEARTBEAT_SECONDS * 1000:.0f} ms during {', '.join(WATCHED)}")
     print(f"targets: apply <= {TARGET_RATIO:.0f}x copy: {verdict(summary['apply']['ratio_to_copy'] <= TARGET_RATIO)}; "
           f"rollback <= {TARGET_RATIO:.0f}x copy: {verdict(summary['rollback']['ratio_to_copy'] <= TARGET_RATIO)}; "
           f"worst heartbeat <= {TARGET_HEARTBEAT_MS:.0f} ms: {verdict(worst_ms <= TARGET_HEARTBEAT_MS)} "
           f"({worst_ms:.1f} ms)")
-    targets = [target(f"{op} / copy loop", summary[op]["ratio_to_copy"], "<=", TARGET_RATIO,
-                      ours=summary[op]["median_s"] * 1000, baseline=copy * 1000, unit="ms") for op in ("apply", "rollback")]
-    targets.append(target(f"worst heartbeat during {', '.join(WATCHED)} (ms)", worst_ms, "<=", TARGET_HEARTBEAT_MS))
+    targets = [target(f"{op} / copy loop, paired per round", summary[op]["ratio_to_copy"], "<=", TARGET_RATIO,
+                      ours=summary[op]["median_s"] * 1000, baseline=copy * 1000, unit="ms",
+                      worst=summary[op]["ratio_to_copy_worst"]) for op in ("apply", "rollback")]
+    # judged on the slowest beat of any round, so its worst is itself
+    targets.append(target(f"worst heartbeat during {', '.join(WATCHED)} (ms)", worst_ms, "<=", TARGET_HEARTBEAT_MS,
+                          worst=worst_ms))
     return {"copy_median_s": copy, "steps": summary, "targets": targets}
 
 

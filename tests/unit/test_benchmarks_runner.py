@@ -54,8 +54,9 @@ def test_summary_judges_the_median_over_repetitions(run_all):
     rows = run_all.summarize([run(0, 0.9), run(1, 1.2), failed, run(2, 1.1)])
     ratio, beat, error = rows
     assert ratio == {"bench": "stdio", "name": "p50 ratio", "ours": pytest.approx(110.0), "baseline": 100.0,
-                     "unit": "us", "value": 1.1, "op": "<=", "limit": 1.0, "samples": 3, "passed": False}
-    assert (beat["value"], beat["ours"], beat["baseline"], beat["passed"]) == (20.0, None, None, True)
+                     "unit": "us", "value": 1.1, "worst": 1.2, "op": "<=", "limit": 1.0, "samples": 3,
+                     "passed": False}
+    assert (beat["value"], beat["worst"], beat["ours"], beat["baseline"], beat["passed"]) == (20.0, 30.0, None, None, True)
     assert error == {"bench": "http", "name": "(benchmark failed)", "error": "exit code 1"}
 
 
@@ -72,10 +73,22 @@ def test_information_figures_follow_the_targets_and_are_never_judged(run_all):
 
     def run(rep: int, rps: float) -> dict:
         return {"bench": "stdio", "repetition": rep, "targets": [target("p50 ratio", 0.5, "<=", 1.0)],
-                "figures": [info("pipelined, ours / echo", rps / 50_000, ours=rps, baseline=50_000.0, unit="req/s")]}
+                "figures": [info("pipelined, ours / echo", rps / 50_000, ours=rps, baseline=50_000.0, unit="req/s",
+                                 better="higher")]}
 
     judged, figure = run_all.summarize([run(0, 10_000.0), run(1, 12_000.0), run(2, 30_000.0)])
     assert judged["name"] == "p50 ratio" and judged["passed"] is True
     assert figure == {"bench": "stdio", "name": "pipelined, ours / echo", "ours": 12_000.0, "baseline": 50_000.0,
-                      "unit": "req/s", "value": pytest.approx(0.24), "op": None, "limit": None, "samples": 3,
-                      "passed": None}
+                      "unit": "req/s", "value": pytest.approx(0.24), "worst": pytest.approx(0.2), "op": None,
+                      "limit": None, "samples": 3, "passed": None}
+
+
+def test_worst_is_the_worst_repetition_in_the_direction_of_the_limit(run_all):
+    from targets import paired_target, target
+
+    runs = [{"bench": "tasks", "targets": [target("in flight", v, ">=", 5.0, worst=w)]} for v, w in ((6.0, 4.0), (7.0, 5.5))]
+    (row,) = run_all.summarize(runs)
+    assert (row["value"], row["worst"], row["passed"]) == (6.5, 4.0, True)
+    # paired: a ratio per repetition, then their median; the baseline's drift cancels out
+    paired = paired_target("apply / copy", [200.0, 400.0, 90.0], [100.0, 200.0, 30.0], "<=", 3.0, unit="ms")
+    assert (paired["value"], paired["worst"], paired["ours"], paired["baseline"]) == (2.0, 3.0, 200.0, 100.0)
