@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shlex
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -24,6 +25,7 @@ from cleveragents.infra.tools.runner import ToolRunner
 NAME = "local/default"
 READ_ONLY_TOOLS = frozenset({"fs.read", "fs.glob", "fs.search"})
 MAX_REPLY_CHARS = 20_000
+_FIRST_WORD = re.compile(r"\s*(\S+)")
 ToolT = TypeVar("ToolT", bound=Tool)
 
 
@@ -38,10 +40,13 @@ class LocalActor:
 
     async def respond(self, turn: Turn) -> AsyncIterator[ActorEvent]:
         tools = {tool.name: tool for tool in self._tools()}
-        # Reading the message (shlex) and checking the arguments cost time in its size: off the loop.
+        text = turn.message.text()
+        if _first_word(text) not in tools:  # no tool named: nothing to read, whatever the size
+            yield TextChunk(self._introduction(tools))
+            return
+        # Reading the arguments (shlex) and checking them cost time in their size: off the loop.
         from_cli = (turn.message.metadata or {}).get(CLIENT_KEY) == CLI_CLIENT
-        call = await asyncio.to_thread(tool_call_from_text, tools, turn.message.text(),
-                                       refuse=lambda tool: _needs_plan(tool, from_cli))
+        call = await asyncio.to_thread(tool_call_from_text, tools, text, refuse=lambda tool: _needs_plan(tool, from_cli))
         if call is None:
             yield TextChunk(self._introduction(tools))
             return
@@ -80,10 +85,10 @@ def tool_call_from_text(
     rest, read by ``parse_arguments``). ``None`` when the first word names no tool;
     the reply text when the call is refused: by ``refuse`` (asked before the
     arguments are read), or because they do not parse or validate."""
-    words = text.strip()
-    first = words.split(maxsplit=1)[0] if words else ""
+    first = _first_word(text)
     if first not in tools:
         return None
+    words = text.strip()
     tool = tools[first]
     if refuse is not None and (reason := refuse(tool)) is not None:
         return reason
@@ -93,6 +98,12 @@ def tool_call_from_text(
         return f"{tool.name} refused: {exc}"
     except StructuredError as exc:
         return _refused(tool.name, exc)
+
+
+def _first_word(text: str) -> str:
+    """The message's first word, read without copying the rest of it."""
+    match = _FIRST_WORD.match(text)
+    return match.group(1) if match else ""
 
 
 def parse_arguments(tool: Tool, text: str) -> dict[str, Any]:
