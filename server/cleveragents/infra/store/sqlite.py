@@ -22,6 +22,7 @@ from cleveragents.infra.store.sqlite_batch import GroupCommit
 from cleveragents.infra.store.sqlite_plans import PLANS_MIGRATION, SqlitePins, SqlitePlans
 from cleveragents.infra.store.sqlite_sessions import SqliteSessions
 from cleveragents.infra.store.sqlite_tasks import (
+    COUNTS_MIGRATION,
     DEFAULT_TERMINAL_CAP,
     SqlitePushConfigs,
     SqliteTasks,
@@ -89,7 +90,22 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX tasks_waiting ON tasks (context_id, seq) WHERE state IN ('auth-required', 'input-required');
     """,
+    # The task counters kept by triggers (sqlite_tasks.py); the rows stay as they are.
+    COUNTS_MIGRATION,
 )
+
+
+def statements(script: str) -> list[str]:
+    """The statements of a script; a trigger's body has semicolons of its own."""
+    found, pending = [], ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                found.append(pending)
+            pending = ""
+    return found
+
 
 class SqliteStore(WholeStore):
     """The SQLite file: its connection, the thread that uses it, and its health. Each
@@ -145,7 +161,7 @@ class SqliteStore(WholeStore):
             )
         for target, script in enumerate(MIGRATIONS[version:], start=version + 1):
             with transaction(conn):
-                for statement in filter(str.strip, script.split(";")):
+                for statement in statements(script):
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {target}")
 

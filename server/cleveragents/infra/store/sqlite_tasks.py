@@ -1,17 +1,16 @@
 """Tasks and push configs in the SQLite store: O(page) listing, O(1) counts, bounded retention.
 
-The schema is migrations 2 and 4 in ``sqlite.py``. A page walks an index in ``seq`` order and
-reads about a page of rows (with ``status_after``, the timestamp index and a sort of
-just its matches); per-state and per-context counters are kept in the same transaction
-as the write, and the earliest-terminal tasks beyond the cap are evicted through the
-``terminal_seq`` index.
+The schema is migrations 2, 4 and 5 in ``sqlite.py``. A page walks an index in ``seq`` order
+and reads about a page of rows (with ``status_after``, the timestamp index and a sort of
+just its matches); per-state and per-context counters are kept by triggers in the same
+transaction as the write, and the earliest-terminal tasks beyond the cap are evicted
+through the ``terminal_seq`` index.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections import Counter
 from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -31,8 +30,40 @@ _NO_CURSOR = 2**63 - 1  # above every rowid, so the first page is the same query
 WAITING_STATES_SQL = "state IN ('auth-required', 'input-required')"
 WAITING_SQL = (f"SELECT seq, task_id, body FROM tasks INDEXED BY tasks_waiting "
                f"WHERE context_id = ? AND {WAITING_STATES_SQL} AND seq < ? ORDER BY seq DESC LIMIT ?")
-OLDEST_TERMINAL_SQL = ("SELECT seq, context_id, state FROM tasks WHERE terminal_seq IS NOT NULL "
-                       "ORDER BY terminal_seq LIMIT ?")
+OLDEST_TERMINAL_SQL = "SELECT seq FROM tasks WHERE terminal_seq IS NOT NULL ORDER BY terminal_seq LIMIT ?"
+# A task's place in the eviction order: the next one when it turns terminal, kept while
+# it stays terminal, none while it is live.
+_NEXT_TERMINAL_SEQ = "(SELECT COALESCE(MAX(terminal_seq), 0) + 1 FROM tasks)"
+INSERT_SQL = ("INSERT INTO tasks (task_id, context_id, state, status_at, terminal_seq, body) "
+              f"VALUES (?, ?, ?, ?, CASE WHEN ? THEN {_NEXT_TERMINAL_SEQ} END, ?) ON CONFLICT (task_id) DO NOTHING")
+UPDATE_SQL = ("UPDATE tasks SET context_id = ?, state = ?, status_at = ?, body = ?, "
+              f"terminal_seq = CASE WHEN ? THEN COALESCE(terminal_seq, {_NEXT_TERMINAL_SEQ}) END WHERE task_id = ?")
+
+# Migration 5: the counters follow the rows in SQLite itself, so a write is one
+# statement from Python (each statement from Python costs more than its work here).
+COUNTS_MIGRATION = """
+    CREATE TRIGGER tasks_counted_in AFTER INSERT ON tasks BEGIN
+        INSERT INTO task_state_counts (state, n) VALUES (NEW.state, 1)
+            ON CONFLICT (state) DO UPDATE SET n = n + 1;
+        INSERT INTO task_context_counts (context_id, state, n) VALUES (NEW.context_id, NEW.state, 1)
+            ON CONFLICT (context_id, state) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER tasks_counted_out AFTER DELETE ON tasks BEGIN
+        UPDATE task_state_counts SET n = n - 1 WHERE state = OLD.state;
+        UPDATE task_context_counts SET n = n - 1 WHERE context_id = OLD.context_id AND state = OLD.state;
+        DELETE FROM task_context_counts WHERE context_id = OLD.context_id AND state = OLD.state AND n <= 0;
+    END;
+    CREATE TRIGGER tasks_counted_moved AFTER UPDATE OF context_id, state ON tasks
+    WHEN OLD.state IS NOT NEW.state OR OLD.context_id IS NOT NEW.context_id BEGIN
+        UPDATE task_state_counts SET n = n - 1 WHERE state = OLD.state;
+        UPDATE task_context_counts SET n = n - 1 WHERE context_id = OLD.context_id AND state = OLD.state;
+        DELETE FROM task_context_counts WHERE context_id = OLD.context_id AND state = OLD.state AND n <= 0;
+        INSERT INTO task_state_counts (state, n) VALUES (NEW.state, 1)
+            ON CONFLICT (state) DO UPDATE SET n = n + 1;
+        INSERT INTO task_context_counts (context_id, state, n) VALUES (NEW.context_id, NEW.state, 1)
+            ON CONFLICT (context_id, state) DO UPDATE SET n = n + 1;
+    END;
+"""
 
 
 def checked_terminal_cap(cap: int) -> int:
@@ -78,20 +109,6 @@ def _body(value: Task | PushConfig) -> str:
     return json.dumps(value.to_dict(), separators=(",", ":"))
 
 
-def _bump(db: sqlite3.Connection, context_id: str, state: str, delta: int) -> None:
-    db.execute("INSERT INTO task_state_counts (state, n) VALUES (?, ?) "
-               "ON CONFLICT (state) DO UPDATE SET n = n + excluded.n", (state, delta))
-    db.execute("INSERT INTO task_context_counts (context_id, state, n) VALUES (?, ?, ?) "
-               "ON CONFLICT (context_id, state) DO UPDATE SET n = n + excluded.n", (context_id, state, delta))
-    if delta < 0:  # so the counters shrink with the tasks when contexts are evicted
-        db.execute("DELETE FROM task_context_counts WHERE context_id = ? AND state = ? AND n <= 0",
-                   (context_id, state))
-
-
-def _next_terminal_seq(db: sqlite3.Connection) -> int:
-    return db.execute("SELECT COALESCE(MAX(terminal_seq), 0) + 1 FROM tasks").fetchone()[0]
-
-
 def _evict(db: sqlite3.Connection, cap: int) -> None:
     """Delete the earliest-terminal tasks beyond ``cap``; push configs cascade."""
     terminal = db.execute(f"SELECT COALESCE(SUM(n), 0) FROM task_state_counts WHERE state IN "
@@ -99,9 +116,7 @@ def _evict(db: sqlite3.Connection, cap: int) -> None:
     if terminal <= cap:
         return
     rows = db.execute(OLDEST_TERMINAL_SQL, (terminal - cap,)).fetchall()
-    db.executemany("DELETE FROM tasks WHERE seq = ?", [(seq,) for seq, _, _ in rows])
-    for (context_id, state), n in Counter((ctx, state) for _, ctx, state in rows).items():
-        _bump(db, context_id, state, -n)
+    db.executemany("DELETE FROM tasks WHERE seq = ?", rows)
 
 
 def task_total(db: sqlite3.Connection) -> int:
@@ -172,17 +187,11 @@ class SqliteTasks(SqliteRepository):
         def run() -> bool:
             db = self._db()
             with transaction(db):
-                terminal_seq = _next_terminal_seq(db) if task.terminal else None
-                inserted = db.execute(
-                    "INSERT INTO tasks (task_id, context_id, state, status_at, terminal_seq, body) "
-                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (task_id) DO NOTHING",
-                    (task.id, task.context_id, task.state.value, status_instant(task.status.timestamp),
-                     terminal_seq, _body(task)),
-                ).rowcount == 1
-                if inserted:
-                    _bump(db, task.context_id, task.state.value, 1)
-                    if task.terminal:
-                        _evict(db, self._terminal_cap)
+                inserted = db.execute(INSERT_SQL, (
+                    task.id, task.context_id, task.state.value, status_instant(task.status.timestamp),
+                    task.terminal, _body(task))).rowcount == 1
+                if inserted and task.terminal:
+                    _evict(db, self._terminal_cap)
             return inserted
 
         return await self._run(run)
@@ -191,26 +200,12 @@ class SqliteTasks(SqliteRepository):
         def run() -> None:
             db = self._db()
             with transaction(db):
-                row = db.execute("SELECT context_id, state, terminal_seq FROM tasks WHERE task_id = ?",
-                                 (task.id,)).fetchone()
-                if row is None:
+                found = db.execute(UPDATE_SQL, (
+                    task.context_id, task.state.value, status_instant(task.status.timestamp), _body(task),
+                    task.terminal, task.id)).rowcount
+                if not found:
                     raise KeyError(task.id)
-                old_context, old_state, terminal_seq = row
-                became_terminal = task.terminal and terminal_seq is None
-                if became_terminal:
-                    terminal_seq = _next_terminal_seq(db)
-                elif not task.terminal:
-                    terminal_seq = None
-                db.execute(
-                    "UPDATE tasks SET context_id = ?, state = ?, status_at = ?, terminal_seq = ?, body = ? "
-                    "WHERE task_id = ?",
-                    (task.context_id, task.state.value, status_instant(task.status.timestamp),
-                     terminal_seq, _body(task), task.id),
-                )
-                if (old_context, old_state) != (task.context_id, task.state.value):
-                    _bump(db, old_context, old_state, -1)
-                    _bump(db, task.context_id, task.state.value, 1)
-                if became_terminal:
+                if task.terminal:
                     _evict(db, self._terminal_cap)
 
         await self._run(run)
