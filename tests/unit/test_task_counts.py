@@ -1,11 +1,15 @@
 """The SQLite task counters, kept by triggers since schema 5: right on a database that
-counted in Python before, through inserts, moves, evictions and rollbacks."""
+counted in Python before, through inserts, moves, evictions and rollbacks. And the
+eviction a group commit runs once for all its writes, never letting a read or a commit
+see more than the cap."""
 
 import asyncio
 import json
 import sqlite3
+import threading
 
-from cleveragents.domain.task import Task, TaskState, TaskStatus
+from cleveragents.domain.errors import UnreadableRecordError
+from cleveragents.domain.task import PushConfig, Task, TaskState, TaskStatus
 from cleveragents.infra.store.sqlite import DB_FILENAME, MIGRATIONS, SqliteStore, statements
 
 S = TaskState
@@ -95,3 +99,59 @@ async def test_a_write_rolled_back_in_a_batch_leaves_the_counters_as_they_were(t
     finally:
         await store.close()
     assert counters(tmp_path / DB_FILENAME) == recounted(tmp_path / DB_FILENAME)
+
+
+async def queued_together(store, *calls):
+    """The calls, queued while the store's thread is busy: they run as one batch."""
+    gate = threading.Event()
+    store._executor.submit(gate.wait)
+    futures = [asyncio.ensure_future(call) for call in calls]
+    await asyncio.sleep(0)
+    gate.set()
+    return await asyncio.gather(*futures, return_exceptions=True)
+
+
+async def test_a_batch_evicts_once_yet_no_read_or_commit_holds_more_than_the_cap(tmp_path):
+    store = SqliteStore.open_in(tmp_path, terminal_cap=3)
+    try:
+        for n in range(8):
+            await store.add_task(make_task(f"t{n}", f"c{n % 2}"))
+        await store.put_push_config(PushConfig("p0", "t0", "https://hook.example/x"))
+        statements = []
+        store._executor.submit(store._db().set_trace_callback, statements.append).result()
+        outcomes = await queued_together(
+            store,
+            *(store.save_task(make_task(f"t{n}", f"c{n % 2}", S.COMPLETED, second=n)) for n in range(5)),
+            store.count_tasks(states=[S.COMPLETED]),  # read in the batch: the cap holds already
+            store.get_push_config("t0", "p0"),  # t0 was the first to finish: gone with its configs
+            store.put_push_config(PushConfig("p1", "t1", "https://hook.example/x")),
+            *(store.save_task(make_task(f"t{n}", f"c{n % 2}", S.FAILED, second=n)) for n in range(5, 7)),
+        )
+        store._executor.submit(store._db().set_trace_callback, None).result()
+        assert outcomes[5:7] == [3, None] and isinstance(outcomes[7], KeyError), outcomes
+        assert sum(s.startswith("BEGIN") for s in statements) == 1, "not one batch"
+        # Once when the read needed it, once before the commit: not once per write.
+        assert sum("ORDER BY terminal_seq" in s for s in statements) == 2, statements
+        assert [t.id for _, t in await store.list_tasks(states=[S.COMPLETED, S.FAILED], limit=9)] == [
+            "t6", "t5", "t4"]
+        assert await store.count_tasks() == 4 and {t.id for t in await store.live_tasks()} == {"t7"}
+    finally:
+        await store.close()
+    assert counters(tmp_path / DB_FILENAME) == recounted(tmp_path / DB_FILENAME)
+
+
+async def test_a_read_that_fails_in_a_batch_leaves_the_eviction_due(tmp_path):
+    store = SqliteStore.open_in(tmp_path, terminal_cap=1)
+    try:
+        await store.add_task(make_task("bad"))
+        await store._run(lambda: store._db().execute("UPDATE tasks SET body = 'x' WHERE task_id = 'bad'"))
+        await store.add_task(make_task("a"))
+        outcomes = await queued_together(
+            store, store.save_task(make_task("a", state=S.COMPLETED)),
+            store.add_task(make_task("b", state=S.COMPLETED)),
+            store.get_task("bad"))  # evicts a, then fails: its rollback brings a back
+        assert isinstance(outcomes[2], UnreadableRecordError), outcomes
+        assert await store.get_task("a") is None and (await store.get_task("b")).state is S.COMPLETED
+        assert await store.count_tasks(states=[S.COMPLETED]) == 1
+    finally:
+        await store.close()

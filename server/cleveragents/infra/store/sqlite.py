@@ -123,7 +123,8 @@ class SqliteStore(WholeStore):
         self.records = RecordReader()
         self.sessions = SqliteSessions(self._run, self._db, self.records)
         self.tasks = SqliteTasks(self._run, self._db, self.records, terminal_cap=terminal_cap)
-        self.push_configs = SqlitePushConfigs(self._run, self._db, self.records)
+        self.push_configs = SqlitePushConfigs(self._run, self._db, self.records, self.tasks)
+        self._batches.before_commit.append(self.tasks.catch_up)
         self.plans = SqlitePlans(self._run, self._db, self.records)
         self.pins = SqlitePins(self._run, self._db, self.records)
         self._expose(self.sessions, self.tasks, self.push_configs, self.plans, self.pins)
@@ -224,7 +225,7 @@ class SqliteStore(WholeStore):
                 "journal_mode": mode,
                 "schema_version": db.execute("PRAGMA user_version").fetchone()[0],
                 "sessions": db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
-                "tasks": task_total(db),
+                "tasks": self.tasks.settled(lambda: task_total(db)),
                 "check_ms": round((time.perf_counter() - started) * 1000, 2),
             }
 

@@ -14,12 +14,14 @@ import sqlite3
 from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from cleveragents.domain.errors import ValidationError
 from cleveragents.domain.task import TERMINAL_STATES, PushConfig, Task, TaskState
 from cleveragents.infra.store._sql import Runner, SqliteRepository, transaction
 from cleveragents.infra.store.records import RecordReader, fill, kept
+
+T = TypeVar("T")
 
 DEFAULT_TERMINAL_CAP = 10_000
 LIVE_STATES = tuple(state for state in TaskState if not state.terminal)
@@ -175,23 +177,55 @@ def count_query(context_id: str | None, states: list[str] | None,
 
 class SqliteTasks(SqliteRepository):
     """Tasks in the SQLite store; terminal tasks beyond ``terminal_cap`` are evicted,
-    with their push configs."""
+    with their push configs.
+
+    A write alone evicts before its commit. In a group commit the writes only note that
+    an eviction is due, and it runs once, before the batch's commit (``catch_up``) or
+    before an operation of the batch that reads what it would remove (``settled``): so
+    no commit and no read ever holds more than the cap."""
 
     def __init__(self, run: Runner, db: Callable[[], sqlite3.Connection], records: RecordReader, *,
                  terminal_cap: int = DEFAULT_TERMINAL_CAP):
         super().__init__(run, db, records)
         self._terminal_cap = checked_terminal_cap(terminal_cap)
+        self._evict_due = False  # only touched on the store's thread
+
+    def _evict_after(self, db: sqlite3.Connection, in_batch: bool) -> None:
+        if in_batch:
+            self._evict_due = True
+        else:
+            _evict(db, self._terminal_cap)
+
+    def catch_up(self, db: sqlite3.Connection) -> None:
+        """The eviction the batch's writes made due; before the batch commits."""
+        if self._evict_due:
+            self._evict_due = False  # a failed commit rolls back to a state within the cap
+            _evict(db, self._terminal_cap)
+
+    def settled(self, read: Callable[[], T]) -> T:
+        """``read()`` once the due eviction has run, so it sees nothing beyond the cap."""
+        if not self._evict_due:
+            return read()
+        db = self._db()
+        try:
+            with transaction(db):
+                self.catch_up(db)
+            return read()
+        except BaseException:
+            self._evict_due = True  # the operation's rollback undoes the eviction too
+            raise
 
     # -- tasks ---------------------------------------------------------------------
     async def add_task(self, task: Task) -> bool:
         def run() -> bool:
             db = self._db()
+            in_batch = db.in_transaction
             with transaction(db):
                 inserted = db.execute(INSERT_SQL, (
                     task.id, task.context_id, task.state.value, status_instant(task.status.timestamp),
                     task.terminal, _body(task))).rowcount == 1
                 if inserted and task.terminal:
-                    _evict(db, self._terminal_cap)
+                    self._evict_after(db, in_batch)
             return inserted
 
         return await self._run(run)
@@ -199,6 +233,7 @@ class SqliteTasks(SqliteRepository):
     async def save_task(self, task: Task) -> None:
         def run() -> None:
             db = self._db()
+            in_batch = db.in_transaction
             with transaction(db):
                 found = db.execute(UPDATE_SQL, (
                     task.context_id, task.state.value, status_instant(task.status.timestamp), _body(task),
@@ -206,7 +241,7 @@ class SqliteTasks(SqliteRepository):
                 if not found:
                     raise KeyError(task.id)
                 if task.terminal:
-                    _evict(db, self._terminal_cap)
+                    self._evict_after(db, in_batch)
 
         await self._run(run)
 
@@ -215,7 +250,7 @@ class SqliteTasks(SqliteRepository):
             row = self._db().execute("SELECT body FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
             return self.records.load("tasks", task_id, row[0], Task.from_dict) if row else None
 
-        return await self._run(run)
+        return await self._run(self.settled, run)
 
     async def list_tasks(
         self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,
@@ -233,7 +268,7 @@ class SqliteTasks(SqliteRepository):
         def decode(row: tuple[int, str, str]) -> Task | None:
             return self.records.skip("tasks", row[1], row[2], Task.from_dict)
 
-        return await self._run(lambda: fill(fetch, decode, before, limit))
+        return await self._run(self.settled, lambda: fill(fetch, decode, before, limit))
 
     async def count_tasks(
         self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,
@@ -243,7 +278,7 @@ class SqliteTasks(SqliteRepository):
         if values == []:
             return 0
         sql, args = count_query(context_id, values, status_after)
-        return await self._run(lambda: self._db().execute(sql, args).fetchone()[0])
+        return await self._run(self.settled, lambda: self._db().execute(sql, args).fetchone()[0])
 
     async def live_tasks(self) -> list[Task]:
         live = [state.value for state in LIVE_STATES]
@@ -264,7 +299,13 @@ class SqliteTasks(SqliteRepository):
 
 
 class SqlitePushConfigs(SqliteRepository):
-    """Push configs, kept beside their tasks (a task's deletion takes its configs)."""
+    """Push configs, kept beside their tasks (a task's deletion takes its configs).
+    Each call runs after the tasks' due eviction (``SqliteTasks.settled``)."""
+
+    def __init__(self, run: Runner, db: Callable[[], sqlite3.Connection], records: RecordReader,
+                 tasks: SqliteTasks):
+        super().__init__(run, db, records)
+        self._settled = tasks.settled
 
     async def put_push_config(self, cfg: PushConfig) -> None:
         def run() -> None:
@@ -277,7 +318,7 @@ class SqlitePushConfigs(SqliteRepository):
             if stored != 1:
                 raise KeyError(cfg.task_id)
 
-        await self._run(run)
+        await self._run(self._settled, run)
 
     async def get_push_config(self, task_id: str, config_id: str) -> PushConfig | None:
         def run() -> PushConfig | None:
@@ -287,7 +328,7 @@ class SqlitePushConfigs(SqliteRepository):
                 return None
             return self.records.load("push_configs", f"{task_id}/{config_id}", row[0], PushConfig.from_dict)
 
-        return await self._run(run)
+        return await self._run(self._settled, run)
 
     async def list_push_configs(self, task_id: str) -> list[PushConfig]:
         def run() -> list[PushConfig]:
@@ -296,11 +337,11 @@ class SqlitePushConfigs(SqliteRepository):
             return kept(((f"{task_id}/{config_id}", body) for config_id, body in rows), "push_configs",
                         self.records, PushConfig.from_dict)
 
-        return await self._run(run)
+        return await self._run(self._settled, run)
 
     async def delete_push_config(self, task_id: str, config_id: str) -> bool:
         def run() -> bool:
             return self._db().execute("DELETE FROM push_configs WHERE task_id = ? AND config_id = ?",
                                       (task_id, config_id)).rowcount == 1
 
-        return await self._run(run)
+        return await self._run(self._settled, run)
