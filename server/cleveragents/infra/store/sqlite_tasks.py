@@ -20,6 +20,7 @@ from cleveragents.domain.errors import ValidationError
 from cleveragents.domain.task import TERMINAL_STATES, PushConfig, Task, TaskState
 from cleveragents.infra.store._sql import Runner, SqliteRepository, transaction
 from cleveragents.infra.store.records import RecordReader, fill, kept
+from cleveragents.infra.store.task_json import TaskBodies
 
 T = TypeVar("T")
 
@@ -107,7 +108,7 @@ def _marks(values: Collection[Any]) -> str:
     return ", ".join("?" * len(values))
 
 
-def _body(value: Task | PushConfig) -> str:
+def _body(value: PushConfig) -> str:
     return json.dumps(value.to_dict(), separators=(",", ":"))
 
 
@@ -189,6 +190,7 @@ class SqliteTasks(SqliteRepository):
         super().__init__(run, db, records)
         self._terminal_cap = checked_terminal_cap(terminal_cap)
         self._evict_due = False  # only touched on the store's thread
+        self._bodies = TaskBodies()
 
     def _evict_after(self, db: sqlite3.Connection, in_batch: bool) -> None:
         if in_batch:
@@ -223,7 +225,7 @@ class SqliteTasks(SqliteRepository):
             with transaction(db):
                 inserted = db.execute(INSERT_SQL, (
                     task.id, task.context_id, task.state.value, status_instant(task.status.timestamp),
-                    task.terminal, _body(task))).rowcount == 1
+                    task.terminal, self._bodies.body(task))).rowcount == 1
                 if inserted and task.terminal:
                     self._evict_after(db, in_batch)
             return inserted
@@ -236,7 +238,7 @@ class SqliteTasks(SqliteRepository):
             in_batch = db.in_transaction
             with transaction(db):
                 found = db.execute(UPDATE_SQL, (
-                    task.context_id, task.state.value, status_instant(task.status.timestamp), _body(task),
+                    task.context_id, task.state.value, status_instant(task.status.timestamp), self._bodies.body(task),
                     task.terminal, task.id)).rowcount
                 if not found:
                     raise KeyError(task.id)
