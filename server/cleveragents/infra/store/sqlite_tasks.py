@@ -9,7 +9,6 @@ through the ``terminal_seq`` index.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Callable, Collection
 from datetime import UTC, datetime
@@ -20,7 +19,7 @@ from cleveragents.domain.errors import ValidationError
 from cleveragents.domain.task import TERMINAL_STATES, PushConfig, Task, TaskState
 from cleveragents.infra.store._sql import Runner, SqliteRepository, transaction
 from cleveragents.infra.store.records import RecordReader, fill, kept
-from cleveragents.infra.store.task_json import TaskBodies
+from cleveragents.infra.store.task_json import TaskBodies, dumps
 
 T = TypeVar("T")
 
@@ -109,7 +108,7 @@ def _marks(values: Collection[Any]) -> str:
 
 
 def _body(value: PushConfig) -> str:
-    return json.dumps(value.to_dict(), separators=(",", ":"))
+    return dumps(value.to_dict())
 
 
 def _evict(db: sqlite3.Connection, cap: int) -> None:

@@ -4,8 +4,12 @@ A task is written several times while it is live, and each write used to encode 
 whole, though most of it (the history, the artifacts) was written before. The
 messages and artifacts are immutable, so their encodings are kept while their task
 is live and only what a write adds (a status, a reply, an artifact) is encoded. The
-text is exactly ``json.dumps(task.to_dict(), separators=(",", ":"))``, so every
-database, older or newer, reads it the same.
+text is the JSON of ``task.to_dict()``, keys in the same order, so every database,
+older or newer, reads it the same.
+
+The encoder is pydantic-core's, several times faster than the standard one. It
+writes the same text, except that it keeps non-ASCII characters as they are where
+``json.dumps`` escapes them; what it can't write (a lone surrogate) goes to ``json``.
 """
 
 from __future__ import annotations
@@ -15,13 +19,18 @@ from collections.abc import Sequence
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
+import pydantic_core
+
 from cleveragents.domain.task import Artifact, Message, Task
 
 _KEPT_TASKS = 1024  # live tasks whose pieces are kept; the oldest are let go past it
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
+    try:
+        return pydantic_core.to_json(value, inf_nan_mode="constants").decode()
+    except Exception:
+        return json.dumps(value, separators=(",", ":"))
 
 
 def _pieces(items: Sequence[Message | Artifact], before: Sequence[Message | Artifact],
