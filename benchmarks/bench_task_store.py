@@ -13,6 +13,11 @@ every size alike; the figures are the median and the minimum, and the ratio is t
 per repetition (the largest size over the smallest), judged on its median with the
 worst repetition beside it. The RSS growth is VmRSS
 after filling the largest store minus before it (that store is filled first).
+
+The send path (for information): what SendMessage asks of the store, 64 sends at a
+time on a store already at the default cap of 10,000 terminal tasks, so every
+completion evicts one: add the task submitted, then store it completed with a reply
+and an artifact. The figure is the wall time per task over 5,000 tasks.
 """
 
 from __future__ import annotations
@@ -29,9 +34,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from targets import paired_target, target
+from targets import info, paired_target, target
 
-from cleveragents.domain.task import Message, Part, Role, Task, TaskState, TaskStatus
+from cleveragents.domain.task import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 from cleveragents.ids import new_id, utc_now
 from cleveragents.infra.store.memory import MemoryStore
 from cleveragents.infra.store.sqlite import DB_FILENAME, SqliteStore
@@ -42,6 +47,7 @@ WARMUP = 10
 MIB = 1024 * 1024
 RSS_TARGET_MIB = {"sqlite": 40.0}
 RATIO_TARGET = 2.0  # "flat": room for noise, not for growth with the number of tasks
+SEND_CAP, SEND_TASKS, SEND_DEPTH = 10_000, 5_000, 64
 QUERIES = {  # label -> list/count filters
     "all tasks": {},
     "one context": {"context_id": "ctx-007"},
@@ -71,6 +77,28 @@ async def fill(store: Any, size: int) -> float:
     return (time.perf_counter() - started) * 1e6 / size
 
 
+async def sends(store: Any, n: int) -> float:
+    """``n`` tasks through the send path, ``SEND_DEPTH`` at a time; microseconds per task."""
+    async def one() -> None:
+        task_id, context_id = new_id(), new_id()
+        question = Message(new_id(), Role.USER, (Part.of_text("hello"),), context_id, task_id)
+        task = Task(task_id, context_id, TaskStatus(TaskState.SUBMITTED, utc_now()), (question,))
+        await store.add_task(task)
+        reply = Message(new_id(), Role.AGENT, (Part.of_text("hello"),), context_id, task_id)
+        done = task.with_artifact(Artifact(f"{task_id}-response", (Part.of_text("hello"),), name="response"))
+        await store.save_task(done.answered(reply, TaskState.COMPLETED, utc_now()))
+
+    slots = asyncio.Semaphore(SEND_DEPTH)
+
+    async def guarded() -> None:
+        async with slots:
+            await one()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(guarded() for _ in range(n)))
+    return (time.perf_counter() - started) * 1e6 / n
+
+
 async def page_and_count(store: Any, filters: dict[str, Any]) -> float:
     started = time.perf_counter_ns()
     await store.list_tasks(**filters, limit=PAGE)
@@ -80,9 +108,9 @@ async def page_and_count(store: Any, filters: dict[str, Any]) -> float:
 
 async def worker(backend: str, sizes: list[int], reps: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-task-store-") as tmp:
-        def open_store(size: int) -> Any:
+        def open_store(size: int, name: str = "") -> Any:
             if backend == "sqlite":
-                return SqliteStore.open_in(Path(tmp) / str(size), terminal_cap=size)
+                return SqliteStore.open_in(Path(tmp) / (name or str(size)), terminal_cap=size)
             return MemoryStore(terminal_cap=size)
 
         largest = max(sizes)
@@ -106,6 +134,11 @@ async def worker(backend: str, sizes: list[int], reps: int) -> dict[str, Any]:
             out["queries"][label] = {size: (statistics.median(s), min(s)) for size, s in samples.items()}
             out["samples"][label] = samples  # repetition by repetition, paired across sizes
 
+        sending = open_store(SEND_CAP, "send")
+        await sends(sending, SEND_CAP)  # to the cap: from here on every completion evicts
+        out["send_us"] = await sends(sending, SEND_TASKS)
+        assert await sending.count_tasks() == SEND_CAP
+        await sending.close()
         for store in stores.values():
             await store.close()
         if backend == "sqlite":
@@ -125,6 +158,11 @@ def run_child(backend: str, sizes: list[int], reps: int) -> dict[str, Any]:
     result["samples"] = {label: {int(size): times for size, times in by_size.items()}
                          for label, by_size in result["samples"].items()}
     return result
+
+
+def figures(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [info(f"{r['backend']}: send path at the {SEND_CAP:,} cap, {SEND_DEPTH} at a time (us per task)",
+                 r["send_us"]) for r in results]
 
 
 def report(results: list[dict[str, Any]], sizes: list[int]) -> list[dict[str, Any]]:
@@ -155,7 +193,8 @@ def report(results: list[dict[str, Any]], sizes: list[int]) -> list[dict[str, An
             targets.append(target(f"{backend}: RSS growth holding {last:,} tasks (MiB)", growth, "<", limit))
         disk = f", {result['disk_mib']:.1f} MiB on disk" if "disk_mib" in result else ""
         print(f"{backend}: RSS growth holding {last:,} tasks: {growth:.1f} MiB{verdict}{disk}; "
-              f"{result['insert_us']:.0f} us per add_task")
+              f"{result['insert_us']:.0f} us per add_task; send path at the {SEND_CAP:,} cap: "
+              f"{result['send_us']:.0f} us per task")
     print(f"flat (every {ratio_name} median of per-repetition ratios <= {RATIO_TARGET}): "
           f"{'PASS' if all(r <= RATIO_TARGET for r in ratios) else 'FAIL'}")
     return targets
@@ -177,7 +216,7 @@ def main() -> int:
     targets = report(results, sizes)
     if opts.json:
         opts.json.write_text(json.dumps({"settings": {"sizes": sizes, "reps": opts.reps}, "results": results,
-                                         "targets": targets}, indent=1))
+                                         "targets": targets, "figures": figures(results)}, indent=1))
     return 0  # a report, not a test
 
 

@@ -248,7 +248,7 @@ async def test_sqlite_migrates_a_version_2_database_keeping_its_rows(tmp_path):
     finally:
         await store.close()
     with sqlite3.connect(tmp_path / DB_FILENAME) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 4
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 5
         assert raw.execute("SELECT * FROM tasks").fetchall() == tasks_before
     raw.close()
 

@@ -110,7 +110,7 @@ async def test_a_database_from_before_the_waiting_index_is_migrated(tmp_path):
     old_layout_database(tmp_path / DB_FILENAME)
     store = SqliteStore.open_in(tmp_path)
     try:
-        assert (await store.check())["schema_version"] == len(MIGRATIONS) == 4
+        assert (await store.check())["schema_version"] == len(MIGRATIONS) == 5
         assert (await store.waiting_task("ctx")).id == "asking"  # indexed when the index was made
         await store.save_task(moved(make_task("asking"), S.WORKING))
         assert await store.waiting_task("ctx") is None

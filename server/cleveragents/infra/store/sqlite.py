@@ -23,6 +23,7 @@ from cleveragents.infra.store.sqlite_batch import GroupCommit
 from cleveragents.infra.store.sqlite_plans import PLANS_MIGRATION, SqlitePins, SqlitePlans
 from cleveragents.infra.store.sqlite_sessions import SqliteSessions
 from cleveragents.infra.store.sqlite_tasks import (
+    COUNTS_MIGRATION,
     DEFAULT_TERMINAL_CAP,
     SqlitePushConfigs,
     SqliteTasks,
@@ -90,7 +91,22 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX tasks_waiting ON tasks (context_id, seq) WHERE state IN ('auth-required', 'input-required');
     """,
+    # The task counters kept by triggers (sqlite_tasks.py); the rows stay as they are.
+    COUNTS_MIGRATION,
 )
+
+
+def statements(script: str) -> list[str]:
+    """The statements of a script; a trigger's body has semicolons of its own."""
+    found, pending = [], ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                found.append(pending)
+            pending = ""
+    return found
+
 
 class SqliteStore(WholeStore):
     """The SQLite file: its connection, the thread that uses it, and its health. Each
@@ -108,7 +124,8 @@ class SqliteStore(WholeStore):
         self.records = RecordReader()
         self.sessions = SqliteSessions(self._run, self._db, self.records)
         self.tasks = SqliteTasks(self._run, self._db, self.records, terminal_cap=terminal_cap)
-        self.push_configs = SqlitePushConfigs(self._run, self._db, self.records)
+        self.push_configs = SqlitePushConfigs(self._run, self._db, self.records, self.tasks)
+        self._batches.before_commit.append(self.tasks.catch_up)
         self.plans = SqlitePlans(self._run, self._db, self.records)
         self.pins = SqlitePins(self._run, self._db, self.records)
         self.events = MemoryEventLogs()  # in process memory: memory_events.py says why
@@ -147,7 +164,7 @@ class SqliteStore(WholeStore):
             )
         for target, script in enumerate(MIGRATIONS[version:], start=version + 1):
             with transaction(conn):
-                for statement in filter(str.strip, script.split(";")):
+                for statement in statements(script):
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {target}")
 
@@ -210,7 +227,7 @@ class SqliteStore(WholeStore):
                 "journal_mode": mode,
                 "schema_version": db.execute("PRAGMA user_version").fetchone()[0],
                 "sessions": db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
-                "tasks": task_total(db),
+                "tasks": self.tasks.settled(lambda: task_total(db)),
                 "check_ms": round((time.perf_counter() - started) * 1000, 2),
             }
 

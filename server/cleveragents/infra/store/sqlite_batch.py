@@ -34,6 +34,8 @@ class GroupCommit:
         self._lock = threading.Lock()
         self._queued: list[Operation] = []
         self._scheduled = False
+        # Run on the connection after a batch's operations, inside its transaction.
+        self.before_commit: list[Callable[[sqlite3.Connection], None]] = []
 
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
         loop = asyncio.get_running_loop()
@@ -88,6 +90,8 @@ class GroupCommit:
                     outcomes = _failed(outcomes, value)
                     db.execute("BEGIN IMMEDIATE")
                 outcomes.append((ok, value))
+            for hook in self.before_commit:
+                hook(db)
             db.execute("COMMIT")
         except Exception as exc:
             if db is not None and db.in_transaction:

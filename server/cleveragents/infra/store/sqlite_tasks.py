@@ -1,26 +1,27 @@
 """Tasks and push configs in the SQLite store: O(page) listing, O(1) counts, bounded retention.
 
-The schema is migrations 2 and 4 in ``sqlite.py``. A page walks an index in ``seq`` order and
-reads about a page of rows (with ``status_after``, the timestamp index and a sort of
-just its matches); per-state and per-context counters are kept in the same transaction
-as the write, and the earliest-terminal tasks beyond the cap are evicted through the
-``terminal_seq`` index.
+The schema is migrations 2, 4 and 5 in ``sqlite.py``. A page walks an index in ``seq`` order
+and reads about a page of rows (with ``status_after``, the timestamp index and a sort of
+just its matches); per-state and per-context counters are kept by triggers in the same
+transaction as the write, and the earliest-terminal tasks beyond the cap are evicted
+through the ``terminal_seq`` index.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from collections import Counter
 from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from cleveragents.domain.errors import ValidationError
 from cleveragents.domain.task import TERMINAL_STATES, PushConfig, Task, TaskState
 from cleveragents.infra.store._sql import Runner, SqliteRepository, transaction
 from cleveragents.infra.store.records import RecordReader, fill, kept
+from cleveragents.infra.store.task_json import TaskBodies, dumps
+
+T = TypeVar("T")
 
 DEFAULT_TERMINAL_CAP = 10_000
 LIVE_STATES = tuple(state for state in TaskState if not state.terminal)
@@ -31,8 +32,40 @@ _NO_CURSOR = 2**63 - 1  # above every rowid, so the first page is the same query
 WAITING_STATES_SQL = "state IN ('auth-required', 'input-required')"
 WAITING_SQL = (f"SELECT seq, task_id, body FROM tasks INDEXED BY tasks_waiting "
                f"WHERE context_id = ? AND {WAITING_STATES_SQL} AND seq < ? ORDER BY seq DESC LIMIT ?")
-OLDEST_TERMINAL_SQL = ("SELECT seq, context_id, state FROM tasks WHERE terminal_seq IS NOT NULL "
-                       "ORDER BY terminal_seq LIMIT ?")
+OLDEST_TERMINAL_SQL = "SELECT seq FROM tasks WHERE terminal_seq IS NOT NULL ORDER BY terminal_seq LIMIT ?"
+# A task's place in the eviction order: the next one when it turns terminal, kept while
+# it stays terminal, none while it is live.
+_NEXT_TERMINAL_SEQ = "(SELECT COALESCE(MAX(terminal_seq), 0) + 1 FROM tasks)"
+INSERT_SQL = ("INSERT INTO tasks (task_id, context_id, state, status_at, terminal_seq, body) "
+              f"VALUES (?, ?, ?, ?, CASE WHEN ? THEN {_NEXT_TERMINAL_SEQ} END, ?) ON CONFLICT (task_id) DO NOTHING")
+UPDATE_SQL = ("UPDATE tasks SET context_id = ?, state = ?, status_at = ?, body = ?, "
+              f"terminal_seq = CASE WHEN ? THEN COALESCE(terminal_seq, {_NEXT_TERMINAL_SEQ}) END WHERE task_id = ?")
+
+# Migration 5: the counters follow the rows in SQLite itself, so a write is one
+# statement from Python (each statement from Python costs more than its work here).
+COUNTS_MIGRATION = """
+    CREATE TRIGGER tasks_counted_in AFTER INSERT ON tasks BEGIN
+        INSERT INTO task_state_counts (state, n) VALUES (NEW.state, 1)
+            ON CONFLICT (state) DO UPDATE SET n = n + 1;
+        INSERT INTO task_context_counts (context_id, state, n) VALUES (NEW.context_id, NEW.state, 1)
+            ON CONFLICT (context_id, state) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER tasks_counted_out AFTER DELETE ON tasks BEGIN
+        UPDATE task_state_counts SET n = n - 1 WHERE state = OLD.state;
+        UPDATE task_context_counts SET n = n - 1 WHERE context_id = OLD.context_id AND state = OLD.state;
+        DELETE FROM task_context_counts WHERE context_id = OLD.context_id AND state = OLD.state AND n <= 0;
+    END;
+    CREATE TRIGGER tasks_counted_moved AFTER UPDATE OF context_id, state ON tasks
+    WHEN OLD.state IS NOT NEW.state OR OLD.context_id IS NOT NEW.context_id BEGIN
+        UPDATE task_state_counts SET n = n - 1 WHERE state = OLD.state;
+        UPDATE task_context_counts SET n = n - 1 WHERE context_id = OLD.context_id AND state = OLD.state;
+        DELETE FROM task_context_counts WHERE context_id = OLD.context_id AND state = OLD.state AND n <= 0;
+        INSERT INTO task_state_counts (state, n) VALUES (NEW.state, 1)
+            ON CONFLICT (state) DO UPDATE SET n = n + 1;
+        INSERT INTO task_context_counts (context_id, state, n) VALUES (NEW.context_id, NEW.state, 1)
+            ON CONFLICT (context_id, state) DO UPDATE SET n = n + 1;
+    END;
+"""
 
 
 def checked_terminal_cap(cap: int) -> int:
@@ -74,22 +107,8 @@ def _marks(values: Collection[Any]) -> str:
     return ", ".join("?" * len(values))
 
 
-def _body(value: Task | PushConfig) -> str:
-    return json.dumps(value.to_dict(), separators=(",", ":"))
-
-
-def _bump(db: sqlite3.Connection, context_id: str, state: str, delta: int) -> None:
-    db.execute("INSERT INTO task_state_counts (state, n) VALUES (?, ?) "
-               "ON CONFLICT (state) DO UPDATE SET n = n + excluded.n", (state, delta))
-    db.execute("INSERT INTO task_context_counts (context_id, state, n) VALUES (?, ?, ?) "
-               "ON CONFLICT (context_id, state) DO UPDATE SET n = n + excluded.n", (context_id, state, delta))
-    if delta < 0:  # so the counters shrink with the tasks when contexts are evicted
-        db.execute("DELETE FROM task_context_counts WHERE context_id = ? AND state = ? AND n <= 0",
-                   (context_id, state))
-
-
-def _next_terminal_seq(db: sqlite3.Connection) -> int:
-    return db.execute("SELECT COALESCE(MAX(terminal_seq), 0) + 1 FROM tasks").fetchone()[0]
+def _body(value: PushConfig) -> str:
+    return dumps(value.to_dict())
 
 
 def _evict(db: sqlite3.Connection, cap: int) -> None:
@@ -99,9 +118,7 @@ def _evict(db: sqlite3.Connection, cap: int) -> None:
     if terminal <= cap:
         return
     rows = db.execute(OLDEST_TERMINAL_SQL, (terminal - cap,)).fetchall()
-    db.executemany("DELETE FROM tasks WHERE seq = ?", [(seq,) for seq, _, _ in rows])
-    for (context_id, state), n in Counter((ctx, state) for _, ctx, state in rows).items():
-        _bump(db, context_id, state, -n)
+    db.executemany("DELETE FROM tasks WHERE seq = ?", rows)
 
 
 def task_total(db: sqlite3.Connection) -> int:
@@ -160,29 +177,56 @@ def count_query(context_id: str | None, states: list[str] | None,
 
 class SqliteTasks(SqliteRepository):
     """Tasks in the SQLite store; terminal tasks beyond ``terminal_cap`` are evicted,
-    with their push configs."""
+    with their push configs.
+
+    A write alone evicts before its commit. In a group commit the writes only note that
+    an eviction is due, and it runs once, before the batch's commit (``catch_up``) or
+    before an operation of the batch that reads what it would remove (``settled``): so
+    no commit and no read ever holds more than the cap."""
 
     def __init__(self, run: Runner, db: Callable[[], sqlite3.Connection], records: RecordReader, *,
                  terminal_cap: int = DEFAULT_TERMINAL_CAP):
         super().__init__(run, db, records)
         self._terminal_cap = checked_terminal_cap(terminal_cap)
+        self._evict_due = False  # only touched on the store's thread
+        self._bodies = TaskBodies()
+
+    def _evict_after(self, db: sqlite3.Connection, in_batch: bool) -> None:
+        if in_batch:
+            self._evict_due = True
+        else:
+            _evict(db, self._terminal_cap)
+
+    def catch_up(self, db: sqlite3.Connection) -> None:
+        """The eviction the batch's writes made due; before the batch commits."""
+        if self._evict_due:
+            self._evict_due = False  # a failed commit rolls back to a state within the cap
+            _evict(db, self._terminal_cap)
+
+    def settled(self, read: Callable[[], T]) -> T:
+        """``read()`` once the due eviction has run, so it sees nothing beyond the cap."""
+        if not self._evict_due:
+            return read()
+        db = self._db()
+        try:
+            with transaction(db):
+                self.catch_up(db)
+            return read()
+        except BaseException:
+            self._evict_due = True  # the operation's rollback undoes the eviction too
+            raise
 
     # -- tasks ---------------------------------------------------------------------
     async def add_task(self, task: Task) -> bool:
         def run() -> bool:
             db = self._db()
+            in_batch = db.in_transaction
             with transaction(db):
-                terminal_seq = _next_terminal_seq(db) if task.terminal else None
-                inserted = db.execute(
-                    "INSERT INTO tasks (task_id, context_id, state, status_at, terminal_seq, body) "
-                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (task_id) DO NOTHING",
-                    (task.id, task.context_id, task.state.value, status_instant(task.status.timestamp),
-                     terminal_seq, _body(task)),
-                ).rowcount == 1
-                if inserted:
-                    _bump(db, task.context_id, task.state.value, 1)
-                    if task.terminal:
-                        _evict(db, self._terminal_cap)
+                inserted = db.execute(INSERT_SQL, (
+                    task.id, task.context_id, task.state.value, status_instant(task.status.timestamp),
+                    task.terminal, self._bodies.body(task))).rowcount == 1
+                if inserted and task.terminal:
+                    self._evict_after(db, in_batch)
             return inserted
 
         return await self._run(run)
@@ -190,28 +234,15 @@ class SqliteTasks(SqliteRepository):
     async def save_task(self, task: Task) -> None:
         def run() -> None:
             db = self._db()
+            in_batch = db.in_transaction
             with transaction(db):
-                row = db.execute("SELECT context_id, state, terminal_seq FROM tasks WHERE task_id = ?",
-                                 (task.id,)).fetchone()
-                if row is None:
+                found = db.execute(UPDATE_SQL, (
+                    task.context_id, task.state.value, status_instant(task.status.timestamp), self._bodies.body(task),
+                    task.terminal, task.id)).rowcount
+                if not found:
                     raise KeyError(task.id)
-                old_context, old_state, terminal_seq = row
-                became_terminal = task.terminal and terminal_seq is None
-                if became_terminal:
-                    terminal_seq = _next_terminal_seq(db)
-                elif not task.terminal:
-                    terminal_seq = None
-                db.execute(
-                    "UPDATE tasks SET context_id = ?, state = ?, status_at = ?, terminal_seq = ?, body = ? "
-                    "WHERE task_id = ?",
-                    (task.context_id, task.state.value, status_instant(task.status.timestamp),
-                     terminal_seq, _body(task), task.id),
-                )
-                if (old_context, old_state) != (task.context_id, task.state.value):
-                    _bump(db, old_context, old_state, -1)
-                    _bump(db, task.context_id, task.state.value, 1)
-                if became_terminal:
-                    _evict(db, self._terminal_cap)
+                if task.terminal:
+                    self._evict_after(db, in_batch)
 
         await self._run(run)
 
@@ -220,7 +251,7 @@ class SqliteTasks(SqliteRepository):
             row = self._db().execute("SELECT body FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
             return self.records.load("tasks", task_id, row[0], Task.from_dict) if row else None
 
-        return await self._run(run)
+        return await self._run(self.settled, run)
 
     async def list_tasks(
         self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,
@@ -238,7 +269,7 @@ class SqliteTasks(SqliteRepository):
         def decode(row: tuple[int, str, str]) -> Task | None:
             return self.records.skip("tasks", row[1], row[2], Task.from_dict)
 
-        return await self._run(lambda: fill(fetch, decode, before, limit))
+        return await self._run(self.settled, lambda: fill(fetch, decode, before, limit))
 
     async def count_tasks(
         self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,
@@ -248,7 +279,7 @@ class SqliteTasks(SqliteRepository):
         if values == []:
             return 0
         sql, args = count_query(context_id, values, status_after)
-        return await self._run(lambda: self._db().execute(sql, args).fetchone()[0])
+        return await self._run(self.settled, lambda: self._db().execute(sql, args).fetchone()[0])
 
     async def live_tasks(self) -> list[Task]:
         live = [state.value for state in LIVE_STATES]
@@ -269,7 +300,13 @@ class SqliteTasks(SqliteRepository):
 
 
 class SqlitePushConfigs(SqliteRepository):
-    """Push configs, kept beside their tasks (a task's deletion takes its configs)."""
+    """Push configs, kept beside their tasks (a task's deletion takes its configs).
+    Each call runs after the tasks' due eviction (``SqliteTasks.settled``)."""
+
+    def __init__(self, run: Runner, db: Callable[[], sqlite3.Connection], records: RecordReader,
+                 tasks: SqliteTasks):
+        super().__init__(run, db, records)
+        self._settled = tasks.settled
 
     async def put_push_config(self, cfg: PushConfig) -> None:
         def run() -> None:
@@ -282,7 +319,7 @@ class SqlitePushConfigs(SqliteRepository):
             if stored != 1:
                 raise KeyError(cfg.task_id)
 
-        await self._run(run)
+        await self._run(self._settled, run)
 
     async def get_push_config(self, task_id: str, config_id: str) -> PushConfig | None:
         def run() -> PushConfig | None:
@@ -292,7 +329,7 @@ class SqlitePushConfigs(SqliteRepository):
                 return None
             return self.records.load("push_configs", f"{task_id}/{config_id}", row[0], PushConfig.from_dict)
 
-        return await self._run(run)
+        return await self._run(self._settled, run)
 
     async def list_push_configs(self, task_id: str) -> list[PushConfig]:
         def run() -> list[PushConfig]:
@@ -301,11 +338,11 @@ class SqlitePushConfigs(SqliteRepository):
             return kept(((f"{task_id}/{config_id}", body) for config_id, body in rows), "push_configs",
                         self.records, PushConfig.from_dict)
 
-        return await self._run(run)
+        return await self._run(self._settled, run)
 
     async def delete_push_config(self, task_id: str, config_id: str) -> bool:
         def run() -> bool:
             return self._db().execute("DELETE FROM push_configs WHERE task_id = ? AND config_id = ?",
                                       (task_id, config_id)).rowcount == 1
 
-        return await self._run(run)
+        return await self._run(self._settled, run)
