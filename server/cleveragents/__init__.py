@@ -1,9 +1,10 @@
 """CleverAgents: an A2A backend that editors start like a language server.
 
 The publishing API (``Agent``, ``AgentTeam``, ``Task``, ``A2A``, ``AgentExtension``,
-``tool``) loads on first use, so ``import cleveragents`` stays cheap. ``A2AClient`` (the
-outbound client, ``cleveragents.a2a.client.A2AClient``) loads only when named, so
-a server that never calls out never imports it; httpx loads at its first request.
+``tool``, and the parts and artifacts a handler answers with) loads on first use, so
+``import cleveragents`` stays cheap. ``A2AClient`` (the outbound client,
+``cleveragents.a2a.client.A2AClient``) loads only when named, so a server that never
+calls out never imports it; httpx loads at its first request.
 """
 
 from __future__ import annotations
@@ -17,21 +18,30 @@ if TYPE_CHECKING:
     from cleveragents.a2a.client import A2AClient
     from cleveragents.publish import (
         A2A,
+        A2UI_MIME_TYPE,
         Agent,
         AgentExtension,
         AgentTeam,
+        Artifact,
+        DataPart,
+        FilePart,
         InputRequired,
         Message,
         Task,
         TeamTask,
+        TextPart,
+        create_a2ui_part,
+        is_a2ui_part,
         tool,
     )
 
 _PUBLISHED = frozenset({"A2A", "Agent", "AgentExtension", "AgentTeam", "InputRequired", "Message", "Task", "TeamTask",
-                        "tool"})
+                        "tool", "TextPart", "FilePart", "DataPart", "Artifact", "create_a2ui_part", "is_a2ui_part",
+                        "A2UI_MIME_TYPE"})
 
-__all__ = ["A2A", "A2AClient", "Agent", "AgentExtension", "AgentTeam", "InputRequired", "Message", "Task",
-           "TeamTask", "__version__", "tool"]
+__all__ = ["A2A", "A2AClient", "A2UI_MIME_TYPE", "Agent", "AgentExtension", "AgentTeam", "Artifact", "DataPart",
+           "FilePart", "InputRequired", "Message", "Task", "TeamTask", "TextPart", "__version__",
+           "create_a2ui_part", "is_a2ui_part", "tool"]
 
 
 def __getattr__(name: str) -> Any:

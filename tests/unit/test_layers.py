@@ -16,6 +16,8 @@ ALLOWED = {
     "cli": {"cli", "transports", "a2a", "container"},
     # The API for publishing agents composes everything, like the composition root.
     "publish": {"publish", "a2a", "app", "domain", "infra", "transports", "container"},
+    # Names for UI code (A2UI parts), from the publishing API.
+    "ui": {"ui", "publish", "domain"},
 }
 
 

@@ -2,8 +2,9 @@
 
 What ``cleveragents.Agent(handler=...)`` and the ``python/<module>:<callable>`` actor
 share. A handler takes the message text, or the text and the turn; what it returns
-or yields may be text, a dict (a data artifact), an ``Artifact``, a ``Message`` (the
-answer as a message alone, when it comes first) or any actor event.
+or yields may be text, a dict (a data artifact), a ``Part`` or a list of parts (an
+artifact of them), an ``Artifact``, a ``Message`` (the answer as a message alone, when
+it comes first) or any actor event.
 Synchronous code runs in a pool of its own, so a handler that blocks neither stalls
 the event loop nor queues behind the server's file I/O.
 """
@@ -121,9 +122,19 @@ def as_events(value: Any) -> Iterator[ActorEvent]:
         yield ArtifactChunk(value)
     elif isinstance(value, dict):
         yield ArtifactChunk(Artifact(new_id(), (Part.of_data(value),), name="data"))
+    elif isinstance(value, Part):
+        yield ArtifactChunk(Artifact(new_id(), (value,), name="response"))
+    elif isinstance(value, list | tuple) and value and all(isinstance(item, Part) for item in value):
+        yield ArtifactChunk(Artifact(new_id(), tuple(value), name="response"))
     else:
-        raise TypeError(f"a handler gives str, dict, Artifact, ArtifactChunk, InputRequired or Message, "
-                        f"not {type(value).__name__}")
+        raise TypeError(f"a handler gives str, dict, a part or a list of parts, Artifact, ArtifactChunk, "
+                        f"InputRequired or Message, not {_described(value)}")
+
+
+def _described(value: Any) -> str:
+    if isinstance(value, list | tuple) and value:
+        return f"a {type(value).__name__} of {', '.join(sorted({type(item).__name__ for item in value}))}"
+    return type(value).__name__
 
 
 async def _in_thread(items: Iterator[Any]) -> AsyncIterator[Any]:

@@ -1,0 +1,1 @@
+"""User-interface payloads an agent may send: ``cleveragents.ui.a2ui``."""
