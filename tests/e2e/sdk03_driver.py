@@ -146,6 +146,27 @@ async def conversation(http: httpx.AsyncClient, options: dict[str, Any]) -> dict
     return report
 
 
+async def parts(http: httpx.AsyncClient, options: dict[str, Any]) -> dict[str, Any]:
+    """Send "report" and stream it: the artifact's parts as the client read them."""
+    report: dict[str, Any] = {}
+    card, _ = await card_view(http, options)
+    for name, streaming in (("send", False), ("stream", True)):
+        config = ClientConfig(streaming=streaming, httpx_client=http, supported_transports=[options["transport"]])
+        client = ClientFactory(config).create(card)
+
+        async def send(client: Any = client) -> dict[str, Any]:
+            events = [e async for e in client.send_message(message("report"))]
+            task = events[-1][0]
+            (artifact,) = task.artifacts or []
+            head = artifact.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"parts"})
+            return {"state": task.status.state.value, "artifact": head,
+                    "parts": [p.root.model_dump(mode="json", by_alias=True, exclude_none=True)
+                              for p in artifact.parts]}
+
+        await step(report, name, send())
+    return report
+
+
 async def main(scenario: str, options: dict[str, Any]) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {options['token']}"} if options.get("token") else {}
     async with httpx.AsyncClient(timeout=STEP_SECONDS, headers=headers) as http:
@@ -153,6 +174,8 @@ async def main(scenario: str, options: dict[str, Any]) -> dict[str, Any]:
             return (await card_view(http, options))[1]
         if scenario == "conversation":
             return await conversation(http, options)
+        if scenario == "parts":
+            return await parts(http, options)
     raise SystemExit(f"unknown scenario {scenario!r}")
 
 
