@@ -1,12 +1,17 @@
-"""A published agent's handler answers with parts and artifacts (``TextPart``, ``FilePart``
-by bytes and by URI, ``DataPart``, A2UI parts, ``Artifact``), and every client gets
-them with their kinds, names and media types: the official a2a-sdk 1.x client over
-JSON-RPC and HTTP+JSON (in the 1.0 dialect and, through its compat transports, in 0.3),
-the a2a-sdk 0.3 client, and a stdio client in both dialects."""
+"""The example agent of docs/publishing.md ("Files, data, artifacts and A2UI") answers
+with parts and artifacts (``TextPart``, ``FilePart`` by bytes and by URI, ``DataPart``,
+an A2UI part, ``Artifact``), and every client gets them with their kinds, names and
+media types: the official a2a-sdk 1.x client over JSON-RPC and HTTP+JSON (in the 1.0
+dialect and, through its compat transports, in 0.3), the a2a-sdk 0.3 client, and a
+stdio client in both dialects. The example runs as the page shows it: as a script on
+stdio, and its agent served over HTTP."""
 
 from __future__ import annotations
 
 import base64
+import runpy
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -16,11 +21,11 @@ from a2a.compat.v0_3 import a2a_v0_3_pb2 as pb03
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import json_format
 
-from cleveragents import A2A, Agent, is_a2ui_part
+from cleveragents import A2A, is_a2ui_part
 from tests.contract.runners import UvicornServer
 from tests.e2e.agent_server import DIALECTS, AgentServer, Dialect
-from tests.e2e.agents.parts_agent import A2UI, BLOB, CHART, DATA, reply
 from tests.e2e.sdk03 import run_driver, sdk03  # noqa: F401 - a fixture
+from tests.e2e.test_docs_pages import blocks
 
 TOKEN = "parts-token-5e0a"
 # A client bug, not ours: the SDKs' 0.3 REST code turns the file bytes it reads into a
@@ -30,9 +35,34 @@ REST_03_BYTES_BUG = ("a2a-sdk's 0.3 REST client decodes file bytes as UTF-8 (pro
 BINDINGS = pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
 
 
+(EXAMPLE,) = [b.text for b in blocks("publishing.md") if "create_a2ui_part(" in b.text and "serve_stdio" in b.text]
+CHART = "https://example.com/charts/q3.png"
+A2UI = {"createSurface": {"surfaceId": "feedback", "catalogId": "standard"}}
+
+
 @pytest.fixture
-async def server(tmp_path):
-    app = A2A(agent=Agent(name="Reporter", handler=reply), auth_token=TOKEN).asgi_app(workspace=tmp_path, memory=True)
+def example(tmp_path) -> tuple[Path, dict[str, Any]]:
+    """The page's example as a script, and what it defines (run under another name
+    than ``__main__``, so it doesn't serve)."""
+    script = tmp_path / "reporter.py"
+    script.write_text(EXAMPLE)
+    return script, runpy.run_path(str(script), run_name="reporter")
+
+
+@pytest.fixture
+def blob(example) -> bytes:
+    return example[1]["THUMBNAIL"]
+
+
+@pytest.fixture
+def figures(example) -> dict[str, Any]:
+    return example[1]["FIGURES"]
+
+
+@pytest.fixture
+async def server(tmp_path, example):
+    agent = example[1]["agent"]
+    app = A2A(agent=agent, auth_token=TOKEN).asgi_app(workspace=tmp_path, memory=True)
     served = UvicornServer(app)
     await served.start()
     yield served
@@ -51,21 +81,22 @@ def send_request(text: str) -> pb.SendMessageRequest:
                                                     parts=[pb.Part(text=text)]))
 
 
-def check_report_parts(parts) -> None:
-    """The five parts of the "report" artifact, as the SDK's types."""
-    text, raw, url, data, a2ui = parts
-    assert text.text == "Summary: revenue is up." and json_format.MessageToDict(text.metadata) == {"lang": "en"}
-    assert raw.raw == BLOB and raw.filename == "raw.bin" and raw.media_type == "application/octet-stream"
+def check_report(artifact, blob: bytes, figures: dict[str, Any]) -> None:
+    """The "report" artifact, as the SDK's types."""
+    assert artifact.artifact_id and artifact.name == "Q3 report"
+    assert artifact.description == "The quarter in words, pictures and figures"
+    text, raw, url, data = artifact.parts
+    assert text.text == "Revenue is up 4%." and json_format.MessageToDict(text.metadata) == {"lang": "en"}
+    assert raw.raw == blob and raw.filename == "q3-thumb.png" and raw.media_type == "image/png"
     assert url.url == CHART and url.filename == "q3.png" and url.media_type == "image/png"
-    assert json_format.MessageToDict(data.data) == DATA and not is_a2ui_part(json_format.MessageToDict(data))
-    assert json_format.MessageToDict(a2ui.data) == A2UI
-    assert is_a2ui_part(json_format.MessageToDict(a2ui))
+    assert json_format.MessageToDict(data.data) == figures and not is_a2ui_part(json_format.MessageToDict(data))
 
 
 @BINDINGS
 @pytest.mark.parametrize("legacy", [False, True], ids=["1.0", "0.3"])
 @pytest.mark.parametrize("streaming", [False, True], ids=["send", "stream"])
-async def test_the_sdk_client_gets_every_kind_of_part(request, server, binding, legacy, streaming):
+async def test_the_sdk_client_gets_an_artifact_of_every_kind_of_part(request, server, blob, figures, binding, legacy,
+                                                                     streaming):
     if legacy and binding == "HTTP+JSON":
         request.applymarker(pytest.mark.xfail(raises=UnicodeDecodeError, strict=True, reason=REST_03_BYTES_BUG))
     async with httpx.AsyncClient(timeout=10, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
@@ -81,28 +112,30 @@ async def test_the_sdk_client_gets_every_kind_of_part(request, server, binding, 
             (event,) = events
             assert event.task.status.state == pb.TaskState.TASK_STATE_COMPLETED
             (artifact,) = event.task.artifacts
-    assert artifact.artifact_id == "report-1" and artifact.name == "Report"
-    assert artifact.description == "Every kind of part"
-    assert json_format.MessageToDict(artifact.metadata) == {"quarter": "Q3"}
-    check_report_parts(artifact.parts)
+    check_report(artifact, blob, figures)
 
 
 @BINDINGS
-async def test_a_bare_part_or_list_of_parts_is_an_artifact(server, binding):
+async def test_each_part_alone_is_an_artifact_of_its_kind(server, blob, figures, binding):
     async with httpx.AsyncClient(timeout=10, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
         client = await sdk_client(server, http, binding, streaming=False, legacy=False)
-        (listed,) = [e async for e in client.send_message(send_request("parts"))]
-        (single,) = [e async for e in client.send_message(send_request("data"))]
-    (artifact,) = listed.task.artifacts
-    assert artifact.name == "response" and artifact.artifact_id
-    assert [p.WhichOneof("content") for p in artifact.parts] == ["raw", "url"]
-    assert artifact.parts[0].raw == BLOB and artifact.parts[1].url == CHART
-    (artifact,) = single.task.artifacts
-    assert [json_format.MessageToDict(p.data) for p in artifact.parts] == [DATA]
+        answers = {}
+        for text in ("thumbnail", "chart", "figures", "form", "hello"):
+            (event,) = [e async for e in client.send_message(send_request(text))]
+            assert event.task.status.state == pb.TaskState.TASK_STATE_COMPLETED
+            (artifact,) = event.task.artifacts
+            assert artifact.name == "response"
+            (answers[text],) = artifact.parts
+    assert (answers["thumbnail"].raw, answers["thumbnail"].media_type) == (blob, "image/png")
+    assert (answers["chart"].url, answers["chart"].filename) == (CHART, "q3.png")
+    assert json_format.MessageToDict(answers["figures"].data) == figures
+    form = json_format.MessageToDict(answers["form"])
+    assert form == {"data": A2UI, "metadata": {"mimeType": "application/json+a2ui"}} and is_a2ui_part(form)
+    assert answers["hello"].text.startswith("Ask for a thumbnail")
 
 
 @BINDINGS
-async def test_the_0_3_sdk_client_reads_every_kind_of_part(sdk03, server, binding):  # noqa: F811
+async def test_the_0_3_sdk_client_reads_every_kind_of_part(sdk03, server, blob, figures, binding):  # noqa: F811
     report = await run_driver(sdk03, "parts", url=server.url, token=TOKEN, transport=binding)
     if binding == "HTTP+JSON":
         assert report["send"]["error"] == report["stream"]["error"] == "UnicodeDecodeError", report
@@ -110,19 +143,17 @@ async def test_the_0_3_sdk_client_reads_every_kind_of_part(sdk03, server, bindin
     for name in ("send", "stream"):
         got = report[name]
         assert got.get("state") == "completed", got
-        text, raw, url, data, a2ui = got["parts"]
-        assert text == {"kind": "text", "text": "Summary: revenue is up.", "metadata": {"lang": "en"}}
-        assert raw == {"kind": "file", "file": {"bytes": base64.b64encode(BLOB).decode(), "name": "raw.bin",
-                                                "mimeType": "application/octet-stream"}}
-        assert url == {"kind": "file", "file": {"uri": CHART, "name": "q3.png", "mimeType": "image/png"}}
-        assert data == {"kind": "data", "data": DATA}
-        assert a2ui == {"kind": "data", "data": A2UI, "metadata": {"mimeType": "application/json+a2ui"}}
-        assert is_a2ui_part(a2ui) and not is_a2ui_part(data)
-        assert got["artifact"] == {"artifactId": "report-1", "name": "Report", "description": "Every kind of part",
-                                   "metadata": {"quarter": "Q3"}}
+        assert got["parts"] == [
+            {"kind": "text", "text": "Revenue is up 4%.", "metadata": {"lang": "en"}},
+            {"kind": "file", "file": {"bytes": base64.b64encode(blob).decode(), "name": "q3-thumb.png",
+                                      "mimeType": "image/png"}},
+            {"kind": "file", "file": {"uri": CHART, "name": "q3.png", "mimeType": "image/png"}},
+            {"kind": "data", "data": figures},
+        ]
+        assert got["artifact"]["name"] == "Q3 report" and got["artifact"]["artifactId"]
 
 
-async def test_the_0_3_rest_binding_sends_file_bytes_as_its_proto_says(server):
+async def test_the_0_3_rest_binding_sends_file_bytes_as_its_proto_says(server, blob, figures):
     """What the 0.3 REST clients above fail to read is right on the wire: the 0.3 proto's
     JSON, bytes in base64."""
     async with httpx.AsyncClient(base_url=server.url, timeout=10,
@@ -131,16 +162,14 @@ async def test_the_0_3_rest_binding_sends_file_bytes_as_its_proto_says(server):
             "messageId": "m-rest", "role": "ROLE_USER", "content": [{"text": "report"}]}})
     assert sent.status_code == 200, sent.text
     answer = json_format.ParseDict(sent.json(), pb03.SendMessageResponse())  # refuses what the proto lacks
-    text, raw, url, data, a2ui = answer.task.artifacts[0].parts
-    assert raw.file.file_with_bytes == BLOB and raw.file.name == "raw.bin"
-    assert raw.file.mime_type == "application/octet-stream"
-    assert url.file.file_with_uri == CHART and url.file.mime_type == "image/png" and text.text.startswith("Summary")
-    assert json_format.MessageToDict(data.data.data) == DATA and json_format.MessageToDict(a2ui.data.data) == A2UI
-    assert json_format.MessageToDict(a2ui.metadata) == {"mimeType": "application/json+a2ui"}
+    text, raw, url, data = answer.task.artifacts[0].parts
+    assert (raw.file.file_with_bytes, raw.file.name, raw.file.mime_type) == (blob, "q3-thumb.png", "image/png")
+    assert url.file.file_with_uri == CHART and url.file.mime_type == "image/png" and text.text == "Revenue is up 4%."
+    assert json_format.MessageToDict(data.data.data) == figures
 
 
-def stdio_parts(dialect: Dialect, parts: list[dict]) -> list[dict]:
-    """The report's parts as the dialect's wire form, for comparison."""
+def in_dialect(dialect: Dialect, parts: list[dict]) -> list[dict]:
+    """Parts in the 1.0 wire form, in ``dialect``'s."""
     if dialect.v1:
         return parts
     out = []
@@ -153,34 +182,32 @@ def stdio_parts(dialect: Dialect, parts: list[dict]) -> list[dict]:
     return out
 
 
-REPORT_V1 = [
-    {"text": "Summary: revenue is up.", "metadata": {"lang": "en"}},
-    {"raw": base64.b64encode(BLOB).decode(), "mediaType": "application/octet-stream", "filename": "raw.bin"},
-    {"url": CHART, "mediaType": "image/png", "filename": "q3.png"},
-    {"data": DATA},
-    {"data": A2UI, "metadata": {"mimeType": "application/json+a2ui"}},
-]
-
-
 @DIALECTS
-def test_stdio_sends_every_kind_of_part(tmp_path, dialect):
-    agent = AgentServer.agent("parts_agent", "--memory", cwd=tmp_path)
+def test_the_example_script_serves_every_kind_of_part_on_stdio(tmp_path, example, blob, figures, dialect):
+    script, _ = example
+    agent = AgentServer(script, cwd=tmp_path)
     try:
         version = {"A2A-Version": dialect.version}
         task = dialect.task_of(agent.result(dialect.send, {**dialect.message("report"), **version}))
         assert task["status"]["state"] == dialect.state("completed")
         (artifact,) = task["artifacts"]
-        assert artifact["artifactId"] == "report-1" and artifact["name"] == "Report"
-        assert artifact["parts"] == stdio_parts(dialect, REPORT_V1)
-        assert [is_a2ui_part(p) for p in artifact["parts"]] == [False, False, False, False, True]
+        assert artifact["name"] == "Q3 report"
+        assert artifact["parts"] == in_dialect(dialect, [
+            {"text": "Revenue is up 4%.", "metadata": {"lang": "en"}},
+            {"raw": base64.b64encode(blob).decode(), "mediaType": "image/png", "filename": "q3-thumb.png"},
+            {"url": CHART, "mediaType": "image/png", "filename": "q3.png"},
+            {"data": figures},
+        ])
 
-        # Streamed: each part yielded is an artifact of its own, in order, beside the text.
-        msg_id = agent.send(dialect.stream, {**dialect.message("stream"), **version})
+        # Streamed: the A2UI part comes as an artifact update, and stays on the task.
+        msg_id = agent.send(dialect.stream, {**dialect.message("form"), **version})
         agent.response(msg_id)
         updates = [payload for kind, payload in map(dialect.item, agent.items(msg_id)) if kind == "artifactUpdate"]
-        streamed = [part for update in updates for part in update["artifact"]["parts"]]
-        (text,) = stdio_parts(dialect, [{"text": "Here it comes."}])
-        assert text in streamed
-        assert [part for part in streamed if part != text] == stdio_parts(dialect, REPORT_V1)
+        (update,) = updates
+        (part,) = update["artifact"]["parts"]
+        assert part == in_dialect(dialect, [{"data": A2UI, "metadata": {"mimeType": "application/json+a2ui"}}])[0]
+        assert is_a2ui_part(part)
+        kept = agent.result(dialect.get, {"id": update["taskId"], **version})
+        assert kept["artifacts"] == [update["artifact"]]
     finally:
         agent.close()
