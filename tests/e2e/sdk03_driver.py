@@ -147,15 +147,17 @@ async def conversation(http: httpx.AsyncClient, options: dict[str, Any]) -> dict
 
 
 async def parts(http: httpx.AsyncClient, options: dict[str, Any]) -> dict[str, Any]:
-    """Send "report" and stream it: the artifact's parts as the client read them."""
+    """Send each of ``texts`` (and stream the first): each answer's one artifact, with
+    its parts as the client read them."""
     report: dict[str, Any] = {}
     card, _ = await card_view(http, options)
-    for name, streaming in (("send", False), ("stream", True)):
+    texts = options["texts"]
+    for name, text, streaming in [(t, t, False) for t in texts] + [("stream", texts[0], True)]:
         config = ClientConfig(streaming=streaming, httpx_client=http, supported_transports=[options["transport"]])
         client = ClientFactory(config).create(card)
 
-        async def send(client: Any = client) -> dict[str, Any]:
-            events = [e async for e in client.send_message(message("report"))]
+        async def send(client: Any = client, text: str = text) -> dict[str, Any]:
+            events = [e async for e in client.send_message(message(text))]
             task = events[-1][0]
             (artifact,) = task.artifacts or []
             head = artifact.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"parts"})

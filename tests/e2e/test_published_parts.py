@@ -136,11 +136,15 @@ async def test_each_part_alone_is_an_artifact_of_its_kind(server, blob, figures,
 
 @BINDINGS
 async def test_the_0_3_sdk_client_reads_every_kind_of_part(sdk03, server, blob, figures, binding):  # noqa: F811
-    report = await run_driver(sdk03, "parts", url=server.url, token=TOKEN, transport=binding)
+    report = await run_driver(sdk03, "parts", url=server.url, token=TOKEN, transport=binding,
+                              texts=["report", "form"])
+    form = report["form"]
+    assert form["parts"] == [{"kind": "data", "data": A2UI, "metadata": {"mimeType": "application/json+a2ui"}}], form
+    assert is_a2ui_part(form["parts"][0]) and form["artifact"]["name"] == "response"
     if binding == "HTTP+JSON":
-        assert report["send"]["error"] == report["stream"]["error"] == "UnicodeDecodeError", report
+        assert report["report"]["error"] == report["stream"]["error"] == "UnicodeDecodeError", report
         pytest.xfail(REST_03_BYTES_BUG)
-    for name in ("send", "stream"):
+    for name in ("report", "stream"):
         got = report[name]
         assert got.get("state") == "completed", got
         assert got["parts"] == [
@@ -198,6 +202,10 @@ def test_the_example_script_serves_every_kind_of_part_on_stdio(tmp_path, example
             {"url": CHART, "mediaType": "image/png", "filename": "q3.png"},
             {"data": figures},
         ])
+
+        sent = dialect.task_of(agent.result(dialect.send, {**dialect.message("form"), **version}))
+        (part,) = sent["artifacts"][0]["parts"]
+        assert is_a2ui_part(part) and part["data"] == A2UI
 
         # Streamed: the A2UI part comes as an artifact update, and stays on the task.
         msg_id = agent.send(dialect.stream, {**dialect.message("form"), **version})
