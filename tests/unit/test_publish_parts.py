@@ -185,11 +185,12 @@ async def test_a_list_that_is_not_all_parts_fails_the_task_naming_what_it_held()
 def test_both_codecs_carry_every_part_and_read_it_back(codec):
     artifact = Artifact([TextPart("t", metadata={"a": 1}), FilePart(file_bytes=PNG, name="c.png"),
                          FilePart(file_uri="https://example.com/r.pdf", name="r.pdf"), DataPart({"n": [1, 2]}),
-                         create_a2ui_part({"createSurface": {"surfaceId": "s"}})], name="All", metadata={"k": "v"})
+                         create_a2ui_part({"createSurface": {"surfaceId": "s"}}), DataPart([1, 2]), DataPart(None)],
+                        name="All", metadata={"k": "v"})
     back = codec.decode_artifact(codec.encode_artifact(artifact))
     assert back.artifact_id == artifact.artifact_id and back.name == "All" and back.metadata == {"k": "v"}
     assert [part.to_dict() for part in back.parts] == [part.to_dict() for part in artifact.parts]
-    assert [is_a2ui_part(p) for p in codec.encode_artifact(artifact)["parts"]] == [False, False, False, False, True]
+    assert [is_a2ui_part(p) for p in codec.encode_artifact(artifact)["parts"]] == [False] * 4 + [True] + [False] * 2
 
 
 def test_a_stored_task_keeps_every_part():
