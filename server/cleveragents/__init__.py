@@ -1,7 +1,8 @@
 """CleverAgents: an A2A backend that editors start like a language server.
 
 The publishing API (``Agent``, ``AgentTeam``, ``Task``, ``A2A``, ``AgentExtension``,
-``tool``) loads on first use, so ``import cleveragents`` stays cheap. ``A2AClient`` (the
+``tool``; for handlers ``InputRequired``, ``Message``, ``ReplyAs``, ``TaskRejected``)
+loads on first use, so ``import cleveragents`` stays cheap. ``A2AClient`` (the
 outbound client, ``cleveragents.a2a.client.A2AClient``) loads only when named, so
 a server that never calls out never imports it; httpx loads at its first request.
 """
@@ -22,16 +23,18 @@ if TYPE_CHECKING:
         AgentTeam,
         InputRequired,
         Message,
+        ReplyAs,
         Task,
+        TaskRejected,
         TeamTask,
         tool,
     )
 
-_PUBLISHED = frozenset({"A2A", "Agent", "AgentExtension", "AgentTeam", "InputRequired", "Message", "Task", "TeamTask",
-                        "tool"})
+_PUBLISHED = frozenset({"A2A", "Agent", "AgentExtension", "AgentTeam", "InputRequired", "Message", "ReplyAs", "Task",
+                        "TaskRejected", "TeamTask", "tool"})
 
-__all__ = ["A2A", "A2AClient", "Agent", "AgentExtension", "AgentTeam", "InputRequired", "Message", "Task",
-           "TeamTask", "__version__", "tool"]
+__all__ = ["A2A", "A2AClient", "Agent", "AgentExtension", "AgentTeam", "InputRequired", "Message", "ReplyAs", "Task",
+           "TaskRejected", "TeamTask", "__version__", "tool"]
 
 
 def __getattr__(name: str) -> Any:

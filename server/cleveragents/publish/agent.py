@@ -24,6 +24,7 @@ from cleveragents.domain.actor import (
     Turn,
 )
 from cleveragents.domain.errors import BusinessRuleViolation
+from cleveragents.domain.replies import ReplyAs
 from cleveragents.domain.task import Message, Part, Role
 from cleveragents.ids import new_id
 from cleveragents.infra.actors.handlers import handler_events, runs_on_loop, streams, takes_turn
@@ -36,11 +37,13 @@ Handler = Callable[..., Any]
 class Agent:
     """An actor with a name, a role, a goal and tools. ``actor`` is an object with
     ``respond`` or a ``provider/model`` name (``actor_name``) that the composition
-    root resolves by setting ``actor``."""
+    root resolves by setting ``actor``.
+    ``reply_as``: a task's text reply as its ``response`` artifact (the default), as
+    its final status message, or both (``ReplyAs``)."""
 
     def __init__(self, name: str, role: str = "", goal: str = "", instructions: str = "",
                  tools: Iterable[Any] = (), actor: Any = None, handler: Handler | None = None,
-                 extensions: Iterable[AgentExtension] = ()):
+                 extensions: Iterable[AgentExtension] = (), reply_as: ReplyAs | str = ReplyAs.ARTIFACT):
         if not name:
             raise TypeError("an agent needs a name")
         if handler is not None and actor is not None:
@@ -56,6 +59,8 @@ class Agent:
         # For the card (``A2A`` adds them to its own); a uri twice, differently, is a TypeError.
         self.extensions: tuple[AgentExtension, ...] = a2a_extensions.merge(extensions)
         self.handler = handler
+        # How a task's text reply reaches the client (domain/replies.py).
+        self.reply_as = ReplyAs.parse(reply_as)
         self._handler_takes_turn = handler is not None and takes_turn(handler)
         self._handler_on_loop = handler is not None and runs_on_loop(handler)
         self._handler_streams = handler is not None and streams(handler)
