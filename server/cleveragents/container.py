@@ -88,6 +88,19 @@ def configuration_problem(settings: Settings) -> str | None:
     return None
 
 
+def remote_client(settings: Settings, url: str) -> A2AClient:
+    """The outbound A2A client of a remote agent (``a2a/<url>`` actors); the token,
+    when the agent wants one, comes from ``CLEVERAGENTS_A2A_TOKEN``."""
+    import os
+
+    from cleveragents.a2a.client import ServerConnectionConfig
+    from cleveragents.a2a.client_http import A2AClient
+
+    token = os.environ.get("CLEVERAGENTS_A2A_TOKEN") or "anonymous"
+    timeout = min(max(settings.actor_timeout, 1.0), 3600.0)
+    return A2AClient(ServerConnectionConfig(url=url, token=token, timeout_seconds=timeout))
+
+
 def _guard_policy(policy: GuardPolicy, workspace: Path, state_dir: Path,
                   protected_paths: tuple[str, ...] = ()) -> GuardPolicy:
     """The configuration's protected paths added to the list; and plans never touch
@@ -211,16 +224,7 @@ class Container:
                           workspace=str(self.workspace), name=name, runner=self.tool_runner)
 
     def _remote_client(self, url: str) -> A2AClient:
-        """The outbound A2A client of a remote agent (``a2a/<url>`` actors); the token,
-        when the agent wants one, comes from ``CLEVERAGENTS_A2A_TOKEN``."""
-        import os
-
-        from cleveragents.a2a.client import ServerConnectionConfig
-        from cleveragents.a2a.client_http import A2AClient
-
-        token = os.environ.get("CLEVERAGENTS_A2A_TOKEN") or "anonymous"
-        timeout = min(max(self.settings.actor_timeout, 1.0), 3600.0)
-        return A2AClient(ServerConnectionConfig(url=url, token=token, timeout_seconds=timeout))
+        return remote_client(self.settings, url)
 
     def _plan_actor(self, plan: Plan) -> Awaitable[Actor]:
         """The actor a plan step asks (``actor.edit``): its session's, else the default."""

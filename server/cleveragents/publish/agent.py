@@ -29,6 +29,7 @@ from cleveragents.domain.task import Message, Part, Role
 from cleveragents.ids import new_id
 from cleveragents.infra.actors.handlers import handler_events, runs_on_loop, streams, takes_turn
 from cleveragents.infra.actors.local import tool_call_from_text
+from cleveragents.publish.script_actors import resolve_for_script
 from cleveragents.publish.tools import FunctionTool, as_tool, render, to_jsonable
 
 Handler = Callable[..., Any]
@@ -37,7 +38,7 @@ Handler = Callable[..., Any]
 class Agent:
     """An actor with a name, a role, a goal and tools. ``actor`` is an object with
     ``respond`` or a ``provider/model`` name (``actor_name``) that the composition
-    root resolves by setting ``actor``.
+    root resolves by setting ``actor`` (``start`` resolves it for itself).
     ``reply_as``: a task's text reply as its ``response`` artifact (the default), as
     its final status message, or both (``ReplyAs``)."""
 
@@ -66,6 +67,7 @@ class Agent:
         self._handler_streams = handler is not None and streams(handler)
         self.actor_name: str | None = actor if isinstance(actor, str) else None
         self.actor: Any = None if isinstance(actor, str) else actor
+        self._script_actor: Any = None  # ``actor_name`` as ``start`` resolved it
         if self.actor is not None and not callable(getattr(self.actor, "respond", None)):
             raise TypeError(f"agent {name!r}: the actor must have respond(turn) or be a 'provider/model' name")
 
@@ -111,15 +113,29 @@ class Agent:
         raise RuntimeError("start() can't run inside an event loop: use `await agent.astart(text)`")
 
     async def astart(self, text: str) -> str:
+        """``start`` inside an event loop. An actor named ``provider/model`` is resolved
+        from the environment and the configuration files, as a server would, once; a
+        ``TaskRejected`` from the handler comes out of here."""
         context_id = new_id()
         message = Message(new_id(), Role.USER, (Part.of_text(text),), context_id)
+        turn = Turn(new_id(), context_id, message)
+        if self.actor is None and self.actor_name is not None:
+            if self._script_actor is None:
+                self._script_actor = await asyncio.to_thread(resolve_for_script, self.actor_name)
+            events = self._script_actor.respond(self._delegated(turn))
+        else:
+            events = self.respond(turn)
         reply: list[str] = []
-        async for event in self.respond(Turn(new_id(), context_id, message)):
-            if isinstance(event, TextChunk):
-                reply.append(event.text)
-            elif isinstance(event, InputRequired):
-                reply.append(event.prompt)
-                break
+        try:
+            async for event in events:
+                if isinstance(event, TextChunk):
+                    reply.append(event.text)
+                elif isinstance(event, InputRequired):
+                    reply.append(event.prompt)
+                    break
+        finally:  # an actor left early closes what it opened (an HTTP stream)
+            if (aclose := getattr(events, "aclose", None)) is not None:
+                await aclose()
         return "".join(reply)
 
     # -- the three ways to answer ------------------------------------------------------
