@@ -13,6 +13,7 @@ from cleveragents import A2A, Agent, AgentTeam, InputRequired, ReplyAs, TaskReje
 from cleveragents.a2a.facade import A2ALocalFacade
 from cleveragents.config import Settings
 from cleveragents.container import Container
+from cleveragents.domain.actor import TextChunk
 from cleveragents.domain.task import Task, TaskState, TaskStatus
 
 _ids = itertools.count(1)
@@ -222,3 +223,19 @@ async def test_the_reply_choice_reaches_the_store_as_it_was_sent(serve):
     listed = (await call("ListTasks", includeArtifacts=True))["result"]["tasks"]
     assert [(t["id"], texts(t["status"]["message"]["parts"])) for t in listed] == [(task["id"], "kept")]
 
+
+
+async def test_any_actor_chooses_with_a_reply_as_attribute(serve):
+    class Plain:
+        name = "plain"
+        reply_as = "message"  # the value works as well as ReplyAs.MESSAGE
+
+        async def respond(self, turn):
+            yield TextChunk("plain reply")
+
+    call = serve(Plain())
+    task = (await call("SendMessage", **message("hi")))["result"]["task"]
+    assert texts(task["status"]["message"]["parts"]) == "plain reply" and task.get("artifacts", []) == []
+    Plain.reply_as = "nonsense"  # not a choice: the default
+    task = (await call("SendMessage", **message("hi")))["result"]["task"]
+    assert [a["name"] for a in task["artifacts"]] == ["response"] and "message" not in task["status"]
