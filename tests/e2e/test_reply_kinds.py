@@ -17,7 +17,7 @@ from google.protobuf import struct_pb2
 
 from cleveragents import A2A
 from tests.contract.runners import UvicornServer
-from tests.e2e.agent_server import AgentServer
+from tests.e2e.agent_server import DIALECTS, AgentServer
 from tests.e2e.agents.replies_agent import agent
 
 TOKEN = "replies-token-5a0c"
@@ -158,33 +158,38 @@ async def test_the_handler_reads_the_incoming_message(serve, binding):
     assert seen["metadata"] == {"origin": "sdk"} and seen["kinds"] == ["text"]
 
 
+@DIALECTS
 @pytest.mark.parametrize("reply_as", ["artifact", "message", "both"])
-def test_stdio_delivers_each_kind(tmp_path, reply_as):
+def test_stdio_delivers_each_kind(tmp_path, dialect, reply_as):
+    """Over stdio, in both dialects, each result checked against the SDK's own types."""
     server = AgentServer.agent("replies_agent", "--memory", "--reply-as", reply_as, cwd=tmp_path)
-    v1 = {"A2A-Version": "1.0"}
+    version = {"A2A-Version": dialect.version}
 
     def send(text: str, **fields) -> dict:
-        message = {"role": "ROLE_USER", "messageId": f"m-{text}", "parts": [{"text": text}], **fields}
-        return server.result("SendMessage", {"message": message, **v1})["task"]
+        return dialect.task_of(server.result(dialect.send, {**dialect.message(text, **fields), **version}))
 
     try:
         task = send("hi")
-        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
-        assert [a["parts"] for a in task.get("artifacts", [])] == ([] if reply_as == "message" else [[{"text": "echo hi"}]])
-        assert ("message" in task["status"]) is (reply_as != "artifact")
+        assert task["status"]["state"] == dialect.state("completed")
+        as_artifact = [[dialect.part("echo hi")]] if reply_as != "message" else []
+        assert [a["parts"] for a in task.get("artifacts", [])] == as_artifact
+        if reply_as == "artifact":
+            assert "message" not in task["status"]
+        else:
+            assert task["status"]["message"]["parts"] == [dialect.part("echo hi")]
         rejected = send("reject it")
-        assert rejected["status"]["state"] == "TASK_STATE_REJECTED"
-        assert rejected["status"]["message"]["parts"] == [{"text": "I only read files."}]
+        assert rejected["status"]["state"] == dialect.state("rejected")
+        assert rejected["status"]["message"]["parts"] == [dialect.part("I only read files.")]
         asked = send("ask")
-        assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        assert asked["status"]["state"] == dialect.state("input-required")
         done = send("b.py", contextId=asked["contextId"])
-        assert done["id"] == asked["id"] and done["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert done["id"] == asked["id"] and done["status"]["state"] == dialect.state("completed")
         # Streamed: the stream ends with the rejection.
-        msg_id = server.send("SendStreamingMessage", {"message": {
-            "role": "ROLE_USER", "messageId": "m-stream", "parts": [{"text": "reject"}]}, **v1})
-        final = server.response(msg_id)["result"]["statusUpdate"]
-        assert final["status"]["state"] == "TASK_STATE_REJECTED", server.items(msg_id)
-        assert final["status"]["message"]["parts"] == [{"text": "I only read files."}]
+        msg_id = server.send(dialect.stream, {**dialect.message("reject"), **version})
+        server.response(msg_id)
+        kind, final = dialect.item(server.items(msg_id)[-1])
+        assert kind == "statusUpdate" and final["status"]["state"] == dialect.state("rejected"), server.items(msg_id)
+        assert final["status"]["message"]["parts"] == [dialect.part("I only read files.")]
     finally:
         server.close()
 
