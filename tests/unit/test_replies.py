@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from cleveragents import A2A, Agent, AgentTeam, InputRequired, ReplyAs, TaskRejected
+from cleveragents import A2A, Agent, AgentTeam, InputRequired, Message, ReplyAs, TaskRejected
 from cleveragents.a2a.facade import A2ALocalFacade
 from cleveragents.config import Settings
 from cleveragents.container import Container
@@ -239,3 +239,7 @@ async def test_any_actor_chooses_with_a_reply_as_attribute(serve):
     Plain.reply_as = "nonsense"  # not a choice: the default
     task = (await call("SendMessage", **message("hi")))["result"]["task"]
     assert [a["name"] for a in task["artifacts"]] == ["response"] and "message" not in task["status"]
+
+
+def test_start_returns_the_text_of_a_message_reply():
+    assert Agent(name="Greeter", handler=lambda text: Message("hi there")).start("hello") == "hi there"

@@ -18,6 +18,7 @@ from cleveragents.a2a.cards import SkillSpec
 from cleveragents.a2a.extensions import AgentExtension
 from cleveragents.domain.actor import (
     ActorEvent,
+    DirectReply,
     InputRequired,
     TextChunk,
     ToolCall,
@@ -130,6 +131,8 @@ class Agent:
             async for event in events:
                 if isinstance(event, TextChunk):
                     reply.append(event.text)
+                elif isinstance(event, DirectReply):  # a handler's Message: its text is the reply
+                    reply.append(event.message.text())
                 elif isinstance(event, InputRequired):
                     reply.append(event.prompt)
                     break
