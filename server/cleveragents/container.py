@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cleveragents.config import Settings
-from cleveragents.infra.actors.resolve import PROVIDERS
+from cleveragents.infra.actors.resolve import PROVIDERS, is_local_actor
 
 if TYPE_CHECKING:
     from cleveragents.a2a.card_service import AgentCardService, CardSource
@@ -216,6 +216,10 @@ class Container:
         return resolve_actor(name, self.settings, declared=declared() if declared else None,
                              local=self._local_actor, remote=self._remote_client)
 
+    def _default_is_local(self) -> bool:
+        name = self.settings.default_actor
+        return is_local_actor(name, self.config.declared_actors().get(name))
+
     def _local_actor(self, name: str) -> Actor:
         from cleveragents.infra.actors.local import LocalActor
 
@@ -253,6 +257,8 @@ class Container:
         named = getattr(actor, "actor_name", None)
         if isinstance(named, str) and getattr(actor, "actor", None) is None:
             setattr(actor, "actor", self.resolve_actor(named))  # noqa: B010 (an Agent naming its model actor)
+        elif getattr(actor, "uses_default_actor", False) and not self._default_is_local():
+            setattr(actor, "actor", self.resolve_actor(self.settings.default_actor))  # noqa: B010 (an Agent naming none)
         self.actor: Actor = actor or self.resolve_actor(self.settings.default_actor)
         # Agent tasks read the workspace; changes go through plans, where they are reviewed.
         toolbox = ToolBox(lambda: [tools.get(name) for name in tools.names()], runner=self.tool_runner)

@@ -72,6 +72,8 @@ def test_every_block_is_marked():
 def environment() -> dict[str, str]:
     bin_dir = str(Path(sys.executable).parent)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLEVERAGENTS_", "OPENAI_", "OLLAMA_"))}
+    # Not the user's own configuration file either: a default actor there would change the answers.
+    env["CLEVERAGENTS_USER_CONFIG"] = os.devnull
     env["PATH"] = os.pathsep.join([bin_dir, env.get("PATH", "")])
     return env
 

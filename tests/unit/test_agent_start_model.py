@@ -21,7 +21,7 @@ from tests.fakes.openai_server import FakeOpenAI, Reply
 def model(tmp_path, monkeypatch):
     """The chat-completions double, named by the environment; the script runs in an
     empty directory with no user configuration file."""
-    for name in ("CLEVERAGENTS_OPENAI_BASE_URL", "CLEVERAGENTS_OPENAI_API_KEY_ENV", "CLEVERAGENTS_DEFAULT_ACTOR"):
+    for name in ("CLEVERAGENTS_OPENAI_BASE_URL", "CLEVERAGENTS_OPENAI_API_KEY_ENV"):
         monkeypatch.delenv(name, raising=False)
     with FakeOpenAI() as fake:
         monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
@@ -105,3 +105,61 @@ def test_a_plain_script_runs_as_written(model, tmp_path):
     done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Agents speak A2A.\n"
+
+
+def default_actor(directory, name: str) -> None:
+    config = directory / ".cleveragents" / "config.toml"
+    config.parent.mkdir(exist_ok=True)
+    config.write_text(f'[defaults]\ndefault_actor = "{name}"\n')
+
+
+def test_an_agent_naming_no_actor_uses_the_configured_default_model(model, tmp_path):
+    default_actor(tmp_path, "openai/gpt-4o-mini")
+    script = tmp_path / "researcher.py"
+    script.write_text(textwrap.dedent("""
+        from cleveragents import Agent
+
+        agent = Agent(name="researcher", instructions="Answer research questions via A2A.")
+        print(agent.start("Summarise the latest on agent protocols."))
+    """))
+    model.reply(Reply(text="Agents speak A2A."))
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Agents speak A2A.\n"
+    assert model.requests[0]["model"] == "gpt-4o-mini"
+
+
+def test_with_the_local_default_the_agent_answers_from_its_tools(model, tmp_path):
+    default_actor(tmp_path, "local/default")
+
+    @tool
+    def shout(text: str) -> str:
+        """Shout a text."""
+        return text.upper()
+
+    assert Agent(name="Shouter", tools=[shout]).start("shout text=hey") == "HEY"
+    assert Agent(name="Plain").start("hi").startswith("I am Plain.")
+    assert model.requests == []
+
+
+async def test_a_served_agent_naming_no_actor_uses_the_configured_default_model(model, workspace):
+    from cleveragents import A2A
+    from cleveragents.a2a.facade import A2ALocalFacade
+    from cleveragents.config import Settings
+    from cleveragents.container import Container
+
+    model.reply(Reply(text="served by the model"))
+    agent = Agent(name="researcher", instructions="Answer research questions.")
+    container = Container(Settings(workspace=workspace, memory=True, default_actor="openai/gpt-4o-mini",
+                                   openai_base_url=model.base_url),
+                          actor=agent, card=A2A(agent=agent))
+    try:
+        sent = {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "hi"}]}
+        response = await A2ALocalFacade(container).dispatch(
+            {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": sent}})
+        task = response.to_wire()["result"]["task"]
+    finally:
+        await container.aclose()
+    assert "".join(part["text"] for part in task["artifacts"][0]["parts"]) == "served by the model"
+    assert model.requests[0]["model"] == "gpt-4o-mini"
+    assert "Answer research questions." in str(model.requests[0]["messages"])

@@ -68,12 +68,19 @@ class Agent:
         self._handler_streams = handler is not None and streams(handler)
         self.actor_name: str | None = actor if isinstance(actor, str) else None
         self.actor: Any = None if isinstance(actor, str) else actor
-        self._script_actor: Any = None  # ``actor_name`` as ``start`` resolved it
+        self._script_actor: Any = None  # the model actor ``start`` resolved, if any
+        self._script_resolved = False
         if self.actor is not None and not callable(getattr(self.actor, "respond", None)):
             raise TypeError(f"agent {name!r}: the actor must have respond(turn) or be a 'provider/model' name")
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r})"
+
+    @property
+    def uses_default_actor(self) -> bool:
+        """With no handler and no actor, the agent answers with the configured default
+        actor when that is a model, and from its own tools when it is the local one."""
+        return self.handler is None and self.actor is None and self.actor_name is None
 
     @property
     def replies_directly(self) -> bool:
@@ -114,15 +121,17 @@ class Agent:
         raise RuntimeError("start() can't run inside an event loop: use `await agent.astart(text)`")
 
     async def astart(self, text: str) -> str:
-        """``start`` inside an event loop. An actor named ``provider/model`` is resolved
-        from the environment and the configuration files, as a server would, once; a
-        ``TaskRejected`` from the handler comes out of here."""
+        """``start`` inside an event loop. The actor named ``provider/model`` (with none,
+        the configured default actor) is resolved once, from the environment and the
+        configuration files, as a server would; a ``TaskRejected`` from the handler
+        comes out of here."""
         context_id = new_id()
         message = Message(new_id(), Role.USER, (Part.of_text(text),), context_id)
         turn = Turn(new_id(), context_id, message)
-        if self.actor is None and self.actor_name is not None:
-            if self._script_actor is None:
-                self._script_actor = await asyncio.to_thread(resolve_for_script, self.actor_name)
+        if self.handler is None and self.actor is None and not self._script_resolved:
+            self._script_actor = await asyncio.to_thread(resolve_for_script, self.actor_name)
+            self._script_resolved = True
+        if self._script_actor is not None and self.actor is None:
             events = self._script_actor.respond(self._delegated(turn))
         else:
             events = self.respond(turn)
