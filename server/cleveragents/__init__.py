@@ -1,7 +1,8 @@
 """CleverAgents: an A2A backend that editors start like a language server.
 
 The publishing API (``Agent``, ``AgentTeam``, ``Task``, ``A2A``, ``AgentExtension``,
-``tool``, and the parts and artifacts a handler answers with) loads on first use, so
+``tool``, and the parts and artifacts a handler answers with; for handlers
+``InputRequired``, ``Message``, ``ReplyAs``, ``TaskRejected``) loads on first use, so
 ``import cleveragents`` stays cheap. ``A2AClient`` (the outbound client,
 ``cleveragents.a2a.client.A2AClient``) loads only when named, so a server that never
 calls out never imports it; httpx loads at its first request.
@@ -27,7 +28,9 @@ if TYPE_CHECKING:
         FilePart,
         InputRequired,
         Message,
+        ReplyAs,
         Task,
+        TaskRejected,
         TeamTask,
         TextPart,
         create_a2ui_part,
@@ -35,13 +38,13 @@ if TYPE_CHECKING:
         tool,
     )
 
-_PUBLISHED = frozenset({"A2A", "Agent", "AgentExtension", "AgentTeam", "InputRequired", "Message", "Task", "TeamTask",
-                        "tool", "TextPart", "FilePart", "DataPart", "Artifact", "create_a2ui_part", "is_a2ui_part",
-                        "A2UI_MIME_TYPE"})
+_PUBLISHED = frozenset({"A2A", "Agent", "AgentExtension", "AgentTeam", "InputRequired", "Message", "ReplyAs", "Task",
+                        "TaskRejected", "TeamTask", "tool", "TextPart", "FilePart", "DataPart", "Artifact",
+                        "create_a2ui_part", "is_a2ui_part", "A2UI_MIME_TYPE"})
 
 __all__ = ["A2A", "A2AClient", "A2UI_MIME_TYPE", "Agent", "AgentExtension", "AgentTeam", "Artifact", "DataPart",
-           "FilePart", "InputRequired", "Message", "Task", "TeamTask", "TextPart", "__version__",
-           "create_a2ui_part", "is_a2ui_part", "tool"]
+           "FilePart", "InputRequired", "Message", "ReplyAs", "Task", "TaskRejected", "TeamTask", "TextPart",
+           "__version__", "create_a2ui_part", "is_a2ui_part", "tool"]
 
 
 def __getattr__(name: str) -> Any:

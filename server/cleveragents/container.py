@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cleveragents.config import Settings
-from cleveragents.infra.actors.resolve import PROVIDERS
+from cleveragents.infra.actors.resolve import PROVIDERS, is_local_actor
 
 if TYPE_CHECKING:
     from cleveragents.a2a.card_service import AgentCardService, CardSource
@@ -86,6 +86,19 @@ def configuration_problem(settings: Settings) -> str | None:
     except ValueError as exc:
         return str(exc)
     return None
+
+
+def remote_client(settings: Settings, url: str) -> A2AClient:
+    """The outbound A2A client of a remote agent (``a2a/<url>`` actors); the token,
+    when the agent wants one, comes from ``CLEVERAGENTS_A2A_TOKEN``."""
+    import os
+
+    from cleveragents.a2a.client import ServerConnectionConfig
+    from cleveragents.a2a.client_http import A2AClient
+
+    token = os.environ.get("CLEVERAGENTS_A2A_TOKEN") or "anonymous"
+    timeout = min(max(settings.actor_timeout, 1.0), 3600.0)
+    return A2AClient(ServerConnectionConfig(url=url, token=token, timeout_seconds=timeout))
 
 
 def _guard_policy(policy: GuardPolicy, workspace: Path, state_dir: Path,
@@ -203,6 +216,10 @@ class Container:
         return resolve_actor(name, self.settings, declared=declared() if declared else None,
                              local=self._local_actor, remote=self._remote_client)
 
+    def _default_is_local(self) -> bool:
+        name = self.settings.default_actor
+        return is_local_actor(name, self.config.declared_actors().get(name))
+
     def _local_actor(self, name: str) -> Actor:
         from cleveragents.infra.actors.local import LocalActor
 
@@ -211,16 +228,7 @@ class Container:
                           workspace=str(self.workspace), name=name, runner=self.tool_runner)
 
     def _remote_client(self, url: str) -> A2AClient:
-        """The outbound A2A client of a remote agent (``a2a/<url>`` actors); the token,
-        when the agent wants one, comes from ``CLEVERAGENTS_A2A_TOKEN``."""
-        import os
-
-        from cleveragents.a2a.client import ServerConnectionConfig
-        from cleveragents.a2a.client_http import A2AClient
-
-        token = os.environ.get("CLEVERAGENTS_A2A_TOKEN") or "anonymous"
-        timeout = min(max(self.settings.actor_timeout, 1.0), 3600.0)
-        return A2AClient(ServerConnectionConfig(url=url, token=token, timeout_seconds=timeout))
+        return remote_client(self.settings, url)
 
     def _plan_actor(self, plan: Plan) -> Awaitable[Actor]:
         """The actor a plan step asks (``actor.edit``): its session's, else the default."""
@@ -249,6 +257,8 @@ class Container:
         named = getattr(actor, "actor_name", None)
         if isinstance(named, str) and getattr(actor, "actor", None) is None:
             setattr(actor, "actor", self.resolve_actor(named))  # noqa: B010 (an Agent naming its model actor)
+        elif getattr(actor, "uses_default_actor", False) and not self._default_is_local():
+            setattr(actor, "actor", self.resolve_actor(self.settings.default_actor))  # noqa: B010 (an Agent naming none)
         self.actor: Actor = actor or self.resolve_actor(self.settings.default_actor)
         # Agent tasks read the workspace; changes go through plans, where they are reviewed.
         toolbox = ToolBox(lambda: [tools.get(name) for name in tools.names()], runner=self.tool_runner)

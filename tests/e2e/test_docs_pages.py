@@ -72,6 +72,8 @@ def test_every_block_is_marked():
 def environment() -> dict[str, str]:
     bin_dir = str(Path(sys.executable).parent)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLEVERAGENTS_", "OPENAI_", "OLLAMA_"))}
+    # Not the user's own configuration file either: a default actor there would change the answers.
+    env["CLEVERAGENTS_USER_CONFIG"] = os.devnull
     env["PATH"] = os.pathsep.join([bin_dir, env.get("PATH", "")])
     return env
 
@@ -143,9 +145,19 @@ def test_the_block_runs(block: Block, tmp_path: Path):
     if block.language == "lua":
         check_init_lua(block, tmp_path)
         return
+    from tests.fakes.openai_server import FakeOpenAI, Reply
+
     command = {"python": [sys.executable, "-c", block.text], "sh": ["bash", "-e", "-c", block.text]}[block.language]
-    done = subprocess.run(command, cwd=tmp_path, env=environment(), stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=TIMEOUT)
+    env = environment()
+    names_a_model = block.language == "python" and 'actor="openai/' in block.text
+    with FakeOpenAI() as model:
+        if names_a_model:  # the chat-completions double answers in the hosted model's place
+            model.reply(Reply(text="A reply from the model."))
+            env |= {"OPENAI_API_KEY": "sk-docs", "OPENAI_BASE_URL": model.base_url}
+        done = subprocess.run(command, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=TIMEOUT)
     assert done.returncode == 0, f"{block.id} failed:\n{done.stdout}\n{done.stderr}"
     if block.output is not None:
         assert done.stdout == block.output
+    if names_a_model:
+        assert model.requests and done.stdout == "A reply from the model.\n", done.stdout + done.stderr

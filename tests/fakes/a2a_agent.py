@@ -1,6 +1,6 @@
 """A real a2a-sdk agent on 127.0.0.1 (a uvicorn server in a thread), for the remote
-actor's tests: "ask" asks which colour and answers with it, "fail" fails, "wait"
-works until cancelled, anything else is echoed in two streamed artifact chunks."""
+actor's tests: "ask" asks which colour and answers with it, "fail" fails, "reject"
+rejects the task, "wait" works until cancelled, anything else is echoed in two streamed artifact chunks."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ async def start_work(context, event_queue) -> tuple[str, TaskUpdater]:
 
 
 class Executor(AgentExecutor):
-    """"ask": asks which colour, then answers with it; "fail": fails; else streams."""
+    """"ask": asks which colour, then answers with it; "fail": fails; "reject": rejects;
+    else streams."""
 
     async def execute(self, context, event_queue):
         text, updater = await start_work(context, event_queue)
@@ -45,6 +46,9 @@ class Executor(AgentExecutor):
             await asyncio.Event().wait()  # until cancelled
         if text == "fail":
             await updater.failed(updater.new_agent_message([pb.Part(text="no can do")]))
+            return
+        if text == "reject":
+            await updater.reject(updater.new_agent_message([pb.Part(text="not my job")]))
             return
         await updater.add_artifact([pb.Part(text="remote: ")], artifact_id="out")
         await asyncio.sleep(0.01)

@@ -77,6 +77,12 @@ async def test_a_failed_remote_task_and_an_unreachable_agent_fail_clearly(call, 
     assert bad["error"]["code"] == -32602
 
 
+async def test_a_rejected_remote_task_rejects_ours(call, remote):
+    rejected = (await send(call, "SendMessage", await session(call, remote), "reject"))["task"]
+    assert rejected["status"]["state"] == "TASK_STATE_REJECTED"
+    assert rejected["status"]["message"]["parts"][0]["text"] == f"a2a/{remote}: not my job"
+
+
 async def test_cancelling_the_task_cancels_the_remote_task(call, remote):
     from cleveragents.a2a.client import ServerConnectionConfig
     from cleveragents.a2a.client_http import A2AClient

@@ -53,6 +53,7 @@ from cleveragents.domain.errors import (
     ValidationError,
     failure_reason,
 )
+from cleveragents.domain.replies import TaskRejected, reply_as_of
 from cleveragents.domain.task import (
     INTERRUPTED_STATES,
     Artifact,
@@ -314,6 +315,8 @@ class TaskService:
         response_id = f"{run.task.id}-response-{len(run.task.history)}"
         held: str | None = None
         used = Usage()
+        # Asked of the actor itself: a primed one stands in for it.
+        delivery = reply_as_of(choice.actor if choice is not None else self.actor)
         if actor is None:
             actor = choice.actor if choice is not None else self.actor
         try:
@@ -327,16 +330,21 @@ class TaskService:
                         event = TextChunk(event.message.text())
                     if isinstance(event, TextChunk):
                         if held is not None:
-                            await self._artifact(run, response_id, held, append=bool(chunks), last=False)
+                            if delivery.artifact:
+                                await self._artifact(run, response_id, held, append=bool(chunks), last=False)
                             chunks.append(held)
                         held = event.text
                     elif isinstance(event, ArtifactChunk):
                         await self._add_artifact(run, event.artifact, event.append, event.last_chunk)
                     elif isinstance(event, InputRequired):
+                        prompt = event.prompt
                         if held is not None:  # the text before the question is part of the reply
-                            await self._artifact(run, response_id, held, append=bool(chunks), last=True)
+                            if delivery.artifact:
+                                await self._artifact(run, response_id, held, append=bool(chunks), last=True)
+                            else:
+                                prompt = "".join((*chunks, held)) + "\n\n" + prompt
                         state = TaskState.AUTH_REQUIRED if event.auth else TaskState.INPUT_REQUIRED
-                        await self._finish(run, state, event.prompt)
+                        await self._finish(run, state, prompt)
                         return
                     elif isinstance(event, Usage):
                         await self._update(run, partial(add_usage, usage=event), broadcast=False, persist=False)
@@ -347,13 +355,23 @@ class TaskService:
                 if (aclose := getattr(events, "aclose", None)) is not None:
                     await aclose()
             if held is not None:
-                await self._artifact(run, response_id, held, append=bool(chunks), last=True)
+                if delivery.artifact:
+                    await self._artifact(run, response_id, held, append=bool(chunks), last=True)
                 chunks.append(held)
-            await self._finish(run, TaskState.COMPLETED, "".join(chunks) if chunks else None)
-        except BudgetExceededError as over:
+            await self._finish(run, TaskState.COMPLETED, "".join(chunks) if chunks else None,
+                               status_message=delivery.message)
+        except (TaskRejected, BudgetExceededError) as stopped:
             # What the actor produced so far stays: the text streamed, the artifacts.
-            if held is not None:
-                await self._artifact(run, response_id, held, append=bool(chunks), last=True)
+            if delivery.artifact:
+                if held is not None:
+                    await self._artifact(run, response_id, held, append=bool(chunks), last=True)
+            elif chunks or held is not None:  # the reply never streamed: it is the artifact now
+                text = "".join((*chunks, held or ""))
+                await self._artifact(run, response_id, text, append=False, last=True)
+            if isinstance(stopped, TaskRejected):
+                await self._finish(run, TaskState.REJECTED, stopped.reason)
+                return
+            over = stopped
             await self._update(run, partial(with_budget_error, exc=over), broadcast=False, persist=False)
             await self._finish(run, TaskState.FAILED, f"BudgetExceededError: {over.message}")
         except Exception as exc:
@@ -371,14 +389,16 @@ class TaskService:
         if await self._update(run, change, broadcast=False, persist=False) and run.heard:
             self._emit(run, TaskArtifactUpdate(run.task.id, run.task.context_id, artifact, append, last))
 
-    async def _finish(self, run: TaskRun, state: TaskState, text: str | None) -> None:
+    async def _finish(self, run: TaskRun, state: TaskState, text: str | None, status_message: bool = False) -> None:
+        """End the turn in ``state``, with ``text`` as the agent's message: in the history,
+        and as the status message unless the task completed (then if ``status_message``)."""
         def change(task: Task) -> Task:
             now = utc_now()
             if text is None:
                 return task.transition(state, now)
             reply = agent_message(task, text)
-            status_message = reply if state is not TaskState.COMPLETED else None
-            return task.answered(reply, state, now, status_message)
+            shown = reply if status_message or state is not TaskState.COMPLETED else None
+            return task.answered(reply, state, now, shown)
 
         if await self._update(run, change, broadcast=False) and run.heard:
             self._emit(run, TaskStatusUpdate(run.task.id, run.task.context_id, run.task.status, final=True))

@@ -43,8 +43,9 @@ _S = TaskState
 TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     _S.SUBMITTED: frozenset({_S.WORKING, _S.REJECTED, _S.CANCELED, _S.FAILED, _S.COMPLETED,
                              _S.INPUT_REQUIRED, _S.AUTH_REQUIRED}),
+    # Rejected once working too: an agent may find only then that it won't do the task.
     _S.WORKING: frozenset({_S.WORKING, _S.INPUT_REQUIRED, _S.AUTH_REQUIRED, _S.COMPLETED,
-                           _S.FAILED, _S.CANCELED}),
+                           _S.FAILED, _S.CANCELED, _S.REJECTED}),
     _S.INPUT_REQUIRED: frozenset({_S.WORKING, _S.CANCELED, _S.FAILED}),
     _S.AUTH_REQUIRED: frozenset({_S.WORKING, _S.CANCELED, _S.FAILED}),
     **{state: frozenset() for state in TaskState if state.terminal},

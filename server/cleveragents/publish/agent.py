@@ -18,16 +18,19 @@ from cleveragents.a2a.cards import SkillSpec
 from cleveragents.a2a.extensions import AgentExtension
 from cleveragents.domain.actor import (
     ActorEvent,
+    DirectReply,
     InputRequired,
     TextChunk,
     ToolCall,
     Turn,
 )
 from cleveragents.domain.errors import BusinessRuleViolation
+from cleveragents.domain.replies import ReplyAs
 from cleveragents.domain.task import Message, Part, Role
 from cleveragents.ids import new_id
 from cleveragents.infra.actors.handlers import handler_events, runs_on_loop, streams, takes_turn
 from cleveragents.infra.actors.local import tool_call_from_text
+from cleveragents.publish.script_actors import resolve_for_script
 from cleveragents.publish.tools import FunctionTool, as_tool, render, to_jsonable
 
 Handler = Callable[..., Any]
@@ -36,11 +39,13 @@ Handler = Callable[..., Any]
 class Agent:
     """An actor with a name, a role, a goal and tools. ``actor`` is an object with
     ``respond`` or a ``provider/model`` name (``actor_name``) that the composition
-    root resolves by setting ``actor``."""
+    root resolves by setting ``actor`` (``start`` resolves it for itself).
+    ``reply_as``: a task's text reply as its ``response`` artifact (the default), as
+    its final status message, or both (``ReplyAs``)."""
 
     def __init__(self, name: str, role: str = "", goal: str = "", instructions: str = "",
                  tools: Iterable[Any] = (), actor: Any = None, handler: Handler | None = None,
-                 extensions: Iterable[AgentExtension] = ()):
+                 extensions: Iterable[AgentExtension] = (), reply_as: ReplyAs | str = ReplyAs.ARTIFACT):
         if not name:
             raise TypeError("an agent needs a name")
         if handler is not None and actor is not None:
@@ -56,16 +61,26 @@ class Agent:
         # For the card (``A2A`` adds them to its own); a uri twice, differently, is a TypeError.
         self.extensions: tuple[AgentExtension, ...] = a2a_extensions.merge(extensions)
         self.handler = handler
+        # How a task's text reply reaches the client (domain/replies.py).
+        self.reply_as = ReplyAs.parse(reply_as)
         self._handler_takes_turn = handler is not None and takes_turn(handler)
         self._handler_on_loop = handler is not None and runs_on_loop(handler)
         self._handler_streams = handler is not None and streams(handler)
         self.actor_name: str | None = actor if isinstance(actor, str) else None
         self.actor: Any = None if isinstance(actor, str) else actor
+        self._script_actor: Any = None  # the model actor ``start`` resolved, if any
+        self._script_resolved = False
         if self.actor is not None and not callable(getattr(self.actor, "respond", None)):
             raise TypeError(f"agent {name!r}: the actor must have respond(turn) or be a 'provider/model' name")
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r})"
+
+    @property
+    def uses_default_actor(self) -> bool:
+        """With no handler and no actor, the agent answers with the configured default
+        actor when that is a model, and from its own tools when it is the local one."""
+        return self.handler is None and self.actor is None and self.actor_name is None
 
     @property
     def replies_directly(self) -> bool:
@@ -106,15 +121,33 @@ class Agent:
         raise RuntimeError("start() can't run inside an event loop: use `await agent.astart(text)`")
 
     async def astart(self, text: str) -> str:
+        """``start`` inside an event loop. The actor named ``provider/model`` (with none,
+        the configured default actor) is resolved once, from the environment and the
+        configuration files, as a server would; a ``TaskRejected`` from the handler
+        comes out of here."""
         context_id = new_id()
         message = Message(new_id(), Role.USER, (Part.of_text(text),), context_id)
+        turn = Turn(new_id(), context_id, message)
+        if self.handler is None and self.actor is None and not self._script_resolved:
+            self._script_actor = await asyncio.to_thread(resolve_for_script, self.actor_name)
+            self._script_resolved = True
+        if self._script_actor is not None and self.actor is None:
+            events = self._script_actor.respond(self._delegated(turn))
+        else:
+            events = self.respond(turn)
         reply: list[str] = []
-        async for event in self.respond(Turn(new_id(), context_id, message)):
-            if isinstance(event, TextChunk):
-                reply.append(event.text)
-            elif isinstance(event, InputRequired):
-                reply.append(event.prompt)
-                break
+        try:
+            async for event in events:
+                if isinstance(event, TextChunk):
+                    reply.append(event.text)
+                elif isinstance(event, DirectReply):  # a handler's Message: its text is the reply
+                    reply.append(event.message.text())
+                elif isinstance(event, InputRequired):
+                    reply.append(event.prompt)
+                    break
+        finally:  # an actor left early closes what it opened (an HTTP stream)
+            if (aclose := getattr(events, "aclose", None)) is not None:
+                await aclose()
         return "".join(reply)
 
     # -- the three ways to answer ------------------------------------------------------

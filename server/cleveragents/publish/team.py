@@ -22,6 +22,7 @@ from cleveragents.domain.actor import (
     TextChunk,
     Turn,
 )
+from cleveragents.domain.replies import ReplyAs
 from cleveragents.domain.task import Artifact, Message, Part, Role
 from cleveragents.ids import new_id
 
@@ -47,7 +48,8 @@ TeamTask = Task
 class AgentTeam:
     """Runs ``tasks`` in order; with no tasks, runs each agent on the previous output."""
 
-    def __init__(self, agents: Sequence[Actor], tasks: Sequence[Task] | None = None, name: str = ""):
+    def __init__(self, agents: Sequence[Actor], tasks: Sequence[Task] | None = None, name: str = "",
+                 reply_as: ReplyAs | str = ReplyAs.ARTIFACT):
         self.agents = tuple(agents)
         if not self.agents:
             raise ValueError("a team needs at least one agent")
@@ -56,6 +58,7 @@ class AgentTeam:
             if not any(step.agent is agent for agent in self.agents):
                 raise ValueError(f"the agent of step {step.title!r} ({step.agent.name}) is not in the team")
         self.name = name or " & ".join(agent.name for agent in self.agents)
+        self.reply_as = ReplyAs.parse(reply_as)  # the last step's output, as the team's reply
         # The members' extensions: a request to the team reaches each of them.
         self.extensions: tuple[AgentExtension, ...] = a2a_extensions.merge(
             *(getattr(agent, "extensions", ()) for agent in self.agents))

@@ -19,6 +19,7 @@ from typing import Any
 
 from cleveragents.domain.actor import ActorError, ActorEvent, ArtifactChunk, InputRequired, TextChunk, Turn
 from cleveragents.domain.errors import StructuredError
+from cleveragents.domain.replies import TaskRejected
 from cleveragents.domain.task import Message, Role, Task, TaskArtifactUpdate, TaskState, TaskStatusUpdate
 from cleveragents.ids import new_id
 
@@ -86,7 +87,9 @@ class RemoteA2aActor:
                 self._remember_waiting(turn.task_id, seen.task_id, self._contexts.get(turn.context_id, ""))
                 yield InputRequired(text or "The remote agent needs input", status.state is TaskState.AUTH_REQUIRED)
                 return
-            if status.state in (TaskState.FAILED, TaskState.REJECTED, TaskState.CANCELED):
+            if status.state is TaskState.REJECTED:  # the remote agent won't do it: neither will we
+                raise TaskRejected(f"{self.name}: " + (text or "the remote agent rejected the task"))
+            if status.state in (TaskState.FAILED, TaskState.CANCELED):
                 raise ActorError(f"{self.name}: the remote task is {status.state.value}" + (f": {text}" if text else ""),
                                  {"actor": self.name, "reason": status.state.value, "remote_task_id": seen.task_id})
             if status.state is TaskState.COMPLETED:

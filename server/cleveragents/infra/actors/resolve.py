@@ -67,6 +67,13 @@ def resolve_actor(name: str, settings: Settings, *, declared: Mapping[str, Mappi
     return actor  # type: ignore[no-any-return]
 
 
+def is_local_actor(name: str, declared: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``name`` is a ``local`` actor (the deterministic one), by its name or by
+    the provider its declaration gives."""
+    provider = (declared or {}).get("provider") or name.partition("/")[0]
+    return bool(provider == "local")
+
+
 def _chat_settings(provider: str, spec: Mapping[str, Any], settings: Settings) -> ChatSettings:
     if provider == "ollama":
         base_url = settings.ollama_base_url or OLLAMA_BASE_URL
