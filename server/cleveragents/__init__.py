@@ -1,7 +1,7 @@
 """CleverAgents: an A2A backend that editors start like a language server.
 
 The publishing API (``Agent``, ``AgentTeam``, ``Task``, ``A2A``, ``AgentExtension``,
-``tool``) loads on first use, so ``import cleveragents`` stays cheap. ``A2AClient`` (the
+``AgentProvider``, ``tool``) loads on first use, so ``import cleveragents`` stays cheap. ``A2AClient`` (the
 outbound client, ``cleveragents.a2a.client.A2AClient``) loads only when named, so
 a server that never calls out never imports it; httpx loads at its first request.
 """
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         A2A,
         Agent,
         AgentExtension,
+        AgentProvider,
         AgentTeam,
         InputRequired,
         Message,
@@ -27,10 +28,10 @@ if TYPE_CHECKING:
         tool,
     )
 
-_PUBLISHED = frozenset({"A2A", "Agent", "AgentExtension", "AgentTeam", "InputRequired", "Message", "Task", "TeamTask",
-                        "tool"})
+_PUBLISHED = frozenset({"A2A", "Agent", "AgentExtension", "AgentProvider", "AgentTeam", "InputRequired", "Message",
+                        "Task", "TeamTask", "tool"})
 
-__all__ = ["A2A", "A2AClient", "Agent", "AgentExtension", "AgentTeam", "InputRequired", "Message", "Task",
+__all__ = ["A2A", "A2AClient", "Agent", "AgentExtension", "AgentProvider", "AgentTeam", "InputRequired", "Message", "Task",
            "TeamTask", "__version__", "tool"]
 
 
