@@ -107,3 +107,19 @@ def test_the_dispatcher_refuses_what_the_card_turns_off(quiet):
                                                              "capability": "pushNotifications"}
     sent = quiet.dispatch_sync({"jsonrpc": "2.0", "id": 3, "method": "SendMessage", "params": message})
     assert sent.result["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_an_async_callback_may_return_a_new_card_and_a_wrong_answer_is_ignored(tmp_path, caplog):
+    async def replace_card(card: dict) -> dict:
+        return {**card, "description": "for callers"}
+
+    for callback, description in ((replace_card, "for callers"), (lambda card: "oops", "")):
+        a2a = A2A(agent=AGENT, extended_agent_card_callback=callback)
+        container = Container(Settings(workspace=tmp_path, memory=True), actor=AGENT, card=a2a)
+        try:
+            card = (await A2ALocalFacade(container).dispatch({"jsonrpc": "2.0", "id": 1,
+                                                              "method": "GetExtendedAgentCard"})).result
+        finally:
+            container.close()
+        assert card["description"] == description and card["name"] == "Echo"
+    assert "returned a str" in caplog.text

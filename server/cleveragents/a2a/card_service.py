@@ -141,6 +141,9 @@ class AgentCardService:
                 changed = await changed
             if isinstance(changed, dict):
                 card = changed
+            elif changed is not None:
+                logger.warning("extended_agent_card_callback returned a %s, not a dict or None: the card it was "
+                               "given is served", type(changed).__name__)
         return card
 
     def _add_details(self, card: dict[str, Any]) -> None:
