@@ -123,3 +123,10 @@ async def test_an_async_callback_may_return_a_new_card_and_a_wrong_answer_is_ign
             container.close()
         assert card["description"] == description and card["name"] == "Echo"
     assert "returned a str" in caplog.text
+
+
+def test_the_stdio_summary_card_lists_the_backends_skills():
+    card = a2a_capabilities()["agentCard"]
+    assert [s["id"] for s in card["skills"]] == ["plan-lifecycle", "registry-crud", "context-management"]
+    (extension,) = card["capabilities"]["extensions"]
+    assert extension["params"]["methods"] == list(backend_extension().methods)

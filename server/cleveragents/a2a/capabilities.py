@@ -11,6 +11,7 @@ from typing import Any
 
 from cleveragents._version import __version__
 from cleveragents.a2a import dialects, methods
+from cleveragents.a2a.cards import SkillSpec, skill_entry
 from cleveragents.a2a.extensions import AgentExtension
 from cleveragents.a2a.streams import ARTIFACT_NOTIFICATION, EVENT_NOTIFICATION, STATUS_NOTIFICATION
 from cleveragents.a2a.version import DEFAULT_VERSION, SUPPORTED_VERSIONS
@@ -19,6 +20,19 @@ EXTENSION_URI = "urn:cleveragents:extensions:v1"
 EXTENSION_DESCRIPTION = "CleverAgents platform methods (plans, registries, context)"
 AGENT_NAME = "CleverAgents"
 AGENT_DESCRIPTION = "Autonomous software engineering agent"
+
+# The backend's skills, on its card (the tools go on the extended card only).
+BACKEND_SKILLS = (
+    SkillSpec("plan-lifecycle", "Plan lifecycle",
+              "Plan a change from an action, run it in an overlay, review the diff, then apply, correct or roll it "
+              "back.", ("plan", "code"), ("Replace foo with bar in every Python file",)),
+    SkillSpec("registry-crud", "Registries",
+              "List the tools, actions, actors, skills, resources and projects this backend knows.",
+              ("registry",), ("Which tools can edit files?",)),
+    SkillSpec("context-management", "Context management",
+              "Show, pin and budget the context an actor gets for a session or a plan.",
+              ("context",), ("Pin src/app.py for this session",)),
+)
 
 NOTIFICATIONS = (EVENT_NOTIFICATION, STATUS_NOTIFICATION, ARTIFACT_NOTIFICATION, "$/progress")
 
@@ -46,6 +60,7 @@ def a2a_capabilities(agent_card: dict[str, Any] | None = None) -> dict[str, Any]
         "name": AGENT_NAME,
         "description": AGENT_DESCRIPTION,
         "version": __version__,
+        "skills": [skill_entry(skill) for skill in BACKEND_SKILLS],
         "capabilities": {
             "streaming": True,
             "pushNotifications": True,

@@ -21,6 +21,7 @@ from cleveragents.a2a import dialects, methods
 from cleveragents.a2a.capabilities import (
     AGENT_DESCRIPTION,
     AGENT_NAME,
+    BACKEND_SKILLS,
     EXTENSION_URI,
     backend_extension,
     method_names,
@@ -44,18 +45,6 @@ BOTH = "both"  # the public card that 1.0 and 0.3 clients both read
 CardCallback = Callable[[dict[str, Any]], Any]
 # What the extended card adds to our extension's params (the actors, the limits).
 CardDetails = Callable[[], Mapping[str, Any]]
-
-BACKEND_SKILLS = (
-    SkillSpec("plan-lifecycle", "Plan lifecycle",
-              "Plan a change from an action, run it in an overlay, review the diff, then apply, correct or roll it "
-              "back.", ("plan", "code"), ("Replace foo with bar in every Python file",)),
-    SkillSpec("registry-crud", "Registries",
-              "List the tools, actions, actors, skills, resources and projects this backend knows.",
-              ("registry",), ("Which tools can edit files?",)),
-    SkillSpec("context-management", "Context management",
-              "Show, pin and budget the context an actor gets for a session or a plan.",
-              ("context",), ("Pin src/app.py for this session",)),
-)
 
 
 class CardSource(Protocol):

@@ -84,7 +84,7 @@ class AgentCardSpec:
         return self.skills + self.extended_skills if extended else self.skills
 
 
-def _skill(skill: SkillSpec) -> dict[str, Any]:
+def skill_entry(skill: SkillSpec) -> dict[str, Any]:
     out: dict[str, Any] = {"id": skill.id, "name": skill.name, "description": skill.description,
                            "tags": list(skill.tags)}
     if skill.examples:
@@ -114,7 +114,7 @@ def _common(spec: AgentCardSpec, extended: bool) -> dict[str, Any]:
         out["documentationUrl"] = spec.documentation_url
     out["defaultInputModes"] = list(spec.default_input_modes)
     out["defaultOutputModes"] = list(spec.default_output_modes)
-    out["skills"] = [_skill(s) for s in spec.skills_for(extended)]
+    out["skills"] = [skill_entry(s) for s in spec.skills_for(extended)]
     return out
 
 
