@@ -34,7 +34,13 @@ from cleveragents.a2a.methods import MethodSpec  # noqa: E402
 from cleveragents.a2a.version import SUPPORTED_VERSIONS  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from protocol_sections import events_section, limits_section, plan_section, task_section  # noqa: E402
+from protocol_sections import (  # noqa: E402
+    card_section,
+    events_section,
+    limits_section,
+    plan_section,
+    task_section,
+)
 
 # Families, in the order they appear. Extension methods are sorted into them by name.
 STANDARD_FAMILY = "Standard A2A"
@@ -460,6 +466,7 @@ def render(services: set[str] | None = None) -> str:
 
     order = [STANDARD_FAMILY, *(name for name, _ in FAMILIES), OTHER_FAMILY, LEGACY_FAMILY]
     lines = intro() + limits_section() + error_sections() + task_section() + plan_section() + events_section()
+    lines += card_section()
     lines += ["## Methods", "", "Grouped by family:", ""]
     lines += [f"- {name} ({len(by_family[name])})" for name in order if by_family.get(name)]
     lines.append("")

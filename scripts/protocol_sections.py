@@ -260,3 +260,58 @@ def limits_section() -> list[str]:
         "",
     ]
     return lines
+
+
+def card_section() -> list[str]:
+    """The agent card: what turns methods off, the extended card, and where the card and
+    the method names follow the A2A specification over other descriptions."""
+    from cleveragents.a2a import dialects, methods
+    from cleveragents.a2a.capabilities import EXTENSION_URI
+    from cleveragents.a2a.cards import API_KEY_SCHEME, BEARER_SCHEME
+
+    def gated(capability: str) -> str:
+        return ", ".join(f"`{s.name}`" for s in methods.METHODS.values()
+                         if s.capability == capability and s.dialect in dialects.STANDARD)
+
+    return [
+        "## Agent card",
+        "",
+        "The card (served over HTTP at `/.well-known/agent-card.json` and `/.well-known/agent.json`, and sent "
+        "over stdio in the `initialize` answer) says what the agent offers, and the server holds to it:",
+        "",
+        f"- `capabilities.streaming: false`: {gated(methods.STREAMING)} answer -32004 "
+        "(`UNSUPPORTED_OPERATION`, `data: {method, capability}`).",
+        f"- `capabilities.pushNotifications: false`: {gated(methods.PUSH_NOTIFICATIONS)} answer -32003 "
+        "(`PUSH_NOTIFICATION_NOT_SUPPORTED`).",
+        "- Over stdio, the `initialize` answer's method lists leave out the methods the card turns off.",
+        f"- The security schemes are named `{BEARER_SCHEME}` (an HTTP bearer token) and `{API_KEY_SCHEME}` "
+        "(an API key in a header); error data names the same schemes.",
+        f"- The extended card (`GetExtendedAgentCard`) adds, for authenticated callers, the skills kept off "
+        f"the public card and, in the `params` of the `{EXTENSION_URI}` extension: `methodNames` (every "
+        "method by dialect: `1.0`, `0.3`, `extension`, `deprecated`), `actors` and `limits`. A published "
+        "agent's `extended_agent_card_callback` may change it further. Over HTTP+JSON it is sent with "
+        "`Cache-Control: private` and `Vary: Authorization` (and the API key header when API keys are "
+        "configured): it depends on the credential.",
+        "",
+        "### Where the A2A specification decides",
+        "",
+        "Some descriptions of A2A servers show shapes that the A2A specification does not have. The "
+        "backend follows the specification, and accepts the other forms where that harms no client:",
+        "",
+        "- `provider` is an `AgentProvider`: `{organization, url}`, both required (not `{name}`).",
+        "- `skills` are `AgentSkill` objects (`id`, `name`, `description`, `tags`, `examples`), never bare "
+        "ids: the backend's are `plan-lifecycle`, `registry-crud` and `context-management`.",
+        "- An `AgentExtension` has `uri`, `description`, `required` and `params` only, and a strict ProtoJSON "
+        "reader refuses a card with any other member. So the extension's method globs "
+        "(`_cleveragents/plan/*`, ...) are in `params.methods`, not in a `methods` member of their own.",
+        "- `capabilities.stateTransitionHistory` is not in A2A 1.0's `AgentCapabilities`: it is never sent.",
+        "- The push notification config methods are `tasks/pushNotificationConfig/*` (0.3) and "
+        "`*TaskPushNotificationConfig*` (1.0); `pushNotificationConfig/set`, `/get`, `/list` and `/delete` "
+        "are accepted as 0.3 aliases. `agent/getExtendedCard` and `getExtendedAgentCard` are likewise aliases "
+        "of `agent/getAuthenticatedExtendedCard`.",
+        "- A task that was canceled is `canceled` (0.3) or `TASK_STATE_CANCELED` (1.0), never `cancelled`.",
+        "- A JSON-RPC error's `data` is an object in the 0.3 and extension dialects and, in the 1.0 "
+        "dialect, a list of error details (`google.rpc.ErrorInfo`, ...). `A2AErrorDetail.data` is `{}` when "
+        "there is none, and is then left off the wire.",
+        "",
+    ]

@@ -1,7 +1,7 @@
 """CleverAgents: an A2A backend that editors start like a language server.
 
 The publishing API (``Agent``, ``AgentTeam``, ``Task``, ``A2A``, ``AgentExtension``,
-``tool``, and the parts and artifacts a handler answers with; for handlers
+``AgentProvider``, ``tool``, and the parts and artifacts a handler answers with; for handlers
 ``InputRequired``, ``Message``, ``ReplyAs``, ``TaskRejected``) loads on first use, so
 ``import cleveragents`` stays cheap. ``A2AClient`` (the outbound client,
 ``cleveragents.a2a.client.A2AClient``) loads only when named, so a server that never
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         A2UI_MIME_TYPE,
         Agent,
         AgentExtension,
+        AgentProvider,
         AgentTeam,
         Artifact,
         DataPart,
@@ -38,11 +39,13 @@ if TYPE_CHECKING:
         tool,
     )
 
-_PUBLISHED = frozenset({"A2A", "Agent", "AgentExtension", "AgentTeam", "InputRequired", "Message", "ReplyAs", "Task",
+_PUBLISHED = frozenset({"A2A", "Agent", "AgentExtension", "AgentProvider", "AgentTeam", "InputRequired", "Message",
+                        "ReplyAs", "Task",
                         "TaskRejected", "TeamTask", "tool", "TextPart", "FilePart", "DataPart", "Artifact",
                         "create_a2ui_part", "is_a2ui_part", "A2UI_MIME_TYPE"})
 
-__all__ = ["A2A", "A2AClient", "A2UI_MIME_TYPE", "Agent", "AgentExtension", "AgentTeam", "Artifact", "DataPart",
+__all__ = ["A2A", "A2AClient", "A2UI_MIME_TYPE", "Agent", "AgentExtension", "AgentProvider", "AgentTeam", "Artifact",
+           "DataPart",
            "FilePart", "InputRequired", "Message", "ReplyAs", "Task", "TaskRejected", "TeamTask", "TextPart",
            "__version__", "create_a2ui_part", "is_a2ui_part", "tool"]
 

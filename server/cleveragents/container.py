@@ -260,6 +260,7 @@ class Container:
         elif getattr(actor, "uses_default_actor", False) and not self._default_is_local():
             setattr(actor, "actor", self.resolve_actor(self.settings.default_actor))  # noqa: B010 (an Agent naming none)
         self.actor: Actor = actor or self.resolve_actor(self.settings.default_actor)
+        self._published = actor is not None
         # Agent tasks read the workspace; changes go through plans, where they are reviewed.
         toolbox = ToolBox(lambda: [tools.get(name) for name in tools.names()], runner=self.tool_runner)
         infos: list[ToolInfo] = []
@@ -291,9 +292,30 @@ class Container:
             router=PlanGates(self.plan_service), selector=None if actor is not None else self.session_actors,
             invoker=None if actor is not None else toolbox.invoker(tool_context), may_repair=self._owns_state,
             events=self.stores.events)
-        self.agent_card_service: AgentCardService = AgentCardService.for_backend(card, self.tool_registry)
+        self.agent_card_service: AgentCardService = AgentCardService.for_backend(
+            card, self.tool_registry, details=self._extended_card_details)
         self.context_service: ContextService = ContextService(
             self.stores.sessions, self.stores.plans, self.stores.tasks, self.stores.pins, self.plan_workspace)
+
+    def _extended_card_details(self) -> dict[str, Any]:
+        """What only authenticated callers see on the card: the actors and the limits."""
+        from cleveragents.app.registry import actor_rows
+
+        actors = [{key: row[key] for key in ("name", "kind", "provider", "model", "description", "default")}
+                  for row in actor_rows(known_providers(), self.config.actors, self.settings.default_actor)]
+        if self._published:  # the agent itself first, with a team's members
+            members = [getattr(a, "name", str(a)) for a in getattr(self.actor, "agents", ())]
+            actors.insert(0, {"name": getattr(self.actor, "name", type(self.actor).__name__), "kind": "published",
+                              **({"members": members} if members else {})})
+        settings = self.settings
+        limits = {"maxJsonDepth": self.json_limits.max_depth, "maxMetadataSize": self.json_limits.max_metadata_size,
+                  "maxTerminalTasks": settings.max_terminal_tasks, "eventBuffer": settings.event_buffer,
+                  "toolTimeoutSeconds": settings.tool_timeout, "actorTimeoutSeconds": settings.actor_timeout,
+                  "maxToolRounds": settings.max_tool_rounds}
+        budgets = {"sessionMaxTokens": settings.session_max_tokens, "sessionMaxCost": settings.session_max_cost,
+                   "planMaxTokens": settings.plan_max_tokens, "planMaxCost": settings.plan_max_cost}
+        limits.update({key: value for key, value in budgets.items() if value is not None})
+        return {"actors": actors, "limits": limits}
 
     def _build_registries(self, card: CardSource | None) -> None:
         from cleveragents.app.registry import (

@@ -53,7 +53,7 @@ async def test_the_auth_token_guards_our_routes_only(tmp_path):
         assert (await client.get("/agent/events")).status_code == 401
         card = (await client.get("/agent/.well-known/agent-card.json")).json()  # cards are public
         assert card["supportedInterfaces"][0]["url"] == server.url + "/agent/a2a"
-        assert "bearer" in card["securitySchemes"]
+        assert "bearerAuth" in card["securitySchemes"]
         allowed = await client.post("/agent/a2a", json=rpc("SendMessage", v1_message("hi")),
                                     headers={**V1, "Authorization": "Bearer sk-secret"})
         assert allowed.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"

@@ -30,7 +30,7 @@ async def test_the_0_3_client_reads_the_card_at_its_own_location(sdk03, server):
     assert card["protocolVersion"].startswith("0.3")
     # Each interface once; the main one is the card's url, not repeated beside it.
     assert card["additionalInterfaces"] == [{"url": server.url + server.prefix, "transport": "HTTP+JSON"}]
-    assert card["streaming"] is True and card["extendedCard"] is True and card["securitySchemes"] == ["bearer"]
+    assert card["streaming"] is True and card["extendedCard"] is True and card["securitySchemes"] == ["bearerAuth"]
 
 
 @pytest.mark.parametrize("transport", ["JSONRPC", "HTTP+JSON"])

@@ -86,7 +86,7 @@ async def test_calls_need_a_right_credential(served):
     body = missing.json()
     assert body["id"] == 7 and body["error"]["data"][0]["reason"] == "UNAUTHENTICATED"
     extension = (await client.post("/a2a", json=rpc("_cleveragents/health/check"))).json()["error"]
-    assert extension["code"] == -32002 and extension["data"] == {"schemes": ["bearer", "apiKey"]}
+    assert extension["code"] == -32002 and extension["data"] == {"schemes": ["bearerAuth", "apiKey"]}
     for headers in ({"Authorization": "Bearer token-3"}, {"Authorization": "Bearer token-1x"},
                     {"Authorization": "Basic token-1"}, {"X-API-Key": "key-2"}, {"X-API-Key": ""}):
         assert (await client.post("/a2a", json=rpc("GetTask", {"id": "x"}), headers=headers)).status_code == 401
@@ -103,7 +103,7 @@ async def test_the_cards_are_public_and_the_extended_card_is_not(served):
     card = (await client.get("/.well-known/agent-card.json")).json()
     # Each scheme in 1.0's spelling and 0.3's: 1.0 and 0.3 clients read this card.
     assert card["securitySchemes"] == {
-        "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}, "type": "http", "scheme": "Bearer"},
+        "bearerAuth": {"httpAuthSecurityScheme": {"scheme": "Bearer"}, "type": "http", "scheme": "Bearer"},
         "apiKey": {"apiKeySecurityScheme": {"location": "header", "name": "X-API-Key"},
                    "type": "apiKey", "in": "header", "name": "X-API-Key"}}
     assert card["capabilities"]["extendedAgentCard"] is True and card["supportsAuthenticatedExtendedCard"] is True
@@ -152,7 +152,7 @@ async def test_cards_validate_and_revalidate(open_server):
     caps = card["capabilities"]
     assert caps["streaming"] and caps["pushNotifications"] and caps["extendedAgentCard"]
     ext = {e["uri"]: e for e in caps["extensions"]}["urn:cleveragents:extensions:v1"]
-    assert "_cleveragents/plan/use" in ext["params"]["methods"]
+    assert "_cleveragents/plan/*" in ext["params"]["methods"] and "methods" not in ext
     assert card["skills"] and card["defaultInputModes"] and card["defaultOutputModes"]
     assert response.headers["cache-control"].startswith("public") and response.headers["last-modified"].endswith("GMT")
     etag = response.headers["etag"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from fnmatch import fnmatchcase
 from typing import Any
 
 import pytest
@@ -49,10 +50,14 @@ async def test_every_advertised_method_is_served(workspace):
         a2a = answer["result"]["capabilities"]["experimental"]["a2a"]
         advertised = {name for names in a2a["methods"].values() for name in names}
         (extension,) = a2a["agentCard"]["capabilities"]["extensions"]
-        assert set(extension["params"]["methods"]) <= advertised
+        globs = extension["params"]["methods"]  # a glob per family, each matching served methods
+        assert all(any(fnmatchcase(name, glob) for name in advertised) for glob in globs)
+        assert all(any(fnmatchcase(name, glob) for glob in globs) for name in a2a["methods"]["extension"])
         card = (await server.request(1, "GetExtendedAgentCard", {}))["result"]
         for ext in card["capabilities"]["extensions"]:
-            assert set(ext.get("params", {}).get("methods", [])) <= advertised
+            assert ext.get("params", {}).get("methods", []) == globs
+            listed = ext.get("params", {}).get("methodNames", {})
+            assert {name for names in listed.values() for name in names} == advertised
         unserved = {}
         for number, name in enumerate(sorted(advertised), start=2):
             spec = methods.METHODS[name]

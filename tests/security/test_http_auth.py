@@ -132,7 +132,7 @@ async def test_a_401_says_how_to_authenticate_and_nothing_else(served):
     assert response.headers["www-authenticate"].startswith('Bearer realm="a2a"')
     body = response.json()
     assert body["id"] == 9 and "result" not in body
-    assert body["error"]["code"] == -32002 and body["error"]["data"] == {"schemes": ["bearer", "apiKey"]}
+    assert body["error"]["code"] == -32002 and body["error"]["data"] == {"schemes": ["bearerAuth", "apiKey"]}
 
 
 async def _raw(url: str, request_line: str, headers: str = "") -> tuple[int, bytes]:

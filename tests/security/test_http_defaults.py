@@ -184,7 +184,7 @@ def test_without_a_credential_the_server_makes_a_token_and_prints_it_once(identi
             assert client.get("/tasks").status_code == 401
             assert client.post("/a2a", json=rpc("ListTasks"), headers=server.auth()).status_code == 200
             card = client.get("/.well-known/agent-card.json").json()
-            assert "bearer" in card["securitySchemes"]
+            assert "bearerAuth" in card["securitySchemes"]
         health = identity.run([*identity.server_command("cleveragents.cli.main"), "health", "check", "--server",
                                server.url, "--token", server.token], cwd=server.workspace)
         assert health.returncode == 0, health.stderr

@@ -7,8 +7,8 @@ import pytest
 
 from cleveragents.a2a.cards import (
     AgentCardSpec,
+    AgentProvider,
     ExtensionSpec,
-    ProviderSpec,
     SkillSpec,
     card_both,
     card_v03,
@@ -19,7 +19,7 @@ PLAN = SkillSpec("plan", "Plan", "Plans a change", ("code",), ("Rename foo to ba
 ADMIN = SkillSpec("admin", "Admin", "Maintains the store", ("ops",))
 SPEC = AgentCardSpec(
     name="CleverAgents", description="Autonomous software engineering agent", version="1.2.3",
-    url="https://agent.example/a2a", provider=ProviderSpec("CleverThis", "https://clever.example"),
+    url="https://agent.example/a2a", provider=AgentProvider("CleverThis", "https://clever.example"),
     skills=(PLAN,), extended_skills=(ADMIN,), push_notifications=True, extended_card=True, bearer=True,
     api_key_header="X-API-Key",
     extensions=(ExtensionSpec("urn:cleveragents:extensions:v1", "Platform methods", params={"methods": ["a"]}),),
@@ -42,10 +42,10 @@ def test_v1_card_shape():
                         "description": "Platform methods", "params": {"methods": ["a"]}}],
     }
     assert card["securitySchemes"] == {
-        "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}},
+        "bearerAuth": {"httpAuthSecurityScheme": {"scheme": "Bearer"}},
         "apiKey": {"apiKeySecurityScheme": {"location": "header", "name": "X-API-Key"}},
     }
-    assert card["securityRequirements"] == [{"schemes": {"bearer": {"list": []}}},
+    assert card["securityRequirements"] == [{"schemes": {"bearerAuth": {"list": []}}},
                                             {"schemes": {"apiKey": {"list": []}}}]
     assert card["skills"] == [{"id": "plan", "name": "Plan", "description": "Plans a change", "tags": ["code"],
                                "examples": ["Rename foo to bar"]}]
@@ -60,9 +60,9 @@ def test_v03_card_shape():
     assert card["additionalInterfaces"] == [{"url": "https://agent.example", "transport": "HTTP+JSON"}]
     assert card["supportsAuthenticatedExtendedCard"] is True
     assert "extendedAgentCard" not in card["capabilities"]
-    assert card["securitySchemes"] == {"bearer": {"type": "http", "scheme": "Bearer"},
+    assert card["securitySchemes"] == {"bearerAuth": {"type": "http", "scheme": "Bearer"},
                                        "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}
-    assert card["security"] == [{"bearer": []}, {"apiKey": []}]
+    assert card["security"] == [{"bearerAuth": []}, {"apiKey": []}]
     assert card["provider"] == {"organization": "CleverThis", "url": "https://clever.example"}
 
 

@@ -92,3 +92,16 @@ def test_a_response_is_json_text_even_with_text_utf_8_cannot_carry():
     lone = A2AResponse(id=2, result={"text": "bad \udc80 byte"})  # a file read with surrogateescape
     assert json.loads(lone.to_json()) == lone.to_wire()
     assert A2AResponse(id=3, result={"x": float("nan")}).to_json().endswith('"result":{"x":null}}')
+
+
+def test_an_error_detail_without_data_has_an_empty_dict_left_off_the_wire():
+    detail = A2AErrorDetail(code=-32001, message="Not found")
+    assert detail.data == {}
+    assert A2AErrorDetail(code=1, message="m", data=None).data == {}
+    assert detail.model_dump(mode="json") == {"code": -32001, "message": "Not found"}
+    # Each detail gets a dict of its own.
+    detail.data["x"] = 1  # type: ignore[index]
+    assert A2AErrorDetail(code=1, message="m").data == {}
+    # The 1.0 dialect's data is a list of error details.
+    info = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "TASK_NOT_FOUND"}]
+    assert A2AErrorDetail(code=-32001, message="m", data=info).model_dump()["data"] == info

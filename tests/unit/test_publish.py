@@ -386,7 +386,7 @@ def test_auth_and_a_callback_turn_on_the_extended_card_and_bearer_scheme():
     assert spec.extended_card and spec.bearer
     card = secured.agent_card()
     assert card["capabilities"]["extendedAgentCard"] is True
-    assert "bearer" in card["securitySchemes"]
+    assert "bearerAuth" in card["securitySchemes"]
     assert "sk-secret-key" not in str(card)
     old = secured.agent_card("0.3")
     assert old["supportsAuthenticatedExtendedCard"] is True and old["url"] == "http://localhost:8000/a2a"

@@ -21,16 +21,26 @@ PROTOCOL_V03 = "0.3"
 CARD_PROTOCOL_VERSION_V03 = "0.3.0"
 JSONRPC = "JSONRPC"
 HTTP_JSON = "HTTP+JSON"
-BEARER_SCHEME = "bearer"
+# The card's names of the security schemes (keys of ``securitySchemes``).
+BEARER_SCHEME = "bearerAuth"
 HTTP_BEARER = "Bearer"  # the HTTP auth scheme's name (RFC 7235), one spelling in both versions
 API_KEY_SCHEME = "apiKey"
 JSONRPC_SUFFIX = "/a2a"
 
 
 @dataclass(frozen=True, slots=True)
-class ProviderSpec:
-    name: str
+class AgentProvider:
+    """Who provides the agent (A2A ``AgentProvider``): an organization and its web site."""
+
+    organization: str
     url: str
+
+    def __post_init__(self) -> None:
+        for name in ("organization", "url"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise TypeError(f"AgentProvider needs {name} as a non-empty string, not {value!r}")
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +61,8 @@ class AgentCardSpec:
     description: str
     version: str
     url: str  # the JSON-RPC endpoint
-    provider: ProviderSpec | None = None
+    provider: AgentProvider | None = None
+    documentation_url: str | None = None
     skills: tuple[SkillSpec, ...] = ()
     # Shown on the extended card only: callers must authenticate to see them.
     extended_skills: tuple[SkillSpec, ...] = ()
@@ -73,7 +84,7 @@ class AgentCardSpec:
         return self.skills + self.extended_skills if extended else self.skills
 
 
-def _skill(skill: SkillSpec) -> dict[str, Any]:
+def skill_entry(skill: SkillSpec) -> dict[str, Any]:
     out: dict[str, Any] = {"id": skill.id, "name": skill.name, "description": skill.description,
                            "tags": list(skill.tags)}
     if skill.examples:
@@ -85,18 +96,25 @@ def _extension(ext: ExtensionSpec) -> dict[str, Any]:
     out: dict[str, Any] = {"uri": ext.uri, "required": ext.required}
     if ext.description is not None:
         out["description"] = ext.description
-    if ext.params is not None:
-        out["params"] = dict(ext.params)
+    params = dict(ext.params) if ext.params is not None else None
+    if ext.methods:
+        # A2A's AgentExtension has no `methods` field (a strict ProtoJSON reader would
+        # refuse the card): the list goes in `params`, the extension's own data.
+        params = {"methods": list(ext.methods), **(params or {})}
+    if params is not None:
+        out["params"] = params
     return out
 
 
 def _common(spec: AgentCardSpec, extended: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"name": spec.name, "description": spec.description, "version": spec.version}
     if spec.provider is not None:
-        out["provider"] = {"organization": spec.provider.name, "url": spec.provider.url}
+        out["provider"] = {"organization": spec.provider.organization, "url": spec.provider.url}
+    if spec.documentation_url is not None:
+        out["documentationUrl"] = spec.documentation_url
     out["defaultInputModes"] = list(spec.default_input_modes)
     out["defaultOutputModes"] = list(spec.default_output_modes)
-    out["skills"] = [_skill(s) for s in spec.skills_for(extended)]
+    out["skills"] = [skill_entry(s) for s in spec.skills_for(extended)]
     return out
 
 

@@ -81,7 +81,15 @@ class ParseError(A2AError):
 
 
 class PushNotificationNotSupportedError(A2AError):
+    """The agent card turns push notifications off."""
+
     default_message = "Push notifications are not supported"
+
+
+class UnsupportedOperationError(A2AError):
+    """The agent does not offer this operation: its card turns the capability off."""
+
+    default_message = "Operation not supported"
 
 
 class ContentTypeNotSupportedError(A2AError):
@@ -130,6 +138,7 @@ EXTENSION_ERROR_CODES: dict[type[Exception], int] = {
     AuthorizationError: -32003,
     BusinessRuleViolation: -32004,
     A2ANotAvailableError: -32004,
+    UnsupportedOperationError: -32004,
     DuplicateEntityError: -32005,
     BudgetExceededError: -32006,
     A2AVersionMismatchError: -32007,
@@ -150,6 +159,7 @@ A2A_ERROR_CODES: dict[type[Exception], tuple[int, str]] = {
     TaskNotCancelableError: (-32002, "TASK_NOT_CANCELABLE"),
     PushNotificationNotSupportedError: (-32003, "PUSH_NOTIFICATION_NOT_SUPPORTED"),
     A2ANotAvailableError: (-32004, "UNSUPPORTED_OPERATION"),
+    UnsupportedOperationError: (-32004, "UNSUPPORTED_OPERATION"),
     BusinessRuleViolation: (-32004, "UNSUPPORTED_OPERATION"),
     ContentTypeNotSupportedError: (-32005, "CONTENT_TYPE_NOT_SUPPORTED"),
     InvalidAgentResponseError: (-32006, "INVALID_AGENT_RESPONSE"),
@@ -301,6 +311,7 @@ __all__ = [
     "TaskNotCancelableError",
     "TaskNotFoundError",
     "UnreadableRecordError",
+    "UnsupportedOperationError",
     "ValidationError",
     "error_payload",
 ]

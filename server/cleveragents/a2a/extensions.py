@@ -32,12 +32,14 @@ UNGATED = frozenset({"GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard
 @dataclass(frozen=True, slots=True)
 class AgentExtension:
     """An extension the agent supports, as its card lists it (A2A ``AgentExtension``).
-    ``required``: clients must activate it on every A2A request."""
+    ``required``: clients must activate it on every A2A request. ``methods``: the
+    JSON-RPC methods it adds, by name or glob (``"_acme/report/*"``)."""
 
     uri: str
     description: str | None = None
     required: bool = False
     params: Mapping[str, Any] | None = None
+    methods: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.uri, str) or not self.uri.strip():
@@ -57,6 +59,14 @@ class AgentExtension:
             except (TypeError, ValueError) as exc:
                 raise TypeError(f"extension {self.uri}: params must be JSON: {exc}") from None
             object.__setattr__(self, "params", params)
+        methods = (self.methods,) if isinstance(self.methods, str) else self.methods
+        try:
+            methods = tuple(methods)
+        except TypeError:
+            raise TypeError(f"extension {self.uri}: methods must be a list of method names") from None
+        if not all(isinstance(m, str) and m.strip() for m in methods):
+            raise TypeError(f"extension {self.uri}: methods must be non-empty strings, not {methods!r}")
+        object.__setattr__(self, "methods", methods)
 
 
 def as_extension(value: Any) -> AgentExtension:

@@ -275,6 +275,9 @@ class A2ALocalFacade:
         activated = self.extensions.activate(spec.name, spec.dialect, uris)
         if context is not None:
             context.activated_extensions = activated
+        if spec.capability is not None and (refusal := getattr(self.cards, "refusal", None)) is not None:
+            if (refused := refusal(spec)) is not None:  # the card turns it off
+                raise refused
         if progress_token is not None:
             _check_progress_token(spec.name, progress_token)
         if spec.deprecated and spec.name not in self._warned:

@@ -11,7 +11,7 @@ table imports nothing heavy (the stdio server reads it before answering
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -41,11 +41,17 @@ class MethodSpec:
     # Its answer can run to megabytes (a diff, pinned files, tasks' artifacts): the facade
     # encodes it in a worker thread, a piece at a time (bulk_json), not on the event loop.
     bulk: bool = False
+    # The agent card capability it needs (``STREAMING``, ``PUSH_NOTIFICATIONS``): an agent
+    # whose card turns it off answers the method with an error, and does not list it.
+    capability: str | None = None
 
     @property
     def deprecated(self) -> bool:
         return self.replaced_by is not None
 
+
+STREAMING = "streaming"
+PUSH_NOTIFICATIONS = "pushNotifications"
 
 _NOT_FOUND = ("ResourceNotFoundError",)
 _PLAN_STATE = ("ResourceNotFoundError", "BusinessRuleViolation")
@@ -61,10 +67,12 @@ def _add(*specs: MethodSpec) -> None:
 def _standard(v1: str, v03: tuple[str, ...], params: str, call: str, summary: str, result: str,
               errors: tuple[str, ...] = (), example: dict[str, Any] | None = None,
               streaming: bool = False, service: str = "task_service", bulk: bool = False,
-              resume_param: str | None = None, ends_with_client: bool = False) -> None:
+              resume_param: str | None = None, ends_with_client: bool = False,
+              capability: str | None = None) -> None:
     base = MethodSpec(v1, A2A_V1, params, service, call, summary, result, errors,
                       example or {}, streaming=streaming, with_context=True, bulk=bulk,
-                      resume_param=resume_param, ends_with_client=ends_with_client)
+                      resume_param=resume_param, ends_with_client=ends_with_client,
+                      capability=capability or (STREAMING if streaming else None))
     _add(base, *(replace(base, name=name, dialect=A2A_V03) for name in v03))
 
 
@@ -83,7 +91,7 @@ _standard("SendMessage", ("message/send",), "SendMessageParams", "send",
           ends_with_client=True)
 _standard("SendStreamingMessage", ("message/stream",), "SendMessageParams", "stream",
           "Send a message and stream the task's updates.",
-          "Stream of Task / Message / status and artifact updates", ("ValidationError",),
+          "Stream of Task / Message / status and artifact updates", ("ValidationError", "UnsupportedOperationError"),
           _message, streaming=True)
 _standard("GetTask", ("tasks/get",), "GetTaskParams", "get",
           "Get a task with up to historyLength messages of history.", "Task",
@@ -97,22 +105,25 @@ _standard("CancelTask", ("tasks/cancel",), "TaskIdParams", "cancel",
 _standard("SubscribeToTask", ("tasks/resubscribe", "tasks/subscribe"), "SubscribeToTaskParams", "subscribe",
           "Stream the updates of a task that is still running, or resume a stream after its last event seen.",
           "Stream of status and artifact updates",
-          ("TaskNotFoundError", "BusinessRuleViolation"), {"id": _ULID}, streaming=True,
+          ("TaskNotFoundError", "BusinessRuleViolation", "UnsupportedOperationError"), {"id": _ULID}, streaming=True,
           resume_param="lastEventId")
-_standard("CreateTaskPushNotificationConfig", ("tasks/pushNotificationConfig/set",),
+_standard("CreateTaskPushNotificationConfig", ("tasks/pushNotificationConfig/set", "pushNotificationConfig/set"),
           "PushConfigParams", "create_push_config", "Register a webhook for a task's updates.",
           "TaskPushNotificationConfig", ("TaskNotFoundError", "PushNotificationNotSupportedError"),
-          {"taskId": _ULID, "url": "https://example.invalid/hook", "token": "secret"})
-_standard("GetTaskPushNotificationConfig", ("tasks/pushNotificationConfig/get",),
+          {"taskId": _ULID, "url": "https://example.invalid/hook", "token": "secret"}, capability=PUSH_NOTIFICATIONS)
+_standard("GetTaskPushNotificationConfig", ("tasks/pushNotificationConfig/get", "pushNotificationConfig/get"),
           "PushConfigParams", "get_push_config", "Get one push notification config.",
-          "TaskPushNotificationConfig", ("TaskNotFoundError",), {"taskId": _ULID, "id": _ULID})
-_standard("ListTaskPushNotificationConfigs", ("tasks/pushNotificationConfig/list",),
+          "TaskPushNotificationConfig", ("TaskNotFoundError", "PushNotificationNotSupportedError"),
+          {"taskId": _ULID, "id": _ULID}, capability=PUSH_NOTIFICATIONS)
+_standard("ListTaskPushNotificationConfigs", ("tasks/pushNotificationConfig/list", "pushNotificationConfig/list"),
           "PushConfigParams", "list_push_configs", "List a task's push notification configs.",
-          "{configs, nextPageToken}", ("TaskNotFoundError",), {"taskId": _ULID})
-_standard("DeleteTaskPushNotificationConfig", ("tasks/pushNotificationConfig/delete",),
+          "{configs, nextPageToken}", ("TaskNotFoundError", "PushNotificationNotSupportedError"),
+          {"taskId": _ULID}, capability=PUSH_NOTIFICATIONS)
+_standard("DeleteTaskPushNotificationConfig", ("tasks/pushNotificationConfig/delete", "pushNotificationConfig/delete"),
           "PushConfigParams", "delete_push_config",
-          "Delete a push notification config (idempotent).", "{}", ("TaskNotFoundError",),
-          {"taskId": _ULID, "id": _ULID})
+          "Delete a push notification config (idempotent).", "{}",
+          ("TaskNotFoundError", "PushNotificationNotSupportedError"), {"taskId": _ULID, "id": _ULID},
+          capability=PUSH_NOTIFICATIONS)
 _standard("GetExtendedAgentCard",
           ("agent/getAuthenticatedExtendedCard", "agent/getExtendedCard", "getExtendedAgentCard"),
           "ExtendedCardParams", "extended_card", "The agent card with authenticated-only detail.",
@@ -292,6 +303,22 @@ def extension_method_names(services: Collection[str] = BUILT_IN_SERVICES) -> lis
     return names_by_dialect(EXTENSION, services)
 
 
-def names_by_dialect(dialect: str, services: Collection[str] = BUILT_IN_SERVICES) -> list[str]:
-    """The methods of ``dialect`` that ``services`` serve."""
-    return [s.name for s in METHODS.values() if s.dialect == dialect and s.service in services]
+def names_by_dialect(dialect: str, services: Collection[str] = BUILT_IN_SERVICES,
+                     capabilities: Mapping[str, Any] | None = None) -> list[str]:
+    """The methods of ``dialect`` that ``services`` serve, less those needing a
+    capability that ``capabilities`` (a card's) turns off."""
+    return [s.name for s in METHODS.values() if s.dialect == dialect and s.service in services
+            and enabled(s, capabilities)]
+
+
+def enabled(spec: MethodSpec, capabilities: Mapping[str, Any] | None) -> bool:
+    """Whether a card's ``capabilities`` allow the method (no card: all do)."""
+    return spec.capability is None or capabilities is None or capabilities.get(spec.capability) is not False
+
+
+def extension_method_globs(services: Collection[str] = BUILT_IN_SERVICES) -> list[str]:
+    """The extension methods ``services`` serve, a glob per family (``*`` stands for the
+    rest of the name): ``session.*``, ``_cleveragents/plan/*``, ..."""
+    globs = ("/".join(name.split("/")[:2]) + "/*" if "/" in name else name.partition(".")[0] + ".*"
+             for name in extension_method_names(services))
+    return list(dict.fromkeys(globs))

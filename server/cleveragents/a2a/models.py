@@ -37,18 +37,25 @@ def _rename_legacy(values: Any, renames: dict[str, str], model: str) -> Any:
 
 
 class A2AErrorDetail(BaseModel):
-    """The ``error`` member of a JSON-RPC response."""
+    """The ``error`` member of a JSON-RPC response. ``data`` is ``{}`` when there is
+    none (and then left off the wire); the A2A 1.0 dialect's is a list of error
+    details (``google.rpc.ErrorInfo``, ...)."""
 
     model_config = ConfigDict(extra="forbid")
 
     code: int
     message: str
-    data: dict[str, Any] | list[Any] | None = None
+    data: dict[str, Any] | list[Any] = Field(default_factory=dict)
+
+    @field_validator("data", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: Any) -> Any:
+        return {} if value is None else value
 
     @model_serializer(mode="wrap")
     def _omit_empty_data(self, handler: Any) -> dict[str, Any]:
         out: dict[str, Any] = handler(self)
-        if out.get("data") is None:
+        if not out.get("data"):
             out.pop("data", None)
         return out
 

@@ -1,10 +1,12 @@
 """Publish your own agent over A2A: ``Agent``, ``tool``, ``AgentTeam``, ``A2A`` and
-``AgentExtension``; what a handler answers with: ``TextPart``, ``FilePart``,
+``AgentExtension`` (with ``AgentProvider`` for the card); what a handler answers
+with: ``TextPart``, ``FilePart``,
 ``DataPart``, ``Artifact``, ``Message``, ``InputRequired``, ``ReplyAs``,
 ``TaskRejected``, and A2UI parts (``create_a2ui_part``, ``is_a2ui_part``)."""
 
 from __future__ import annotations
 
+from cleveragents.a2a.cards import AgentProvider
 from cleveragents.a2a.extensions import AgentExtension
 from cleveragents.domain.actor import InputRequired
 from cleveragents.domain.actor import ReplyMessage as Message
@@ -16,6 +18,7 @@ from cleveragents.publish.server import A2A
 from cleveragents.publish.team import AgentTeam, Task, TeamTask
 from cleveragents.publish.tools import FunctionTool, tool
 
-__all__ = ["A2A", "A2UI_MIME_TYPE", "Agent", "AgentExtension", "AgentTeam", "Artifact", "DataPart", "FilePart",
+__all__ = ["A2A", "A2UI_MIME_TYPE", "Agent", "AgentExtension", "AgentProvider", "AgentTeam", "Artifact", "DataPart",
+           "FilePart",
            "FunctionTool", "InputRequired", "Message", "ReplyAs", "Task", "TaskRejected", "TeamTask", "TextPart",
            "create_a2ui_part", "is_a2ui_part", "tool"]

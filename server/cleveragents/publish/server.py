@@ -1,9 +1,10 @@
 """``A2A``: serve an ``Agent`` or an ``AgentTeam`` as an A2A endpoint.
 
-It holds what the agent card says (name, description, url, version, skills, auth)
-and hands the actor and itself (as the card's source) to a transport: stdio
-(``serve_stdio``) or HTTP (``serve``; ``asgi_app`` to mount in any ASGI app,
-``get_router`` to include in a FastAPI app).
+It holds what the agent card says (name, description, url, version, provider,
+documentation, media types, skills, capabilities, extensions, auth) and hands the
+actor and itself (as the card's source) to a transport: stdio (``serve_stdio``) or
+HTTP (``serve``; ``asgi_app`` to mount in any ASGI app, ``get_router`` to include in
+a FastAPI app).
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from cleveragents.a2a import extensions as a2a_extensions
-from cleveragents.a2a.card_service import backend_extension
-from cleveragents.a2a.cards import AgentCardSpec, SkillSpec, card_v03, card_v1
+from cleveragents.a2a.capabilities import backend_extension
+from cleveragents.a2a.cards import AgentCardSpec, AgentProvider, SkillSpec, card_v03, card_v1
 from cleveragents.a2a.extensions import AgentExtension
 from cleveragents.config import Settings
 from cleveragents.domain.actor import Actor
 
 DEFAULT_URL = "http://localhost:8000/a2a"
+DEFAULT_MODES = ("text/plain", "application/json")
 
 
 class A2A:
@@ -27,7 +29,10 @@ class A2A:
                  description: str | None = None, url: str | None = None, version: str = "1.0.0",
                  prefix: str = "", auth_token: str | None = None,
                  extended_agent_card_callback: Callable[..., Any] | None = None,
-                 extensions: Iterable[AgentExtension] = ()):
+                 extensions: Iterable[AgentExtension] = (), *, provider: AgentProvider | None = None,
+                 documentation_url: str | None = None, default_input_modes: Iterable[str] = DEFAULT_MODES,
+                 default_output_modes: Iterable[str] = DEFAULT_MODES, streaming: bool = True,
+                 push_notifications: bool = True):
         actor = agent if agent is not None else agents  # given both, the single agent wins
         if actor is None:
             raise TypeError("A2A needs agent=... (an Agent) or agents=... (an AgentTeam)")
@@ -40,7 +45,21 @@ class A2A:
         self.version = version
         self.prefix = prefix
         self.auth_token = auth_token
+        if extended_agent_card_callback is not None and not callable(extended_agent_card_callback):
+            raise TypeError("extended_agent_card_callback must be callable: it gets the card (a dict) and may "
+                            "change it or return a new one")
         self.extended_agent_card_callback = extended_agent_card_callback
+        if provider is not None and not isinstance(provider, AgentProvider):
+            raise TypeError(f"provider must be a cleveragents.AgentProvider, not {type(provider).__name__}")
+        self.provider = provider
+        self.documentation_url = _web_url("documentation_url", documentation_url)
+        self.default_input_modes = _media_types("default_input_modes", default_input_modes)
+        self.default_output_modes = _media_types("default_output_modes", default_output_modes)
+        for name, value in (("streaming", streaming), ("push_notifications", push_notifications)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} must be True or False, not {value!r}")
+        self.streaming = streaming
+        self.push_notifications = push_notifications
         # Ours first, then the agent's, then these; a uri declared twice differently is a TypeError.
         self.extensions: tuple[AgentExtension, ...] = a2a_extensions.merge(
             (backend_extension(),), getattr(actor, "extensions", ()), extensions)
@@ -56,11 +75,14 @@ class A2A:
         return tuple(getattr(self._actor, "skills", tuple)())
 
     def card_spec(self) -> AgentCardSpec:
-        """What the agent card says: a skill per tool, streaming and push notifications,
-        the extensions, the extended card when something is behind authentication."""
+        """What the agent card says: a skill per tool, the capabilities (streaming and
+        push notifications: the server refuses what the card turns off), the extensions,
+        the extended card when something is behind authentication or a callback adds to it."""
         return AgentCardSpec(
             name=self.name, description=self.description, version=self.version, url=self.url,
-            skills=self.skills(), streaming=True, push_notifications=True,
+            provider=self.provider, documentation_url=self.documentation_url,
+            default_input_modes=self.default_input_modes, default_output_modes=self.default_output_modes,
+            skills=self.skills(), streaming=self.streaming, push_notifications=self.push_notifications,
             extended_card=self.extended_agent_card_callback is not None or self.auth_token is not None,
             bearer=self.auth_token is not None, extensions=self.extensions,
         )
@@ -143,6 +165,26 @@ class A2A:
         except KeyboardInterrupt:
             return 130
         return 0
+
+
+def _media_types(name: str, values: Iterable[str]) -> tuple[str, ...]:
+    """Media types as the card lists them (``type/subtype``), at least one."""
+    if isinstance(values, str):
+        raise TypeError(f"{name} is a list of media types, not one string: {name}=[{values!r}]")
+    modes = tuple(values)
+    bad = [m for m in modes if not isinstance(m, str) or m.count("/") != 1 or not all(m.split("/"))
+           or any(c.isspace() for c in m)]
+    if bad or not modes:
+        raise TypeError(f"{name} must list media types such as 'text/plain', not {list(modes)!r}")
+    return tuple(dict.fromkeys(modes))
+
+
+def _web_url(name: str, value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.startswith(("https://", "http://")) or any(c.isspace() for c in value):
+        raise TypeError(f"{name} must be an http(s) URL, not {value!r}")
+    return value
 
 
 def _handling_errors(endpoint: Callable[..., Any], handlers: Mapping[Any, Callable[..., Any]]) -> Callable[..., Any]:

@@ -12,6 +12,8 @@ import hmac
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from cleveragents.a2a.cards import API_KEY_SCHEME, BEARER_SCHEME
+
 BEARER_PREFIX = "bearer "
 DEFAULT_API_KEY_HEADER = "X-API-Key"
 
@@ -58,7 +60,7 @@ class HttpAuth:
 
     def schemes(self) -> list[str]:
         """The card's names of the schemes in force (for error data)."""
-        return [name for name, on in (("bearer", bool(self.tokens)), ("apiKey", bool(self.api_keys))) if on]
+        return [name for name, on in ((BEARER_SCHEME, bool(self.tokens)), (API_KEY_SCHEME, bool(self.api_keys))) if on]
 
 
 def _secrets(values: Iterable[str | None]) -> tuple[str, ...]:

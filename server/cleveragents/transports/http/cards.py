@@ -1,7 +1,8 @@
 """The public agent cards: ``/.well-known/agent-card.json`` (where A2A 1.0 and 0.3.x
 clients both look: one card that both accept) and ``/.well-known/agent.json`` (the 0.3.0
 drafts' location: the 0.3 card), with ``Cache-Control``, ``ETag`` and
-``Last-Modified``, and 304 answers to ``If-None-Match`` / ``If-Modified-Since``."""
+``Last-Modified``, and 304 answers to ``If-None-Match`` / ``If-Modified-Since``; and
+the headers of the extended card, which depends on the credential."""
 
 from __future__ import annotations
 
@@ -17,10 +18,20 @@ from cleveragents.a2a.card_service import BOTH
 
 if TYPE_CHECKING:
     from cleveragents.transports.http.app import A2AHttpApp
+    from cleveragents.transports.http.auth import HttpAuth
 
 CARD_V1_PATH = "/.well-known/agent-card.json"
 CARD_V03_PATH = "/.well-known/agent.json"
 CACHE_CONTROL = "public, max-age=300"
+# The extended card is the caller's own: no shared cache keeps it, and a private one
+# keeps it per credential.
+PRIVATE_CACHE_CONTROL = "private, max-age=300"
+
+
+def extended_card_headers(auth: HttpAuth) -> dict[str, str]:
+    """``Cache-Control`` and ``Vary`` for an extended card served to ``auth``'s callers."""
+    vary = ["Authorization", *([auth.api_key_header] if auth.api_keys else [])]
+    return {"Cache-Control": PRIVATE_CACHE_CONTROL, "Vary": ", ".join(vary)}
 
 
 def etag_of(body: bytes) -> str:

@@ -26,6 +26,7 @@ from cleveragents.a2a.errors import (
     error_payload,
     internal_error_payload,
 )
+from cleveragents.transports.http.cards import extended_card_headers
 from cleveragents.transports.http.jsonrpc import JSON_TYPES, BodyTooLarge, is_json, read_body
 from cleveragents.transports.http.media import json_answer
 from cleveragents.transports.http.streams import ERROR, StreamCall, resuming, sse_response
@@ -51,6 +52,7 @@ _STATUS_BY_REASON = {
     "INTERNAL": (500, "INTERNAL"),
 }
 _PRECONDITION = (400, "FAILED_PRECONDITION")
+CARD_SERVICE = "agent_card_service"
 _BOOLEAN_QUERY = ("includeArtifacts", "include_artifacts")  # ProtoJSON: either name
 
 
@@ -188,6 +190,8 @@ class RestBinding:
         if response.error is not None:
             status, content = version.status(response.to_wire()["error"])
             return json_answer(request, content, status, headers)
+        if spec is not None and spec.service == CARD_SERVICE:  # the extended card: the caller's own
+            headers = {**(headers or {}), **extended_card_headers(self.app.auth)}
         return json_answer(request, route.result(response.result), headers=headers)
 
     async def _stream(self, request: Request, version: RestVersion, facade: Any, message: dict[str, Any],
