@@ -1,7 +1,7 @@
 """CleverAgents: an A2A backend that editors start like a language server.
 
 The publishing API (``Agent``, ``AgentTeam``, ``Task``, ``A2A``, ``AgentExtension``,
-``tool``) loads on first use, so ``import cleveragents`` stays cheap. ``A2AClient`` (the
+``OAuth2``, ``tool``) loads on first use, so ``import cleveragents`` stays cheap. ``A2AClient`` (the
 outbound client, ``cleveragents.a2a.client.A2AClient``) loads only when named, so
 a server that never calls out never imports it; httpx loads at its first request.
 """
@@ -22,16 +22,17 @@ if TYPE_CHECKING:
         AgentTeam,
         InputRequired,
         Message,
+        OAuth2,
         Task,
         TeamTask,
         tool,
     )
 
 _PUBLISHED = frozenset({"A2A", "Agent", "AgentExtension", "AgentTeam", "InputRequired", "Message", "Task", "TeamTask",
-                        "tool"})
+                        "tool", "OAuth2"})
 
 __all__ = ["A2A", "A2AClient", "Agent", "AgentExtension", "AgentTeam", "InputRequired", "Message", "Task",
-           "TeamTask", "__version__", "tool"]
+           "TeamTask", "__version__", "tool", "OAuth2"]
 
 
 def __getattr__(name: str) -> Any:
