@@ -161,3 +161,28 @@ def test_oauth2_cards_parse_as_the_sdk_types(flow):
     model = v03_types.AgentCard.model_validate(card_v03(spec))
     assert model.model_dump(mode="json", by_alias=True, exclude_none=True) == card_v03(spec)
     assert v03_types.AgentCard.model_validate(card_both(spec)) == model
+
+
+def test_only_keys_that_can_verify_are_kept():
+    from cleveragents.transports.http.jwks import MAX_KEYS, KeySetUnavailable, signing_keys
+
+    rsa = {"kty": "RSA", "n": "x", "e": "AQAB"}
+    keys = signing_keys({"keys": [
+        {**rsa, "kid": "plain"},                                   # RSA without alg: RS* and PS*
+        {**rsa, "kid": "named", "alg": "PS384"},                   # its alg only
+        {**rsa, "kid": "confused", "alg": "ES256"},                # an RSA key can't do ES256: dropped
+        {**rsa, "kid": "hmac", "alg": "HS256"},                    # symmetric algorithms never: dropped
+        {"kty": "oct", "k": "c2VjcmV0", "kid": "secret"},          # a shared secret: dropped
+        {**rsa, "kid": "enc", "use": "enc"},                       # for encryption: dropped
+        {**rsa, "kid": "ops", "key_ops": ["encrypt"]},             # can't verify: dropped
+        {"kty": "EC", "crv": "P-384", "x": "x", "y": "y", "kid": "ec"},
+        {"kty": "OKP", "crv": "Ed25519", "x": "x", "kid": "ed"},
+        {**rsa, "kid": 7},                                         # a kid that is no string: dropped
+        "not a key",
+    ]}, "test")
+    assert {key.kid: sorted(key.algorithms) for key in keys} == {
+        "plain": ["PS256", "PS384", "PS512", "RS256", "RS384", "RS512"], "named": ["PS384"], "ec": ["ES384"],
+        "ed": ["EdDSA"]}
+    for document in ({"keys": {}}, [], {"keys": [rsa] * (MAX_KEYS + 1)}):
+        with pytest.raises(KeySetUnavailable):
+            signing_keys(document, "test")
