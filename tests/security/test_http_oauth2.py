@@ -238,6 +238,7 @@ async def test_an_unreachable_key_set_is_a_503_that_does_not_stall(tmp_path, iss
                 assert time.monotonic() - started < 5, mode
                 assert answer.status_code == 503 and answer.headers["retry-after"], (mode, answer.text)
                 assert reason_of(answer.json())[1]["reason"] == "keys_unavailable"
+                assert issuer.jwks_url.split("/")[2] not in answer.text  # where the keys are stays in the log
                 rest = await client.get("/tasks", headers=bearer(issuer.mint()))
                 assert rest.status_code == 503 and rest.json()["error"]["status"] == "UNAVAILABLE"
                 assert (await client.get("/healthz")).status_code == 200  # the server itself is fine

@@ -122,10 +122,10 @@ class HttpAuth:
             error = AuthenticationError(f"Invalid access token: {exc.message}",
                                         {"schemes": self.schemes(), "reason": exc.reason})
             return self.refusal(error, f'error="invalid_token", error_description="{_attribute(exc.message)}"')
-        except KeysUnavailable as exc:
+        except KeysUnavailable:  # why is in the log: the caller is not told where the keys are
             error = AuthenticationError("The access token can't be checked now: the authorization server's keys "
                                         "could not be read; try again later",
-                                        {"schemes": self.schemes(), "reason": "keys_unavailable", "detail": str(exc)})
+                                        {"schemes": self.schemes(), "reason": "keys_unavailable"})
             return Refusal(503, error, {"Retry-After": RETRY_AFTER_SECONDS})
         return Caller(verified.scopes, verified.subject)
 
