@@ -332,3 +332,31 @@ sys.exit(main(["serve", "--http", "--port", "0", "--workspace", {str(tmp_path)!r
                                                     "extra is not installed: pip install 'cleveragents[oauth]' "
                                                     "(PyJWT with its crypto extra)")
     assert "token:" not in done.stderr  # no token was made for the run: OAuth2 is the credential
+
+
+async def test_concurrent_first_calls_share_one_fetch(agent, issuer):
+    tokens = [issuer.mint("rsa-1" if n % 2 else "ec-1", sub=f"client-{n}") for n in range(20)]
+    answers = await asyncio.gather(*(agent.post("/a2a", json=rpc("ListTasks"), headers=bearer(t)) for t in tokens))
+    assert [a.status_code for a in answers] == [200] * 20
+    assert issuer.fetches == 1
+
+
+async def test_a_stalled_key_fetch_does_not_stall_the_server(tmp_path, issuer):
+    issuer.mode = "stall"
+    server = UvicornServer(A2A(agent=Agent(name="Echo", handler=lambda t: t), auth_token=STATIC_TOKEN,
+                               oauth2=oauth2_for(issuer)).asgi_app(workspace=tmp_path, memory=True))
+    await server.start()
+    try:
+        async with httpx.AsyncClient(base_url=server.url, timeout=20) as client:
+            waiting = asyncio.ensure_future(client.post("/a2a", json=SEND, headers=bearer(issuer.mint())))
+            while issuer.fetches == 0:
+                await asyncio.sleep(0.01)
+            # While that call waits for the keys, the server answers others at once.
+            for _ in range(5):
+                started = time.monotonic()
+                assert (await client.post("/a2a", json=rpc("ListTasks"), headers=bearer(STATIC_TOKEN))).status_code == 200
+                assert time.monotonic() - started < 1.0
+            assert not waiting.done()
+            assert (await waiting).status_code == 503  # after the fetch's time limit
+    finally:
+        await server.stop()
