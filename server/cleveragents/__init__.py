@@ -1,7 +1,7 @@
 """CleverAgents: an A2A backend that editors start like a language server.
 
 The publishing API (``Agent``, ``AgentTeam``, ``Task``, ``A2A``, ``AgentExtension``,
-``AgentProvider``, ``tool``, and the parts and artifacts a handler answers with; for handlers
+``AgentProvider``, ``OAuth2``, ``tool``, and the parts and artifacts a handler answers with; for handlers
 ``InputRequired``, ``Message``, ``ReplyAs``, ``TaskRejected``) loads on first use, so
 ``import cleveragents`` stays cheap. ``A2AClient`` (the outbound client,
 ``cleveragents.a2a.client.A2AClient``) loads only when named, so a server that never
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         FilePart,
         InputRequired,
         Message,
+        OAuth2,
         ReplyAs,
         Task,
         TaskRejected,
@@ -42,11 +43,11 @@ if TYPE_CHECKING:
 _PUBLISHED = frozenset({"A2A", "Agent", "AgentExtension", "AgentProvider", "AgentTeam", "InputRequired", "Message",
                         "ReplyAs", "Task",
                         "TaskRejected", "TeamTask", "tool", "TextPart", "FilePart", "DataPart", "Artifact",
-                        "create_a2ui_part", "is_a2ui_part", "A2UI_MIME_TYPE"})
+                        "create_a2ui_part", "is_a2ui_part", "A2UI_MIME_TYPE", "OAuth2"})
 
 __all__ = ["A2A", "A2AClient", "A2UI_MIME_TYPE", "Agent", "AgentExtension", "AgentProvider", "AgentTeam", "Artifact",
            "DataPart",
-           "FilePart", "InputRequired", "Message", "ReplyAs", "Task", "TaskRejected", "TeamTask", "TextPart",
+           "FilePart", "InputRequired", "Message", "OAuth2", "ReplyAs", "Task", "TaskRejected", "TeamTask", "TextPart",
            "__version__", "create_a2ui_part", "is_a2ui_part", "tool"]
 
 

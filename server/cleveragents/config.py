@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from cleveragents.domain.json_limits import MAX_DEPTH, MAX_METADATA_SIZE
 
@@ -41,6 +43,9 @@ class Settings:
     auth_tokens: tuple[str, ...] = ()
     api_keys: tuple[str, ...] = ()
     api_key_header: str = "X-API-Key"
+    # HTTP mode: OAuth2 access tokens (JWTs) checked against an authorization server's
+    # keys; from Python or the configuration file's [oauth2] table (docs/http.md).
+    oauth2: OAuth2 | None = None
     # HTTP mode: Host names served besides loopback and the public URL's (docs/http.md),
     # and the browser origins allowed to call (CORS); none by default.
     allowed_hosts: tuple[str, ...] = ()
@@ -98,6 +103,10 @@ class Settings:
             if isinstance(value := getattr(self, key), str):
                 raise ValueError(f"{key} is a list of strings, not one string: {key}=({value!r},)")
             object.__setattr__(self, key, tuple(value))
+        if isinstance(self.oauth2, Mapping):
+            object.__setattr__(self, "oauth2", OAuth2(**self.oauth2))
+        elif self.oauth2 is not None and not isinstance(self.oauth2, OAuth2):
+            raise ValueError(f"oauth2 is an OAuth2(...) or a dict of its fields, not {type(self.oauth2).__name__}")
         for network in self.push_allowed_networks:
             try:
                 ipaddress.ip_network(network.strip(), strict=False)
@@ -176,3 +185,111 @@ def _numbers_env() -> dict[str, object]:
             if key in POSITIVE and not env[key] > 0:  # type: ignore[operator]
                 raise ValueError(f"{name} must be more than 0, not {value!r}")
     return env
+
+
+# -- OAuth2 ---------------------------------------------------------------------------
+# The JWS algorithms a token may be signed with: asymmetric ones only, since the keys
+# are public (a JWKS); HS256 and "none" never verify a token.
+JWT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+# RFC 6749's scope-token: printable ASCII but space, '"' and '\\'.
+_SCOPE_TOKEN = re.compile(r"^[\x21\x23-\x5b\x5d-\x7e]+$")
+
+
+class OAuth2ConfigError(ValueError):
+    """A bad OAuth2 setting; ``loc`` names it (``("jwks_url",)``, ``("scopes", "a:b")``)."""
+
+    def __init__(self, loc: str | tuple[str, ...], message: str):
+        self.loc = (loc,) if isinstance(loc, str) else loc
+        self.message = message
+        super().__init__(f"oauth2.{'.'.join(self.loc)}: {message}")
+
+
+@dataclass(frozen=True, slots=True)
+class OAuth2:
+    """OAuth2 with JWT access tokens (HTTP mode): the issuer and audience a token must
+    name, where its signing keys are (a JWKS at a URL or in a file), what the card tells
+    clients (``token_url`` and the other flow URLs), and what each scope grants.
+
+    ``scopes`` maps a scope to the methods it grants: groups (``read``, ``send``,
+    ``admin``) or method-name patterns (``_cleveragents/plan/*``, ``*``). Without
+    ``scopes``, any valid token may call every method."""
+
+    issuer: str
+    audience: str | tuple[str, ...]
+    jwks_url: str | None = None
+    jwks_file: Path | str | None = None
+    token_url: str | None = None
+    authorization_url: str | None = None
+    device_authorization_url: str | None = None
+    refresh_url: str | None = None
+    metadata_url: str | None = None
+    scopes: Mapping[str, Sequence[str]] = field(default_factory=dict, hash=False)
+    algorithms: tuple[str, ...] = JWT_ALGORITHMS
+    leeway: float = 30.0  # seconds of clock skew allowed on exp, nbf and iat
+    jwks_cache_seconds: float = 300.0  # keys older than this are fetched again
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.issuer, str) or not self.issuer.strip():
+            raise OAuth2ConfigError("issuer", "required: the `iss` every token must carry")
+        audience = (self.audience,) if isinstance(self.audience, str) else tuple(self.audience or ())
+        if not audience or not all(isinstance(a, str) and a.strip() for a in audience):
+            raise OAuth2ConfigError("audience", "required: the `aud` a token must name (a string or a list)")
+        object.__setattr__(self, "audience", audience[0] if len(audience) == 1 else audience)
+        if (self.jwks_url is None) == (self.jwks_file is None):
+            raise OAuth2ConfigError("jwks_url", "give exactly one of jwks_url and jwks_file: where the signing keys are")
+        if self.jwks_url is not None:
+            _check_url("jwks_url", self.jwks_url, tls=True)
+        if self.jwks_file is not None:
+            object.__setattr__(self, "jwks_file", Path(self.jwks_file).expanduser())
+        if self.token_url is None:
+            raise OAuth2ConfigError("token_url", "required: the card's OAuth2 flow tells clients where to get tokens")
+        for key in ("token_url", "authorization_url", "device_authorization_url", "refresh_url", "metadata_url"):
+            if (value := getattr(self, key)) is not None:
+                _check_url(key, value)
+        if self.authorization_url is not None and self.device_authorization_url is not None:
+            raise OAuth2ConfigError("device_authorization_url", "give authorization_url or device_authorization_url, "
+                                                                "not both: the card declares one flow")
+        algorithms = (self.algorithms,) if isinstance(self.algorithms, str) else tuple(self.algorithms)
+        wrong = [a for a in algorithms if a not in JWT_ALGORITHMS]
+        if not algorithms or wrong:
+            raise OAuth2ConfigError("algorithms", f"{', '.join(map(repr, wrong)) or 'none given'}: choose among "
+                                                  f"{', '.join(JWT_ALGORITHMS)} (asymmetric ones only)")
+        object.__setattr__(self, "algorithms", algorithms)
+        object.__setattr__(self, "scopes", _scope_table(self.scopes))
+        if not 0 <= self.leeway <= 300:
+            raise OAuth2ConfigError("leeway", "seconds from 0 to 300")
+        if not 10 <= self.jwks_cache_seconds <= 86400:
+            raise OAuth2ConfigError("jwks_cache_seconds", "seconds from 10 to 86400")
+
+    @property
+    def audiences(self) -> tuple[str, ...]:
+        return (self.audience,) if isinstance(self.audience, str) else self.audience
+
+
+def _check_url(key: str, value: Any, tls: bool = False) -> None:
+    parts = urlsplit(value) if isinstance(value, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise OAuth2ConfigError(key, f"not an http(s) URL: {value!r}")
+    if tls and parts.scheme != "https" and not _is_loopback(parts.hostname):
+        raise OAuth2ConfigError(key, "must be https (plain http only on a loopback address): the keys decide who gets in")
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _scope_table(scopes: Any) -> dict[str, tuple[str, ...]]:
+    if not isinstance(scopes, Mapping):
+        raise OAuth2ConfigError("scopes", "a table of scope = [what it grants]")
+    table: dict[str, tuple[str, ...]] = {}
+    for scope, grants in scopes.items():
+        if not isinstance(scope, str) or not _SCOPE_TOKEN.match(scope):
+            raise OAuth2ConfigError(("scopes", str(scope)), "not a scope name (printable ASCII, no spaces or quotes)")
+        grants = (grants,) if isinstance(grants, str) else grants
+        if not isinstance(grants, Sequence) or not grants or not all(isinstance(g, str) and g.strip() for g in grants):
+            raise OAuth2ConfigError(("scopes", scope), "a list of groups (read, send, admin) or method patterns")
+        table[scope] = tuple(g.strip() for g in grants)
+    return table

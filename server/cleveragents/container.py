@@ -13,7 +13,7 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cleveragents.config import Settings
+from cleveragents.config import OAuth2, Settings
 from cleveragents.infra.actors.resolve import PROVIDERS, is_local_actor
 
 if TYPE_CHECKING:
@@ -99,6 +99,24 @@ def remote_client(settings: Settings, url: str) -> A2AClient:
     token = os.environ.get("CLEVERAGENTS_A2A_TOKEN") or "anonymous"
     timeout = min(max(settings.actor_timeout, 1.0), 3600.0)
     return A2AClient(ServerConnectionConfig(url=url, token=token, timeout_seconds=timeout))
+
+
+def configured_oauth2(settings: Settings) -> OAuth2 | None:
+    """``settings.oauth2``, else the configuration files' ``[oauth2]`` table (read only
+    when a file exists). A bad file gives ``None``: the services report it when they
+    start, and until it is fixed they answer no call."""
+    if settings.oauth2 is not None:
+        return settings.oauth2
+    from cleveragents.config import OAuth2
+    from cleveragents.infra.config_file import ConfigError, user_config_path, workspace_config_path
+
+    if not (user_config_path().is_file() or workspace_config_path(settings.resolved_workspace).is_file()):
+        return None
+    try:
+        table = load_configuration(settings).oauth2
+    except ConfigError:
+        return None
+    return OAuth2(**table) if table else None
 
 
 def _guard_policy(policy: GuardPolicy, workspace: Path, state_dir: Path,

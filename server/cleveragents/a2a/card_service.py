@@ -36,6 +36,7 @@ from cleveragents.a2a.extensions import ExtensionSet
 from cleveragents.app.calls import CallContext
 
 if TYPE_CHECKING:
+    from cleveragents.a2a.card_oauth2 import OAuth2Scheme
     from cleveragents.app.registry import ToolRegistry
 
 logger = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ class AgentCardService:
         return cls(spec, details=details)
 
     def bind(self, url: str | None = None, *, bearer: bool | None = None,
-             api_key_header: str | None = None) -> None:
+             api_key_header: str | None = None, oauth2: OAuth2Scheme | None = None) -> None:
         """Say where the agent is served and how callers authenticate (HTTP mode)."""
         changes: dict[str, Any] = {}
         if url is not None:
@@ -92,7 +93,9 @@ class AgentCardService:
             changes["bearer"] = True
         if api_key_header:
             changes["api_key_header"] = api_key_header
-        if changes.get("bearer") or changes.get("api_key_header"):
+        if oauth2 is not None:
+            changes["oauth2"] = oauth2
+        if changes.get("bearer") or changes.get("api_key_header") or oauth2 is not None:
             changes["extended_card"] = True  # something is now behind authentication
         self.spec = replace(self.spec, **changes)
 

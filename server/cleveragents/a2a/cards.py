@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from cleveragents.a2a.card_oauth2 import OAUTH2_SCHEME, OAuth2Scheme
 from cleveragents.a2a.extensions import AgentExtension
 
 PROTOCOL_V1 = "1.0"
@@ -71,6 +72,7 @@ class AgentCardSpec:
     extended_card: bool = False
     bearer: bool = False
     api_key_header: str | None = None  # e.g. "X-API-Key"; None: no API key scheme
+    oauth2: OAuth2Scheme | None = None
     default_input_modes: tuple[str, ...] = ("text/plain", "application/json")
     default_output_modes: tuple[str, ...] = ("text/plain", "application/json")
     extensions: tuple[ExtensionSpec, ...] = ()
@@ -129,6 +131,14 @@ def _scheme_names(spec: AgentCardSpec) -> list[str]:
     return [name for name, on in ((BEARER_SCHEME, spec.bearer), (API_KEY_SCHEME, bool(spec.api_key_header))) if on]
 
 
+def _requirements(spec: AgentCardSpec) -> list[tuple[str, list[str]]]:
+    """(scheme, scopes) of each alternative security requirement."""
+    found: list[tuple[str, list[str]]] = [(name, []) for name in _scheme_names(spec)]
+    if spec.oauth2 is not None:
+        found += [(OAUTH2_SCHEME, list(scopes)) for scopes in spec.oauth2.requirements]
+    return found
+
+
 def card_v1(spec: AgentCardSpec, *, extended: bool = False) -> dict[str, Any]:
     """The A2A 1.0 AgentCard. Each security scheme alone is enough (an OR)."""
     card = _common(spec, extended)
@@ -145,9 +155,11 @@ def card_v1(spec: AgentCardSpec, *, extended: bool = False) -> dict[str, Any]:
         schemes[BEARER_SCHEME] = {"httpAuthSecurityScheme": {"scheme": HTTP_BEARER}}
     if spec.api_key_header:
         schemes[API_KEY_SCHEME] = {"apiKeySecurityScheme": {"location": "header", "name": spec.api_key_header}}
+    if spec.oauth2 is not None:
+        schemes[OAUTH2_SCHEME] = spec.oauth2.v1()
     if schemes:
         card["securitySchemes"] = schemes
-        card["securityRequirements"] = [{"schemes": {name: {"list": []}}} for name in _scheme_names(spec)]
+        card["securityRequirements"] = [{"schemes": {name: {"list": scopes}}} for name, scopes in _requirements(spec)]
     return card
 
 
@@ -158,7 +170,7 @@ def card_v03(spec: AgentCardSpec, *, extended: bool = False) -> dict[str, Any]:
     schemes = _v03_schemes(spec)
     if schemes:
         card["securitySchemes"] = schemes
-        card["security"] = [{name: []} for name in _scheme_names(spec)]
+        card["security"] = [{name: scopes} for name, scopes in _requirements(spec)]
     return card
 
 
@@ -172,7 +184,9 @@ def card_both(spec: AgentCardSpec) -> dict[str, Any]:
     v03 = _v03_schemes(spec)
     if v03:
         card["securitySchemes"] = {name: {**v03[name], **scheme} for name, scheme in card["securitySchemes"].items()}
-        card["security"] = [{name: []} for name in _scheme_names(spec)]
+        if spec.oauth2 is not None:
+            card["securitySchemes"][OAUTH2_SCHEME] = spec.oauth2.both()
+        card["security"] = [{name: scopes} for name, scopes in _requirements(spec)]
     return card
 
 
@@ -190,4 +204,6 @@ def _v03_schemes(spec: AgentCardSpec) -> dict[str, Any]:
         schemes[BEARER_SCHEME] = {"type": "http", "scheme": HTTP_BEARER}
     if spec.api_key_header:
         schemes[API_KEY_SCHEME] = {"type": "apiKey", "in": "header", "name": spec.api_key_header}
+    if spec.oauth2 is not None:
+        schemes[OAUTH2_SCHEME] = spec.oauth2.v03()
     return schemes

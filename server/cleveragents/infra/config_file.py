@@ -22,8 +22,9 @@ user-level ``config.toml``; the workspace's file overrides the user's.
     uri = "https://example.invalid/docs.git"
 
 Actors and ``[defaults]`` merge key by key (the workspace's keys win); projects and
-resources are replaced whole, by name. A bad file raises ``ConfigError``, whose
-message is one line naming the file, the line and the key. Reading imports nothing
+resources are replaced whole, by name, and so is the ``[oauth2]`` table (HTTP mode).
+A bad file raises ``ConfigError``, whose message is one line naming the file, the
+line and the key. Reading imports nothing
 heavy unless a file exists (the stdio server checks the files before it starts).
 '''
 
@@ -180,6 +181,7 @@ class ConfigFile:
     defaults: dict[str, Any] = field(default_factory=dict)
     shell: dict[str, Any] = field(default_factory=dict)
     protected_paths: tuple[str, ...] = ()
+    oauth2: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +196,8 @@ class Configuration:
     shell: dict[str, Any] = field(default_factory=dict)
     # The user's patterns, then the workspace's: a later one wins, as in a .gitignore.
     protected_paths: tuple[str, ...] = ()
+    # HTTP mode's OAuth2 (``cleveragents.config.OAuth2``'s fields); a file's table replaces the other's whole.
+    oauth2: dict[str, Any] = field(default_factory=dict)
 
     def tool_settings(self) -> dict[str, Any]:
         """What the tools read from the configuration (``shell_allow``, ``shell_env``,
@@ -251,6 +255,7 @@ def read_config_file(path: Path, base: Path, providers: Iterable[str] | None = N
         content["defaults"],
         content["shell"],
         tuple(content["protected"].get("paths", ())),
+        content["oauth2"],
     )
 
 
@@ -263,6 +268,7 @@ def merge(*files: ConfigFile) -> Configuration:
     defaults: dict[str, Any] = {}
     shell: dict[str, Any] = {}
     protected: list[str] = []
+    oauth2: dict[str, Any] = {}
     for file in files:
         for name, entry in file.actors.items():
             actors[name] = {**actors.get(name, {}), **entry}
@@ -271,8 +277,9 @@ def merge(*files: ConfigFile) -> Configuration:
         defaults.update(file.defaults)
         shell.update(file.shell)
         protected.extend(file.protected_paths)
+        oauth2 = file.oauth2 or oauth2
     return Configuration(tuple(f.path for f in files if f.path is not None), actors, projects, resources, defaults,
-                         shell, tuple(protected))
+                         shell, tuple(protected), oauth2)
 
 
 def load_config(workspace: Path, providers: Iterable[str] | None = None,

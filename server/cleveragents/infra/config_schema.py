@@ -20,11 +20,11 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, create_model
 from pydantic import ValidationError as PydanticError
 
-from cleveragents.config import POSITIVE, Settings
+from cleveragents.config import POSITIVE, OAuth2, OAuth2ConfigError, Settings
 
 # Where the backend works can't come from a file inside it.
 NOT_IN_FILE = frozenset({"workspace", "state_dir", "memory", "explicit"})
-SECTIONS = ("defaults", "actors", "projects", "resources", "shell", "protected")
+SECTIONS = ("defaults", "actors", "projects", "resources", "shell", "protected", "oauth2")
 # The syntax session.create accepts for an actor name.
 ACTOR_NAME = r"^[a-z0-9][a-z0-9_.\-]*/\S+$"
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
@@ -120,6 +120,42 @@ class ProtectedEntry(_Entry):
     path off it)."""
 
     paths: list[ProtectedPattern] | None = Field(default=None, max_length=1000)
+
+
+Url = Annotated[str, StringConstraints(pattern=r"^https?://\S+$", max_length=2000)]
+Grant = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class OAuth2Entry(_Entry):
+    """HTTP mode's OAuth2 (``cleveragents.config.OAuth2`` checks what the types don't)."""
+
+    issuer: Annotated[str, StringConstraints(min_length=1, max_length=2000)]
+    audience: Annotated[str, StringConstraints(min_length=1, max_length=2000)] | list[Name]
+    jwks_url: Url | None = None
+    jwks_file: Annotated[str, StringConstraints(min_length=1, max_length=4096)] | None = None
+    token_url: Url | None = None
+    authorization_url: Url | None = None
+    device_authorization_url: Url | None = None
+    refresh_url: Url | None = None
+    metadata_url: Url | None = None
+    scopes: dict[str, Grant | list[Grant]] | None = Field(default=None, max_length=200)
+    algorithms: list[Annotated[str, StringConstraints(max_length=20)]] | None = Field(default=None, max_length=20)
+    leeway: float | None = Field(default=None, ge=0, le=300)
+    jwks_cache_seconds: float | None = Field(default=None, ge=10, le=86400)
+
+
+def _oauth2(document: dict[str, Any], base: Path) -> dict[str, Any]:
+    if "oauth2" not in document:
+        return {}
+    entry = _check(OAuth2Entry, document["oauth2"], ("oauth2",))
+    if "jwks_file" in entry:
+        path = Path(entry["jwks_file"]).expanduser()
+        entry["jwks_file"] = str(path if path.is_absolute() else (base / path).resolve())
+    try:
+        OAuth2(**entry)
+    except OAuth2ConfigError as exc:
+        raise SchemaProblem(("oauth2", *exc.loc), exc.message) from None
+    return entry
 
 
 def _scalar(hint: Any) -> bool:
@@ -245,4 +281,5 @@ def validate_document(document: dict[str, Any], base: Path, providers: set[str] 
         "resources": _resources(document),
         "shell": _check(ShellEntry, document.get("shell", {}), ("shell",)),
         "protected": _check(ProtectedEntry, document.get("protected", {}), ("protected",)),
+        "oauth2": _oauth2(document, base),
     }

@@ -1,5 +1,5 @@
 """Publish your own agent over A2A: ``Agent``, ``tool``, ``AgentTeam``, ``A2A`` and
-``AgentExtension`` (with ``AgentProvider`` for the card); what a handler answers
+``AgentExtension`` (with ``AgentProvider`` and ``OAuth2`` for the card); what a handler answers
 with: ``TextPart``, ``FilePart``,
 ``DataPart``, ``Artifact``, ``Message``, ``InputRequired``, ``ReplyAs``,
 ``TaskRejected``, and A2UI parts (``create_a2ui_part``, ``is_a2ui_part``)."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from cleveragents.a2a.cards import AgentProvider
 from cleveragents.a2a.extensions import AgentExtension
+from cleveragents.config import OAuth2
 from cleveragents.domain.actor import InputRequired
 from cleveragents.domain.actor import ReplyMessage as Message
 from cleveragents.domain.replies import ReplyAs, TaskRejected
@@ -20,5 +21,5 @@ from cleveragents.publish.tools import FunctionTool, tool
 
 __all__ = ["A2A", "A2UI_MIME_TYPE", "Agent", "AgentExtension", "AgentProvider", "AgentTeam", "Artifact", "DataPart",
            "FilePart",
-           "FunctionTool", "InputRequired", "Message", "ReplyAs", "Task", "TaskRejected", "TeamTask", "TextPart",
+           "FunctionTool", "InputRequired", "Message", "OAuth2", "ReplyAs", "Task", "TaskRejected", "TeamTask", "TextPart",
            "create_a2ui_part", "is_a2ui_part", "tool"]

@@ -14,10 +14,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from cleveragents.a2a import extensions as a2a_extensions
+from cleveragents.a2a.access import ScopeGrants
 from cleveragents.a2a.capabilities import backend_extension
+from cleveragents.a2a.card_oauth2 import OAuth2Scheme
 from cleveragents.a2a.cards import AgentCardSpec, AgentProvider, SkillSpec, card_v03, card_v1
 from cleveragents.a2a.extensions import AgentExtension
-from cleveragents.config import Settings
+from cleveragents.config import OAuth2, Settings
 from cleveragents.domain.actor import Actor
 
 DEFAULT_URL = "http://localhost:8000/a2a"
@@ -29,7 +31,8 @@ class A2A:
                  description: str | None = None, url: str | None = None, version: str = "1.0.0",
                  prefix: str = "", auth_token: str | None = None,
                  extended_agent_card_callback: Callable[..., Any] | None = None,
-                 extensions: Iterable[AgentExtension] = (), *, provider: AgentProvider | None = None,
+                 extensions: Iterable[AgentExtension] = (), oauth2: OAuth2 | Mapping[str, Any] | None = None, *,
+                 provider: AgentProvider | None = None,
                  documentation_url: str | None = None, default_input_modes: Iterable[str] = DEFAULT_MODES,
                  default_output_modes: Iterable[str] = DEFAULT_MODES, streaming: bool = True,
                  push_notifications: bool = True):
@@ -48,6 +51,9 @@ class A2A:
         if extended_agent_card_callback is not None and not callable(extended_agent_card_callback):
             raise TypeError("extended_agent_card_callback must be callable: it gets the card (a dict) and may "
                             "change it or return a new one")
+        # OAuth2 access tokens (HTTP mode); a dict is OAuth2's fields. ValueError names a bad one.
+        self.oauth2 = OAuth2(**oauth2) if isinstance(oauth2, Mapping) else oauth2
+        self._oauth2_grants = ScopeGrants(self.oauth2.scopes) if self.oauth2 is not None else None
         self.extended_agent_card_callback = extended_agent_card_callback
         if provider is not None and not isinstance(provider, AgentProvider):
             raise TypeError(f"provider must be a cleveragents.AgentProvider, not {type(provider).__name__}")
@@ -83,9 +89,15 @@ class A2A:
             provider=self.provider, documentation_url=self.documentation_url,
             default_input_modes=self.default_input_modes, default_output_modes=self.default_output_modes,
             skills=self.skills(), streaming=self.streaming, push_notifications=self.push_notifications,
-            extended_card=self.extended_agent_card_callback is not None or self.auth_token is not None,
-            bearer=self.auth_token is not None, extensions=self.extensions,
+            extended_card=self.extended_agent_card_callback is not None or self.auth_token is not None
+            or self.oauth2 is not None,
+            bearer=self.auth_token is not None, extensions=self.extensions, oauth2=self._oauth2_scheme(),
         )
+
+    def _oauth2_scheme(self) -> OAuth2Scheme | None:
+        if self.oauth2 is None or self._oauth2_grants is None:
+            return None
+        return OAuth2Scheme.of(self.oauth2, self._oauth2_grants)
 
     def agent_card(self, version: str = "1.0") -> dict[str, Any]:
         """The public agent card in the A2A ``version`` (1.0 or 0.3) wire form."""
@@ -109,13 +121,20 @@ class A2A:
         the HTTP+JSON binding, and the agent cards. Mount it in any ASGI app. The
         services start on the first request (or at startup when run by a server that
         sends lifespan events) and stop at shutdown."""
+        from cleveragents.container import configured_oauth2
         from cleveragents.transports.http.app import build_app
         from cleveragents.transports.http.auth import HttpAuth
 
-        resolved = Settings.from_env(**settings)
-        auth = HttpAuth.of((self.auth_token, *resolved.auth_tokens), resolved.api_keys, resolved.api_key_header)
+        resolved = Settings.from_env(**self._with_oauth2(settings))
+        auth = HttpAuth.of((self.auth_token, *resolved.auth_tokens), resolved.api_keys, resolved.api_key_header,
+                           configured_oauth2(resolved))
         return build_app(settings=resolved, container_options={"actor": self._actor, "card": self},
                          prefix=self.prefix, auth=auth, public_url=self.url if self.url_given else None)
+
+    def _with_oauth2(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """``settings`` with this agent's OAuth2, unless they give their own."""
+        return settings if self.oauth2 is None or settings.get("oauth2") is not None \
+            else {**settings, "oauth2": self.oauth2}
 
     def get_router(self, **settings: Any) -> Any:
         """A FastAPI ``APIRouter`` for ``app.include_router(a2a.get_router())``: the
@@ -154,8 +173,8 @@ class A2A:
         from cleveragents.transports.http.main import serve_app
         from cleveragents.transports.serving import configure_logging
 
-        resolved, token = credentials_for_serving(Settings.from_env(**settings), host, no_auth=no_auth,
-                                                  extra_tokens=(self.auth_token,))
+        resolved, token = credentials_for_serving(Settings.from_env(**self._with_oauth2(settings)), host,
+                                                  no_auth=no_auth, extra_tokens=(self.auth_token,))
         if token is not None:
             settings = {**settings, "auth_tokens": resolved.auth_tokens}
         configure_logging(log_level)

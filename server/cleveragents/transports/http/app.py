@@ -103,7 +103,8 @@ class A2AHttpApp:
         root = bound_url(request.scope) + request.scope.get("root_path", "").rstrip("/")
         url = self.public_url or root + self.prefix + JSONRPC_PATH
         cards.bind(url, bearer=bool(self.auth.tokens),
-                   api_key_header=self.auth.api_key_header if self.auth.api_keys else None)
+                   api_key_header=self.auth.api_key_header if self.auth.api_keys else None,
+                   oauth2=self.auth.oauth2.scheme if self.auth.oauth2 is not None else None)
         self.card_modified = time.time()
 
     def call_context(self, request: Request, method: str, msg_id: Any) -> CallContext:
@@ -181,11 +182,14 @@ def _normal_prefix(prefix: str) -> str:
 def build_app(container: Any = None, *, settings: Settings | None = None,
               container_options: dict[str, Any] | None = None, prefix: str = "",
               auth: HttpAuth | None = None, public_url: str | None = None) -> Starlette:
-    """The ASGI app. ``auth`` defaults to the secrets in ``settings``."""
+    """The ASGI app. ``auth`` defaults to the secrets and the OAuth2 of ``settings``
+    (or of the configuration files); ``ValueError`` for an OAuth2 that can't work."""
+    from cleveragents.container import configured_oauth2
+
     # The same settings the services are built from (the environment's, when none are given).
     source = settings or getattr(container, "settings", None) or Settings.from_env()
     if auth is None:
-        auth = HttpAuth.of(source.auth_tokens, source.api_keys, source.api_key_header)
+        auth = HttpAuth.of(source.auth_tokens, source.api_keys, source.api_key_header, configured_oauth2(source))
     redaction.register((*auth.tokens, *auth.api_keys))
     runtime = ServiceRuntime(container, settings=settings, container_options=container_options)
     shared = A2AHttpApp(runtime, auth=auth, prefix=prefix, public_url=public_url)

@@ -23,7 +23,11 @@ class ServeRefused(ValueError):
 
 
 def has_credential(settings: Settings, extra_tokens: tuple[str | None, ...] = ()) -> bool:
-    return any(t and t.strip() for t in (*settings.auth_tokens, *settings.api_keys, *extra_tokens))
+    """Whether a token, an API key or OAuth2 (in the settings or the configuration files) is configured."""
+    from cleveragents.container import configured_oauth2
+
+    return any(t and t.strip() for t in (*settings.auth_tokens, *settings.api_keys, *extra_tokens)) \
+        or configured_oauth2(settings) is not None
 
 
 def credentials_for_serving(settings: Settings, host: str, *, no_auth: bool = False,
@@ -33,7 +37,8 @@ def credentials_for_serving(settings: Settings, host: str, *, no_auth: bool = Fa
     configured = has_credential(settings, extra_tokens)
     if no_auth:
         if configured:
-            raise ServeRefused("--no-auth contradicts the configured auth tokens or API keys: drop one or the other")
+            raise ServeRefused("--no-auth contradicts the configured auth tokens, API keys or OAuth2: "
+                               "drop one or the other")
         if not is_loopback_host(host):
             raise ServeRefused(f"refusing to serve {host} without auth: --no-auth is for loopback addresses only "
                                "(use --host 127.0.0.1, or drop --no-auth)")

@@ -21,13 +21,10 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from cleveragents.a2a import dialects, envelope, methods
-from cleveragents.a2a.errors import (
-    AuthenticationError,
-    ContentTypeNotSupportedError,
-    error_payload,
-)
+from cleveragents.a2a.errors import ContentTypeNotSupportedError, error_payload
 from cleveragents.a2a.facade import CallContext
 from cleveragents.a2a.streams import EVENT_NOTIFICATION, StreamItem
+from cleveragents.transports.http.auth import Caller, Refusal
 from cleveragents.transports.http.media import A2A_JSON, JSON, json_answer
 from cleveragents.transports.http.sse import EventStreamResponse, ServerSentEvent
 from cleveragents.transports.http.streams import ERROR, StreamCall, one_event, resuming, sse_response
@@ -105,17 +102,18 @@ class JsonRpcEndpoint:
 
     async def handle(self, request: Request) -> Response:
         # A caller without a credential is read only far enough to echo its id in the 401.
-        allowed = self.app.auth.allows(request.headers)
+        caller = await self.app.auth.authenticate(request.headers)
+        allowed = isinstance(caller, Caller)
         try:
             body = await read_body(request, MAX_BODY_BYTES if allowed else UNAUTHENTICATED_BODY_BYTES)
         except BodyTooLarge:
-            return too_large(request) if allowed else self._unauthenticated(request, None)
+            return too_large(request) if isinstance(caller, Caller) else self.refused(request, None, caller)
         except ClientDisconnect:  # gone, or cut off by the body timeout: no one to answer
             return Response(status_code=499)
         incoming = envelope.read(body)
         message = incoming.message
-        if (refused := self._unauthenticated(request, message)) is not None:
-            return refused
+        if isinstance(caller, Refusal):
+            return self.refused(request, message, caller)
         if not is_json(request):
             error = ContentTypeNotSupportedError(
                 "Content type not supported: send application/json",
@@ -127,6 +125,8 @@ class JsonRpcEndpoint:
         kind = incoming.kind
         if kind == "response":
             return Response(status_code=202)
+        if (refusal := self.app.auth.authorize(caller, message["method"])) is not None:
+            return self.refused(request, message, refusal)
         facade = await self.app.facade(request)
         if kind == "notification":
             self._run_in_background(facade, message, self.app.call_context(request, message["method"], None))
@@ -152,18 +152,18 @@ class JsonRpcEndpoint:
         except Exception as exc:
             return json_answer(request, envelope.failure(message.get("id"), exc, f"{message['method']} (http transport)"))
 
-    def _unauthenticated(self, request: Request, message: Any) -> Response | None:
-        if self.app.auth.allows(request.headers):
-            return None
-        error = AuthenticationError("Authentication required", {"schemes": self.app.auth.schemes()})
-        body = envelope.error_response(envelope.echo_id(message), error_payload(error, _dialect_of(message)))
-        return json_answer(request, body, 401, {"WWW-Authenticate": self.app.auth.challenge()})
+    def refused(self, request: Request, message: Any, refusal: Refusal) -> Response:
+        """A 401, 403 or 503 from the auth, with the JSON-RPC error in the request's dialect."""
+        body = envelope.error_response(envelope.echo_id(message), error_payload(refusal.error, _dialect_of(message)))
+        return json_answer(request, body, refusal.status, refusal.headers)
 
     async def subscribe_get(self, request: Request, params: dict[str, Any]) -> Response:
         """``GET {prefix}/events``: an event subscription for EventSource clients."""
         message = {"jsonrpc": "2.0", "id": "events", "method": methods.EVENT_FEED, "params": params}
-        if (refused := self._unauthenticated(request, message)) is not None:
-            return refused
+        caller = await self.app.auth.authenticate(request.headers)
+        refusal = caller if isinstance(caller, Refusal) else self.app.auth.authorize(caller, methods.EVENT_FEED)
+        if refusal is not None:
+            return self.refused(request, message, refusal)
         facade = await self.app.facade(request)
         context = self.app.call_context(request, message["method"], message["id"])
         spec = methods.METHODS[methods.EVENT_FEED]

@@ -147,8 +147,12 @@ def run_http(args: argparse.Namespace, settings: Settings | None = None,
     except ValueError as exc:  # ServeRefused, or a limit out of range
         sys.stderr.write(f"agents serve: {exc}\n")
         return 2
-    app = build_app(settings=settings, container_options=container_options,
-                    prefix=getattr(args, "prefix", ""), public_url=getattr(args, "public_url", None))
+    try:
+        app = build_app(settings=settings, container_options=container_options,
+                        prefix=getattr(args, "prefix", ""), public_url=getattr(args, "public_url", None))
+    except ValueError as exc:  # an OAuth2 that can't work: PyJWT missing, a bad key file or scope
+        sys.stderr.write(f"agents serve: {exc}\n")
+        return 2
     try:
         asyncio.run(serve_app(app, args.host, args.port, log_level=log_level,
                               proxy_headers=getattr(args, "proxy_headers", False),

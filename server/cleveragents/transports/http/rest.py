@@ -20,12 +20,12 @@ from starlette.routing import Route
 
 from cleveragents.a2a import dialects, envelope, methods
 from cleveragents.a2a.errors import (
-    AuthenticationError,
     ContentTypeNotSupportedError,
     ParseError,
     error_payload,
     internal_error_payload,
 )
+from cleveragents.transports.http.auth import Refusal
 from cleveragents.transports.http.cards import extended_card_headers
 from cleveragents.transports.http.jsonrpc import JSON_TYPES, BodyTooLarge, is_json, read_body
 from cleveragents.transports.http.media import json_answer
@@ -149,9 +149,13 @@ class RestBinding:
 
     async def handle(self, request: Request, version: RestVersion, route: RestRoute) -> Response:
         method = route.method
-        if not self.app.auth.allows(request.headers):
-            error = AuthenticationError("Authentication required", {"schemes": self.app.auth.schemes()})
-            return error_response(request, error, {"WWW-Authenticate": self.app.auth.challenge()}, version)
+        caller = await self.app.auth.authenticate(request.headers)
+        refusal = caller if isinstance(caller, Refusal) else self.app.auth.authorize(caller, method)
+        if refusal is not None:
+            _, content = version.status(error_payload(refusal.error, dialects.A2A_V1))
+            if refusal.status == 503:  # the keys to check a token could not be read: not the caller's fault
+                content["error"].update(code=503, status="UNAVAILABLE")
+            return json_answer(request, content, refusal.status, refusal.headers)
         body: Any = None
         if request.method == "POST":
             try:
