@@ -17,7 +17,7 @@ from typing import Any
 from cleveragents._version import __version__
 from cleveragents.config import Settings
 from cleveragents.ids import new_id
-from cleveragents.transports.agent_client import sessions, updates
+from cleveragents.transports.agent_client import commands, sessions, updates
 from cleveragents.transports.agent_client.wire import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -139,7 +139,14 @@ class AgentClientServer:
         await self._call("session.create", {"session_id": session_id, "metadata": {
             sessions.METADATA_KEY: {"cwd": str(cwd), "mode": sessions.DEFAULT_MODE, "mcpServers": names}}})
         session = self.sessions.add(sessions.AgentSession(session_id, cwd))
+        self._announce_commands(session_id)
         return {"sessionId": session_id, "modes": session.mode_state()}
+
+    def _announce_commands(self, session_id: str) -> None:
+        """The slash commands, sent right after the answer that makes the session known."""
+        update = {"sessionId": session_id, "update": {"sessionUpdate": "available_commands_update",
+                                                      "availableCommands": [dict(c) for c in commands.COMMANDS]}}
+        asyncio.get_running_loop().call_soon(self.connection.notify, "session/update", update)
 
     async def load_session(self, params: dict[str, Any]) -> dict[str, Any]:
         session_id = sessions.require_str(params, "sessionId")
@@ -158,6 +165,7 @@ class AgentClientServer:
         session = self.sessions.add(sessions.AgentSession(session_id, cwd, mode))
         for update in updates.history_updates(session_id, await self._turns(session_id)):
             self.connection.notify("session/update", update)
+        self._announce_commands(session_id)
         return {"modes": session.mode_state()}
 
     async def _turns(self, session_id: str) -> list[dict[str, Any]]:
@@ -187,7 +195,9 @@ class AgentClientServer:
                                                                           "reason": "prompt_running"})
         stream = updates.TurnStream(session.session_id)
         session.cancel_requested = False
-        session.turn = asyncio.ensure_future(self._run_turn(session, text, stream))
+        command = commands.command_of(text)
+        session.turn = asyncio.ensure_future(self._run_turn(session, text, stream) if command is None
+                                             else self._command_runner().run(session, *command))
         try:
             await asyncio.wait({session.turn})
         finally:
@@ -199,6 +209,11 @@ class AgentClientServer:
             raise AgentClientError(INTERNAL_ERROR, f"The turn failed: {stream.reason or 'no reason given'}",
                                    {"taskId": stream.task_id, "state": stream.state})
         return {"stopReason": reason}
+
+    def _command_runner(self) -> commands.CommandRunner:
+        settings = self.runtime.settings
+        root = Path(settings.workspace if settings is not None and settings.workspace else Path.cwd()).resolve()
+        return commands.CommandRunner(self.connection, self._call, root)
 
     async def _run_turn(self, session: sessions.AgentSession, text: str, stream: updates.TurnStream) -> None:
         from cleveragents.a2a.facade import CallContext
