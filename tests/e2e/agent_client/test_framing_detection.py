@@ -112,3 +112,13 @@ def test_help_names_the_protocol_flag():
     result = subprocess.run([*SERVER_COMMAND, "--help"], capture_output=True, text=True, check=True, timeout=30)
     assert "--protocol {lsp,acp}" in result.stdout
     assert sys.executable  # the same interpreter runs the server
+
+
+def test_requests_just_before_end_of_input_are_answered(tmp_path):
+    """A piped script closes stdin at once: what it sent is still answered."""
+    session_new = {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(tmp_path), "mcpServers": []}}
+    lines_in = b"".join(json.dumps(m).encode() + b"\n" for m in (ACP_INITIALIZE, session_new))
+    done = subprocess.run([*SERVER_COMMAND, "--memory"], input=lines_in, capture_output=True, cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    answers = {m.get("id"): m for m in lines(done.stdout)}
+    assert answers[1]["result"]["protocolVersion"] == 1 and answers[2]["result"]["sessionId"]

@@ -97,11 +97,9 @@ class Connection:
         self._writer = writer
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
-        self.closed = False
+        self.input_ended = False  # no answer can come any more; answers to the client still go out
 
     def send(self, message: dict[str, Any]) -> None:
-        if self.closed:
-            return
         self._writer.write(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
@@ -116,7 +114,7 @@ class Connection:
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         """Ask the client; its result, or ``AgentClientError`` with its error. Cancelling
         the caller forgets the request (a late answer is dropped)."""
-        if self.closed:
+        if self.input_ended:
             raise AgentClientError(INTERNAL_ERROR, "the client is gone")
         msg_id = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -165,7 +163,7 @@ class Connection:
         self.close()
 
     def close(self) -> None:
-        self.closed = True
+        self.input_ended = True
         for future in self._waiting.values():
             if not future.done():
                 future.set_exception(AgentClientError(INTERNAL_ERROR, "the client is gone"))
