@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from acp import PROTOCOL_VERSION, schema, spawn_agent_process, text_block
+from acp import PROTOCOL_VERSION, RequestError, schema, spawn_agent_process, text_block
 from acp.connection import StreamDirection, StreamEvent
 
 from tests.conftest import SERVER_COMMAND
@@ -53,6 +53,17 @@ class Recorder:
         self.invalid: list[str] = []  # messages that failed the check (the SDK would swallow the exception)
         self.permission_answers: list[str] = []
         self.permission_requests: list[schema.RequestPermissionRequest] = []
+        self.writes: list[tuple[str, str]] = []  # fs/write_text_file calls: (path, content)
+        self.refuse_writes = False
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any:
+        """As an editor that saves at once: the file on disk gets the content."""
+        self.writes.append((path, content))
+        if self.refuse_writes:
+            raise RequestError(-32603, "the buffer is read-only")
+        with open(path, "w", encoding="utf-8", newline="") as file:
+            file.write(content)
+        return schema.WriteTextFileResponse()
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append((session_id, update))
@@ -92,13 +103,15 @@ class Recorder:
 
 
 @asynccontextmanager
-async def agent(workspace: Path, *args: str) -> AsyncIterator[tuple[Any, Recorder]]:
-    """An initialized connection to a fresh ``cleveragents-lsp`` serving ``workspace``."""
+async def agent(workspace: Path, *args: str, capabilities: Any = None) -> AsyncIterator[tuple[Any, Recorder]]:
+    """An initialized connection to a fresh ``cleveragents-lsp`` serving ``workspace``;
+    ``capabilities`` are the client's (``schema.ClientCapabilities``)."""
     recorder = Recorder()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     async with spawn_agent_process(recorder, sys.executable, *SERVER_COMMAND[1:], *args, cwd=workspace, env=env,
                                    observers=[recorder.observe]) as (conn, process):
-        answer = await asyncio.wait_for(conn.initialize(protocol_version=PROTOCOL_VERSION), 30)
+        answer = await asyncio.wait_for(conn.initialize(protocol_version=PROTOCOL_VERSION,
+                                                        client_capabilities=capabilities), 30)
         assert answer.protocol_version == PROTOCOL_VERSION
         yield conn, recorder
         await conn.close()

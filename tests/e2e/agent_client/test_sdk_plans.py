@@ -105,3 +105,35 @@ async def test_a_bad_command_says_what_is_wrong(workspace):
         answer = await conn.prompt(session_id=session.session_id, prompt=text("/plan no-such-action"))
         assert answer.stop_reason == "end_turn"
         assert "/plan failed: no action named no-such-action" in recorder.texts()[-1]
+
+
+async def test_a_client_that_writes_files_gets_the_apply_and_the_rollback(workspace):
+    from acp import schema
+
+    path = notes(workspace)
+    writing = schema.ClientCapabilities(fs=schema.FileSystemCapabilities(read_text_file=False, write_text_file=True))
+    async with agent(workspace, capabilities=writing) as (conn, recorder):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="autonomous")
+        await conn.prompt(session_id=session.session_id, prompt=text(PLAN))
+        changed = ORIGINAL.decode().replace("TODO", "DONE")
+        assert recorder.writes == [(str(workspace / "notes.txt"), changed)]
+        assert path.read_bytes() == changed.encode()
+        await conn.prompt(session_id=session.session_id, prompt=text("/rollback"))
+        assert recorder.writes[1:] == [(str(workspace / "notes.txt"), ORIGINAL.decode())]
+        assert path.read_bytes() == ORIGINAL
+
+
+async def test_a_write_the_client_refuses_fails_the_apply_and_says_why(workspace):
+    from acp import schema
+
+    path = notes(workspace)
+    writing = schema.ClientCapabilities(fs=schema.FileSystemCapabilities(write_text_file=True))
+    async with agent(workspace, capabilities=writing) as (conn, recorder):
+        recorder.refuse_writes = True
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="autonomous")
+        answer = await conn.prompt(session_id=session.session_id, prompt=text(PLAN))
+        assert answer.stop_reason == "end_turn"
+        assert "the buffer is read-only" in recorder.texts()[-1]
+        assert path.read_bytes() == ORIGINAL

@@ -37,7 +37,8 @@ PERMISSION_OPTIONS = (
 )
 _TOOL_KINDS = {"fs.read": "read", "fs.glob": "search", "fs.search": "search", "shell.run": "execute",
                "fs.delete": "delete", "fs.move": "move"}
-Call = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+# A facade call: method, params, and the editor that writes a plan's files (or None).
+Call = Callable[..., Awaitable[dict[str, Any]]]
 
 
 def command_of(text: str) -> tuple[str, str] | None:
@@ -51,10 +52,18 @@ def command_of(text: str) -> tuple[str, str] | None:
 class CommandRunner:
     """Runs one session's slash commands through the facade (``call``)."""
 
-    def __init__(self, connection: Connection, call: Call, root: Path):
+    def __init__(self, connection: Connection, call: Call, root: Path, writes_files: bool = False):
         self._connection = connection
         self._call = call
         self._root = root
+        self._writes_files = writes_files  # the client declared fs.writeTextFile
+
+    def _editor(self, session: AgentSession) -> Any:
+        if not self._writes_files:
+            return None
+        from cleveragents.transports.agent_client.client_files import ClientFiles
+
+        return ClientFiles(self._connection, session.session_id)
 
     def say(self, session: AgentSession, text: str) -> None:
         self._connection.notify("session/update", text_update(session.session_id, "agent_message_chunk", text))
@@ -174,7 +183,7 @@ class CommandRunner:
             self._update(session, {"sessionUpdate": "tool_call_update", "toolCallId": changes_id, "status": "failed"})
             self.say(session, f"The plan {plan_id} was not applied; its changes stay in its overlay.")
             return
-        await self._call("_cleveragents/plan/apply", {"plan_id": plan_id})
+        await self._call("_cleveragents/plan/apply", {"plan_id": plan_id}, self._editor(session))
         self._update(session, {"sessionUpdate": "tool_call_update", "toolCallId": changes_id, "status": "completed"})
         self.say(session, f"Applied the plan {plan_id} ({len(contents)} file(s)). /rollback undoes it.")
 
@@ -199,7 +208,7 @@ class CommandRunner:
         if plan_id is None:
             self.say(session, "No applied plan of this session to roll back.")
             return
-        done = await self._call("_cleveragents/plan/rollback", {"plan_id": plan_id})
+        done = await self._call("_cleveragents/plan/rollback", {"plan_id": plan_id}, self._editor(session))
         files = done.get("files") or []
         self.say(session, f"Rolled back the plan {plan_id}: restored {len(files)} file(s)"
                  + (": " + ", ".join(files) if files else "") + ".")

@@ -213,7 +213,9 @@ class AgentClientServer:
     def _command_runner(self) -> commands.CommandRunner:
         settings = self.runtime.settings
         root = Path(settings.workspace if settings is not None and settings.workspace else Path.cwd()).resolve()
-        return commands.CommandRunner(self.connection, self._call, root)
+        from cleveragents.transports.agent_client.client_files import client_writes_files
+
+        return commands.CommandRunner(self.connection, self._call, root, client_writes_files(self.client_capabilities))
 
     async def _run_turn(self, session: sessions.AgentSession, text: str, stream: updates.TurnStream) -> None:
         from cleveragents.a2a.facade import CallContext
@@ -263,9 +265,14 @@ class AgentClientServer:
                                    {"field": "cwd", "cwd": str(cwd), "workspace": str(root)})
         self.runtime.start()
 
-    async def _call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def _call(self, method: str, params: dict[str, Any], editor: Any = None) -> dict[str, Any]:
+        """A facade call; ``editor`` (an ``app.calls.Editor``) writes a plan's files."""
+        from cleveragents.a2a.facade import CallContext
+
         facade = self.runtime.ready or await self.runtime.facade()
-        response = (await facade.respond({"jsonrpc": "2.0", "id": 0, "method": method, "params": params})).to_wire()
+        context = None if editor is None else CallContext(method=method, dialect="", transport="stdio", editor=editor)
+        request = {"jsonrpc": "2.0", "id": 0, "method": method, "params": params}
+        response = (await facade.respond(request, context)).to_wire()
         if "error" in response:
             raise _from_wire(response["error"])
         return response["result"]  # type: ignore[no-any-return]
