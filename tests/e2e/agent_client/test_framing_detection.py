@@ -122,3 +122,14 @@ def test_requests_just_before_end_of_input_are_answered(tmp_path):
     assert done.returncode == 0, done.stderr
     answers = {m.get("id"): m for m in lines(done.stdout)}
     assert answers[1]["result"]["protocolVersion"] == 1 and answers[2]["result"]["sessionId"]
+
+
+def test_a_line_that_is_not_json_is_refused_and_the_next_is_served(tmp_path):
+    lines_in = json.dumps(ACP_INITIALIZE).encode() + b"\n{not json\n" + json.dumps(
+        {"jsonrpc": "2.0", "id": 2, "method": "session/unknown", "params": {}}).encode() + b"\n"
+    done = subprocess.run([*SERVER_COMMAND, "--memory"], input=lines_in, capture_output=True, cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    answers = {a["id"]: a for a in lines(done.stdout)}  # requests are served concurrently: any order
+    assert sorted(answers, key=str) == [1, 2, None] and "result" in answers[1]
+    assert answers[None]["error"]["code"] == -32700
+    assert answers[2]["error"]["code"] == -32601 and answers[2]["error"]["data"] == {"method": "session/unknown"}
