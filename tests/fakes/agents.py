@@ -34,3 +34,12 @@ class Counter:
 
 counter = Counter()
 NOT_CALLABLE = 42
+
+
+async def slow_words(text: str, turn: Any):
+    """Streams the text's words one every 0.2 s: time for a client to cancel mid-turn."""
+    import asyncio
+
+    for word in text.split():
+        await asyncio.sleep(0.2)
+        yield word + " "

@@ -101,13 +101,15 @@ class FrameReader:
     """The frames of one input, by the recovery rule above."""
 
     def __init__(self, reader: asyncio.StreamReader | ThreadedReader,
-                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE):
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, pending: bytes = b""):
         self._reader = reader
         self.max_message_size = max_message_size
         self._threaded = isinstance(reader, ThreadedReader)
         # What a StreamReader holds already (read without waiting): no public way to ask.
         self._buffer: bytearray | None = None if self._threaded else reader._buffer  # type: ignore[union-attr]
-        self._pending = b""  # input read ahead of the frame being read: it comes first
+        # Input read ahead of the frame being read (or before this reader, to tell the
+        # framing apart: ``sniff.py``): it comes first.
+        self._pending = pending
         # After a refused frame the reader skips its rest: the rest of its header block
         # (HEADER, when the block was refused before its end) and then its body (BODY).
         self._skipping: str | None = None

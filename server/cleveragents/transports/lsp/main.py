@@ -1,5 +1,10 @@
 """`cleveragents-lsp`: the entry point of the stdio server.
 
+It serves two framings: LSP's (``Content-Length`` headers; the A2A methods) and the
+Agent Client Protocol's (newline-delimited JSON-RPC; ``transports/agent_client``).
+The client's first byte tells them apart (``sniff.py``), unless ``--protocol`` says
+which; only the chosen server's code is imported.
+
 A cold start is dominated by importing pygls (lsprotocol's attrs classes). So this
 module imports only light code, starts that import in a worker thread, answers
 ``initialize`` as soon as it arrives (``handshake.py``), and hands over to the pygls
@@ -19,13 +24,15 @@ from typing import Any
 from cleveragents._version import __version__
 from cleveragents.config import Settings
 from cleveragents.transports import gc_policy
-from cleveragents.transports.lsp import framing, handshake
+from cleveragents.transports.lsp import framing, handshake, sniff
 from cleveragents.transports.lsp.pipe_writer import PipeWriter, claim_stdout
 from cleveragents.transports.serving import DEFAULT_MAX_MESSAGE_SIZE, add_server_arguments, configure_logging
 
 SERVER_MODULE = "cleveragents.transports.lsp.server"
-TERMINAL_HINT = ("cleveragents-lsp: waiting for an editor to speak LSP-framed JSON-RPC on stdin; start it "
-                 "from an editor instead (docs/getting-started.md, docs/editors.md). Ctrl-D stops it.")
+AGENT_CLIENT_MODULE = "cleveragents.transports.agent_client.server"
+TERMINAL_HINT = ("cleveragents-lsp: waiting for an editor to speak LSP-framed JSON-RPC (or the Agent Client "
+                 "Protocol) on stdin; start it from an editor instead (docs/getting-started.md, docs/editors.md). "
+                 "Ctrl-D stops it.")
 
 
 def _stdin_is_a_terminal() -> bool:
@@ -37,9 +44,19 @@ def _stdin_is_a_terminal() -> bool:
 
 async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Settings | None = None,
                  container_options: dict[str, Any] | None = None) -> int:
-    loading = asyncio.ensure_future(asyncio.to_thread(importlib.import_module, SERVER_MODULE))
-    frames = framing.FrameReader(await framing.open_stdin(stdin), args.max_message_size)
+    protocol = getattr(args, "protocol", None)
+    loading = _load(SERVER_MODULE) if protocol == sniff.LSP else None
+    reader = await framing.open_stdin(stdin)
+    head = b""
+    if protocol not in sniff.PROTOCOLS:
+        protocol, head = await sniff.detect(reader)
+        if protocol is None:
+            return 0  # end of input before a message: nothing to serve
     writer = await PipeWriter.open(stdout, getattr(args, "max_output_buffer", None))
+    if protocol == sniff.ACP:
+        return await _serve_agent_client(args, reader, head, writer, settings, container_options)
+    loading = loading or _load(SERVER_MODULE)
+    frames = framing.FrameReader(reader, args.max_message_size, pending=head)
     first = await frames.next()
     card = (container_options or {}).get("card")
     agent_card = card.agent_card("1.0") if card is not None else None
@@ -57,6 +74,22 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
     if early is not None:
         return await server.serve(frames, writer, first, answered=early[0])
     return await server.serve(frames, writer, first)
+
+
+def _load(module: str) -> asyncio.Future[Any]:
+    """Import ``module`` in a worker thread (pygls's import is most of a cold start)."""
+    return asyncio.ensure_future(asyncio.to_thread(importlib.import_module, module))
+
+
+async def _serve_agent_client(args: argparse.Namespace, reader: Any, head: bytes, writer: PipeWriter,
+                              settings: Settings | None, container_options: dict[str, Any] | None) -> int:
+    server_module = await _load(AGENT_CLIENT_MODULE)
+    card = (container_options or {}).get("card")
+    name = getattr(card, "name", None) if card is not None else None
+    return await server_module.serve(  # type: ignore[no-any-return]
+        reader, head, writer, settings or settings_from(args), max_message_size=args.max_message_size,
+        workspace_fixed=args.workspace is not None, container_options=container_options or {},
+        agent_name=name if isinstance(name, str) and name else "cleveragents")
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -94,9 +127,13 @@ def serve_stdio(settings: Settings, *, actor: Any = None, card: Any = None, log_
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cleveragents-lsp",
-                                     description="The CleverAgents A2A backend on stdio (LSP framing).")
+                                     description="The CleverAgents backend on stdio: A2A methods over LSP framing, "
+                                                 "or the Agent Client Protocol (told apart by the first byte).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--stdio", action="store_true", help="accepted for editor compatibility; stdio is the transport")
+    parser.add_argument("--protocol", choices=sniff.PROTOCOLS, default=None,
+                        help="the stdio framing: lsp (Content-Length headers) or acp (the Agent Client Protocol, "
+                             "one JSON message a line); default: told from the client's first byte")
     add_server_arguments(parser)
     return run_stdio(parser.parse_args(argv))
 

@@ -1,0 +1,124 @@
+"""The official Python ACP client (PyPI ``agent-client-protocol``) driving a real
+``cleveragents-lsp`` process, with every message the agent sends checked against the
+SDK's schema models."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from acp import PROTOCOL_VERSION, RequestError, schema, spawn_agent_process, text_block
+from acp.connection import StreamDirection, StreamEvent
+
+from tests.conftest import SERVER_COMMAND
+
+REPO = Path(__file__).resolve().parents[3]
+
+# What the agent may send, by method (its requests and notifications) ...
+CALLS = {
+    "session/update": schema.SessionNotification,
+    "session/request_permission": schema.RequestPermissionRequest,
+    "fs/read_text_file": schema.ReadTextFileRequest,
+    "fs/write_text_file": schema.WriteTextFileRequest,
+}
+# ... and its results, by the method of the client's request.
+RESULTS = {
+    "initialize": schema.InitializeResponse,
+    "session/new": schema.NewSessionResponse,
+    "session/load": schema.LoadSessionResponse,
+    "session/prompt": schema.PromptResponse,
+    "session/set_mode": schema.SetSessionModeResponse,
+}
+
+
+def check(model: type[schema.BaseModel], payload: Any) -> None:
+    """``payload`` is valid for ``model`` and holds nothing the model doesn't name
+    (its dump, with only what was set, is the payload itself)."""
+    parsed = model.model_validate(payload)
+    assert parsed.model_dump(mode="json", by_alias=True, exclude_unset=True) == payload, (model.__name__, payload)
+
+
+class Recorder:
+    """A client: records updates, answers permission requests from ``answers``."""
+
+    def __init__(self) -> None:
+        self.updates: list[tuple[str, Any]] = []
+        self.sent: dict[Any, str] = {}  # the client's request ids -> methods
+        self.checked = 0
+        self.invalid: list[str] = []  # messages that failed the check (the SDK would swallow the exception)
+        self.permission_answers: list[str] = []
+        self.permission_requests: list[schema.RequestPermissionRequest] = []
+        self.writes: list[tuple[str, str]] = []  # fs/write_text_file calls: (path, content)
+        self.refuse_writes = False
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any:
+        """As an editor that saves at once: the file on disk gets the content."""
+        self.writes.append((path, content))
+        if self.refuse_writes:
+            raise RequestError(-32603, "the buffer is read-only")
+        with open(path, "w", encoding="utf-8", newline="") as file:
+            file.write(content)
+        return schema.WriteTextFileResponse()
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append((session_id, update))
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any) -> Any:
+        self.permission_requests.append(schema.RequestPermissionRequest(
+            session_id=session_id, tool_call=tool_call, options=options))
+        kind = self.permission_answers.pop(0) if self.permission_answers else "reject_once"
+        option = next(o for o in options if o.kind == kind)
+        return schema.RequestPermissionResponse(outcome=schema.AllowedOutcome(outcome="selected",
+                                                                             option_id=option.option_id))
+
+    def observe(self, event: StreamEvent) -> None:
+        try:
+            self._check(event)
+        except Exception as exc:
+            self.invalid.append(f"{event.message}: {exc!r}")
+
+    def _check(self, event: StreamEvent) -> None:
+        message = event.message
+        if event.direction == StreamDirection.OUTGOING:
+            if "method" in message and "id" in message:
+                self.sent[message["id"]] = message["method"]
+            return
+        if "method" in message:
+            check(CALLS[message["method"]], message.get("params"))
+        elif "result" in message:
+            check(RESULTS[self.sent[message["id"]]], message["result"])
+        else:
+            error = message["error"]
+            assert isinstance(error["code"], int) and isinstance(error["message"], str), message
+        self.checked += 1
+
+    def texts(self, kind: str = "agent_message_chunk", session_id: str | None = None) -> list[str]:
+        return [u.content.text for sid, u in self.updates
+                if u.session_update == kind and (session_id is None or sid == session_id)]
+
+
+@asynccontextmanager
+async def agent(workspace: Path, *args: str, capabilities: Any = None) -> AsyncIterator[tuple[Any, Recorder]]:
+    """An initialized connection to a fresh ``cleveragents-lsp`` serving ``workspace``;
+    ``capabilities`` are the client's (``schema.ClientCapabilities``)."""
+    recorder = Recorder()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    async with spawn_agent_process(recorder, sys.executable, *SERVER_COMMAND[1:], *args, cwd=workspace, env=env,
+                                   observers=[recorder.observe]) as (conn, process):
+        answer = await asyncio.wait_for(conn.initialize(protocol_version=PROTOCOL_VERSION,
+                                                        client_capabilities=capabilities), 30)
+        assert answer.protocol_version == PROTOCOL_VERSION
+        yield conn, recorder
+        await conn.close()
+    assert process.returncode in (0, None, -15)
+    assert not recorder.invalid, recorder.invalid
+    assert recorder.checked >= 1
+
+
+def text(value: str) -> list[Any]:
+    return [text_block(value)]

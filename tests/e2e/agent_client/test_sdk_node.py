@@ -1,0 +1,40 @@
+"""The official npm ACP client under ``node --test`` against the real server: the
+suite in ``node/session.test.mjs``. ``npm ci`` installs the SDK pinned in
+``node/package-lock.json`` (kept in node_modules while the lock file is unchanged)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.e2e import code_server
+
+SUITE = Path(__file__).with_name("node")
+LOCK = SUITE / "package-lock.json"
+INSTALL_STAMP = SUITE / "node_modules" / ".cleveragents-package-lock.sha256"
+
+pytestmark = [
+    pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None, reason="node and npm are needed"),
+    pytest.mark.timeout(300),
+]
+
+
+def test_the_npm_client_runs_a_whole_session():
+    digest = hashlib.sha256(LOCK.read_bytes()).hexdigest()
+    if not INSTALL_STAMP.is_file() or INSTALL_STAMP.read_text().strip() != digest:
+        code_server.run_checked(["npm", "ci", "--no-audit", "--no-fund"], SUITE, 240)
+        INSTALL_STAMP.write_text(digest)
+    server = Path(sys.executable).with_name("cleveragents-lsp")
+    assert server.exists(), "cleveragents-lsp is not installed in this environment"
+    env = {"CLEVERAGENTS_LSP": str(server),  # the slow test actor is importable from the checkout
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    output = code_server.run_checked(["node", "--test", "session.test.mjs"], SUITE, 180, env)
+    counts = {key: int(value) for key, value in re.findall(r"^# (tests|pass|fail|cancelled) (\d+)$", output, re.M)}
+    assert counts == {"tests": 2, "pass": 2, "fail": 0, "cancelled": 0}, output
