@@ -27,6 +27,9 @@ class Settings:
     workspace: Path = field(default_factory=Path.cwd)
     state_dir: Path | None = None
     memory: bool = False
+    # Where the state is kept instead of SQLite under ``state_dir``: a PostgreSQL URL
+    # (``postgresql://user@host/db``), for several HTTP replicas on one database.
+    store: str | None = None
     event_buffer: int = 1024
     default_actor: str = "local/default"
     # The automation profile of a plan created without one.
@@ -75,6 +78,8 @@ class Settings:
             env["workspace"] = Path(value)
         if value := os.environ.get("CLEVERAGENTS_STATE_DIR"):
             env["state_dir"] = Path(value)
+        if value := os.environ.get("CLEVERAGENTS_STORE"):
+            env["store"] = value
         if os.environ.get("CLEVERAGENTS_MEMORY", "").lower() in {"1", "true", "yes"}:
             env["memory"] = True
         if value := os.environ.get("CLEVERAGENTS_MAX_TERMINAL_TASKS"):
@@ -98,6 +103,11 @@ class Settings:
             if isinstance(value := getattr(self, key), str):
                 raise ValueError(f"{key} is a list of strings, not one string: {key}=({value!r},)")
             object.__setattr__(self, key, tuple(value))
+        if self.store is not None and not self.store.startswith(("postgresql://", "postgres://")):
+            raise ValueError("store must be a PostgreSQL URL (postgresql://user@host:5432/db); "
+                             "without it the state is kept in SQLite under the state directory")
+        if self.store is not None and self.memory:
+            raise ValueError("memory and store exclude each other: keep the state in memory, or in PostgreSQL")
         for network in self.push_allowed_networks:
             try:
                 ipaddress.ip_network(network.strip(), strict=False)

@@ -6,6 +6,7 @@ here, so they are wired the same way everywhere.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import shutil
 import tempfile
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from cleveragents.infra.config_file import Configuration
     from cleveragents.infra.state_dir import StateDirOwner
     from cleveragents.infra.store.memory import MemoryStore
+    from cleveragents.infra.store.postgres import PostgresStore
     from cleveragents.infra.store.sqlite import SqliteStore
     from cleveragents.infra.tools.runner import ToolRunner
     from cleveragents.infra.workspace.plan_workspace import PlanWorkspace
@@ -85,6 +87,9 @@ def configuration_problem(settings: Settings) -> str | None:
         return exc.message
     except ValueError as exc:
         return str(exc)
+    if settings.store is not None and importlib.util.find_spec("psycopg") is None:
+        return ("the PostgreSQL store needs the postgresql extra: pip install 'cleveragents[postgresql]' "
+                "(psycopg is not installed)")
     return None
 
 
@@ -129,7 +134,7 @@ class Container:
         self.json_limits = json_limits(self.settings)
         self.workspace = self.settings.resolved_workspace
         self._scratch: Path | None = None
-        self.store: SqliteStore | MemoryStore = self._open_store()
+        self.store: SqliteStore | MemoryStore | PostgresStore = self._open_store()
         self.stores: Stores = Stores(self.store.sessions, self.store.tasks, self.store.push_configs,
                                      self.store.plans, self.store.pins, events=self.store.events, health=self.store)
         self.event_bus: EventBus = EventBus()
@@ -145,7 +150,15 @@ class Container:
         self._build_registries(card)
         self._closed = False
 
-    def _open_store(self) -> SqliteStore | MemoryStore:
+    def _open_store(self) -> SqliteStore | MemoryStore | PostgresStore:
+        if self.settings.store is not None:
+            # Connected (and migrated) in start(), on the event loop its pool belongs to.
+            # The state directory still holds this machine's plan blobs and apply journals.
+            from cleveragents.infra.state_dir import prepare_state_dir
+            from cleveragents.infra.store.postgres import PostgresStore
+
+            prepare_state_dir(self.settings.resolved_state_dir)
+            return PostgresStore(self.settings.store, terminal_cap=self.settings.max_terminal_tasks)
         if self.settings.memory:
             from cleveragents.infra.store.memory import MemoryStore
 
@@ -327,6 +340,11 @@ class Container:
         before the first request is served. Only the process that owns the state
         directory repairs: when another live process uses it (an editor's server beside
         an ``agents`` command), nothing was interrupted and its work is its own."""
+        if self.settings.store is not None:
+            from cleveragents.infra.store.postgres import PostgresStore
+
+            assert isinstance(self.store, PostgresStore)
+            await self.store.open()  # connect and migrate before the first request
         await self.plan_service.recover()
         await self.task_service.recover()
         if self.config.shell.get("sandbox") == "off":

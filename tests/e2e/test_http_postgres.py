@@ -1,0 +1,99 @@
+"""`agents serve --http` on PostgreSQL: real server processes on a real database, driven
+by the official SDK's client. What one process answered is committed: another process
+on the same database (chosen there through the environment) serves it after the first
+is gone."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
+
+import httpx
+import pytest
+from a2a.types import a2a_pb2 as pb
+
+from tests.e2e.test_http_sdk import client_for, collect, message
+
+psycopg = pytest.importorskip("psycopg")
+
+AGENTS = Path(sys.executable).with_name("agents")
+TOKEN = "pg-test-token"
+
+
+@contextmanager
+def serving(workspace: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[SimpleNamespace]:
+    """A real ``agents serve --http`` process; its URL once it listens."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")}
+    process = subprocess.Popen(
+        [str(AGENTS), "serve", "--http", "--host", "127.0.0.1", "--port", "0", "--auth-token", TOKEN,
+         "--workspace", str(workspace), *args],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**clean, **(env or {})})
+    try:
+        assert process.stderr is not None
+        seen = []
+        while not (line := process.stderr.readline()).startswith("listening on "):
+            assert line, f"the server stopped before listening: {''.join(seen)[-1500:]}"
+            seen.append(line)
+        yield SimpleNamespace(url=line.split()[-1], process=process)
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "README.md").write_text("kept in postgres\n")
+    return root
+
+
+async def test_a_server_on_postgresql_answers_and_another_serves_what_it_stored(ws, postgres_url):
+    with serving(ws, "--store", postgres_url) as server:
+        async with httpx.AsyncClient(timeout=15, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+            client = await client_for(server, http, "JSONRPC")
+            (sent,) = await collect(client.send_message(message("fs.read path=README.md")))
+            task = sent.task
+            assert task.status.state == pb.TaskState.TASK_STATE_COMPLETED
+            assert "kept in postgres" in task.artifacts[0].parts[0].text
+    with psycopg.connect(postgres_url) as raw:
+        assert raw.execute("SELECT state FROM tasks WHERE task_id = %s", (task.id,)).fetchone() == ("completed",)
+
+    # A second process, its store chosen through the environment, on another workspace.
+    other = ws.parent / "other"
+    other.mkdir()
+    with serving(other, env={"CLEVERAGENTS_STORE": postgres_url}) as server:
+        async with httpx.AsyncClient(timeout=15, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+            client = await client_for(server, http, "HTTP+JSON")
+            got = await client.get_task(pb.GetTaskRequest(id=task.id))
+            assert got.status.state == pb.TaskState.TASK_STATE_COMPLETED and len(got.history) == 2
+            listed = await client.list_tasks(pb.ListTasksRequest(page_size=10))
+            assert [t.id for t in listed.tasks] == [task.id]
+
+
+def test_an_unreachable_database_stops_the_server_with_its_address(ws):
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(AGENTS), "serve", "--http", "--host", "127.0.0.1", "--port", "0", "--auth-token", TOKEN,
+         "--workspace", str(ws), "--store", "postgresql://someone:hunter2@127.0.0.1:1/nothing"],
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "can't open the PostgreSQL store at postgresql://someone@127.0.0.1:1/nothing" in done.stderr
+    assert "hunter2" not in done.stderr
+    assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (("--store", "mysql://db/x"), "store must be a PostgreSQL URL"),
+    (("--store", "postgresql://db/x", "--memory"), "memory and store exclude each other"),
+])
+def test_a_store_that_cant_be_used_is_one_line_and_exit_2(ws, args, said):
+    done = subprocess.run([str(AGENTS), "serve", "--http", "--port", "0", "--auth-token", TOKEN,
+                           "--workspace", str(ws), *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and said in done.stderr and done.stderr.count("\n") == 1, done.stderr
