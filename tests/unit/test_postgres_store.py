@@ -152,3 +152,28 @@ async def test_text_postgresql_cant_hold_is_refused_with_a_clear_error(url):
         assert await store.add_task(make_task("fine")) is True  # the pool goes on
     finally:
         await store.close()
+
+
+async def test_a_replica_starting_up_repairs_only_the_tasks_of_replicas_that_are_gone(url):
+    a = await PostgresStore(url).open()
+    b = await PostgresStore(url).open()
+    try:
+        await a.add_task(make_task("run-by-a", state=S.WORKING))
+        await b.add_task(make_task("run-by-b", state=S.WORKING))
+        await b.add_task(make_task("old", state=S.WORKING))
+        with psycopg.connect(url, autocommit=True) as raw:  # as written before migration 3
+            raw.execute("UPDATE tasks SET runner = NULL WHERE task_id = 'old'")
+        assert [t.id for t in await b.live_tasks()] == ["run-by-b", "old"]  # a's is a's to repair
+        assert [t.id for t in await a.live_tasks()] == ["run-by-a", "old"]
+        # a is killed: its database session ends, and with it the lock that showed it alive.
+        with psycopg.connect(url, autocommit=True) as raw:
+            pid = a._runner_conn.info.backend_pid
+            raw.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        for _ in range(50):
+            if "run-by-a" in [t.id for t in await b.live_tasks()]:
+                break
+            await asyncio.sleep(0.05)
+        assert [t.id for t in await b.live_tasks()] == ["run-by-a", "run-by-b", "old"]
+    finally:
+        await a.close()
+        await b.close()

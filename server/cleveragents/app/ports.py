@@ -62,7 +62,8 @@ class TaskRepository(Protocol):
     ) -> int: ...
 
     async def live_tasks(self) -> list[Task]:
-        """Every non-terminal task, oldest first (for recovery after a restart)."""
+        """Every non-terminal task, oldest first (for recovery after a restart); a store
+        that several processes share leaves out those another live process runs."""
 
     async def waiting_task(self, context_id: str) -> Task | None:
         """The newest task of the context that waits for input (input-required or

@@ -13,10 +13,12 @@ from __future__ import annotations
 import logging
 import time
 
+import psycopg
+
 from cleveragents.infra.store._pg import DEFAULT_POOL_SIZE, Connection, Database, redacted
 from cleveragents.infra.store.memory_events import MemoryEventLogs
 from cleveragents.infra.store.postgres_plans import PostgresPins, PostgresPlans
-from cleveragents.infra.store.postgres_schema import MIGRATIONS, migrate, schema_version
+from cleveragents.infra.store.postgres_schema import MIGRATIONS, RUNNER_LOCK_CLASS, migrate, schema_version
 from cleveragents.infra.store.postgres_sessions import PostgresSessions
 from cleveragents.infra.store.postgres_tasks import PostgresPushConfigs, PostgresTasks
 from cleveragents.infra.store.records import RecordReader
@@ -46,11 +48,19 @@ class PostgresStore(WholeStore):
         self.plans = PostgresPlans(self.db, self.records)
         self.pins = PostgresPins(self.db, self.records)
         self.events = MemoryEventLogs()
+        self._runner_conn: Connection | None = None
         self._expose(self.sessions, self.tasks, self.push_configs, self.plans, self.pins, self.events)
 
-    @staticmethod
-    async def _prepare(conn: Connection) -> None:
+    async def _prepare(self, conn: Connection) -> None:
         await migrate(conn)
+        # This replica's id, and the lock that shows it alive for as long as its own
+        # connection lasts (outside the pool, which would recycle it).
+        self._runner_conn = await psycopg.AsyncConnection.connect(self.db.url, autocommit=True)
+        cur = await self._runner_conn.execute("SELECT nextval('task_runners')::integer")
+        row = await cur.fetchone()
+        assert row is not None
+        await self._runner_conn.execute("SELECT pg_advisory_lock(%s, %s)", (RUNNER_LOCK_CLASS, row[0]))
+        self.tasks.runner = row[0]
 
     async def open(self) -> PostgresStore:
         """Connect and migrate now (a server's start), rather than on first use."""
@@ -64,6 +74,9 @@ class PostgresStore(WholeStore):
 
     async def close(self) -> None:
         await self.db.close()
+        if self._runner_conn is not None:
+            conn, self._runner_conn = self._runner_conn, None
+            await conn.close()
 
     def close_sync(self) -> None:
         """From synchronous code with no running loop: the pool's connections belong to

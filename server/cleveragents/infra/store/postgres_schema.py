@@ -21,6 +21,9 @@ logger = logging.getLogger(__name__)
 # pg_advisory_lock keys: one for the migrations, one that orders terminal writes (the cap).
 MIGRATION_LOCK = 0x636C6576_00000001
 TERMINAL_LOCK = 0x636C6576_00000002
+# pg_advisory_lock(RUNNER_LOCK_CLASS, runner id): held by each open store for its life,
+# so pg_locks tells which replicas are alive (a killed one's session ends with it).
+RUNNER_LOCK_CLASS = 0x636C6576
 COUNTER_SHARDS = 16  # state counter rows per state: concurrent writers rarely wait on one row
 
 # Each entry moves the schema one version up; never edit an applied entry.
@@ -149,6 +152,12 @@ MIGRATIONS: tuple[str, ...] = (
         UNIQUE (scope, key)
     );
     CREATE INDEX context_pins_by_scope ON context_pins (scope, seq);
+    """,
+    # 3: which replica runs a live task, so that one starting up repairs only the tasks
+    # of replicas that are gone (``PostgresTasks.live_tasks``).
+    """
+    CREATE SEQUENCE task_runners AS INTEGER;
+    ALTER TABLE tasks ADD COLUMN runner INTEGER;
     """,
 )
 

@@ -16,7 +16,7 @@ import psycopg
 
 from cleveragents.domain.task import TERMINAL_STATES, PushConfig, Task, TaskState
 from cleveragents.infra.store._pg import Database, PgRepository
-from cleveragents.infra.store.postgres_schema import TERMINAL_LOCK
+from cleveragents.infra.store.postgres_schema import RUNNER_LOCK_CLASS, TERMINAL_LOCK
 from cleveragents.infra.store.records import RecordReader, fill_async, kept
 from cleveragents.infra.store.sqlite_tasks import (
     DEFAULT_TERMINAL_CAP,
@@ -33,15 +33,21 @@ _LIVE_VALUES = [state.value for state in LIVE_STATES]
 _NO_CURSOR = 2**63 - 1
 _ROW = "SELECT seq, task_id, body FROM tasks"
 
-INSERT_SQL = ("INSERT INTO tasks (task_id, context_id, state, status_at, terminal_seq, body) "
-              "VALUES (%s, %s, %s, %s, CASE WHEN %s THEN nextval('tasks_terminal_order') END, %s) "
+INSERT_SQL = ("INSERT INTO tasks (task_id, context_id, state, status_at, terminal_seq, body, runner) "
+              "VALUES (%s, %s, %s, %s, CASE WHEN %s THEN nextval('tasks_terminal_order') END, %s, %s) "
               "ON CONFLICT (task_id) DO NOTHING")
-UPDATE_SQL = ("UPDATE tasks SET context_id = %s, state = %s, status_at = %s, body = %s, terminal_seq = "
+UPDATE_SQL = ("UPDATE tasks SET context_id = %s, state = %s, status_at = %s, body = %s, runner = %s, terminal_seq = "
               "CASE WHEN %s THEN COALESCE(terminal_seq, nextval('tasks_terminal_order')) END WHERE task_id = %s")
 # One statement: the earliest-terminal tasks beyond the cap go (push configs cascade).
 EVICT_SQL = ("DELETE FROM tasks WHERE seq IN (SELECT seq FROM tasks WHERE terminal_seq IS NOT NULL "
              "ORDER BY terminal_seq LIMIT GREATEST((SELECT COALESCE(SUM(n), 0) FROM task_state_counts "
              "WHERE state = ANY(%s)) - %s, 0))")
+# The live tasks no live replica runs: none wrote them, this one did, or the one that
+# did no longer holds its lock (it stopped, or was killed).
+ORPHANS_SQL = ("SELECT task_id, body FROM tasks WHERE state = ANY(%s) AND (runner IS NULL OR runner = %s OR "
+               "runner::bigint NOT IN (SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND granted "
+               "AND classid::bigint = %s AND objsubid = 2 AND database = "
+               "(SELECT oid FROM pg_database WHERE datname = current_database()))) ORDER BY seq")
 WAITING_SQL = (f"{_ROW} WHERE context_id = %s AND state IN ('auth-required', 'input-required') AND seq < %s "
                "ORDER BY seq DESC LIMIT %s")
 
@@ -99,6 +105,7 @@ class PostgresTasks(PgRepository):
         super().__init__(db, records)
         self._terminal_cap = checked_terminal_cap(terminal_cap)
         self._bodies = TaskBodies()
+        self.runner: int | None = None  # this replica's id, set when the store opens
 
     async def _write_terminal(self, sql: str, args: tuple[Any, ...]) -> int:
         """``sql`` for a task that is terminal: in turn with the other terminal writes,
@@ -112,14 +119,14 @@ class PostgresTasks(PgRepository):
 
     async def add_task(self, task: Task) -> bool:
         args = (task.id, task.context_id, task.state.value, status_instant(task.status.timestamp),
-                task.terminal, self._bodies.body(task))
+                task.terminal, self._bodies.body(task), None if task.terminal else self.runner)
         if task.terminal:
             return await self._write_terminal(INSERT_SQL, args) == 1
         return await self._rowcount(INSERT_SQL, args) == 1
 
     async def save_task(self, task: Task) -> None:
         args = (task.context_id, task.state.value, status_instant(task.status.timestamp), self._bodies.body(task),
-                task.terminal, task.id)
+                None if task.terminal else self.runner, task.terminal, task.id)
         found = await (self._write_terminal(UPDATE_SQL, args) if task.terminal else self._rowcount(UPDATE_SQL, args))
         if not found:
             raise KeyError(task.id)
@@ -157,7 +164,9 @@ class PostgresTasks(PgRepository):
         return int(row[0]) if row else 0
 
     async def live_tasks(self) -> list[Task]:
-        rows = await self._all("SELECT task_id, body FROM tasks WHERE state = ANY(%s) ORDER BY seq", (_LIVE_VALUES,))
+        """The non-terminal tasks, oldest first, but those another live replica runs:
+        a replica that starts repairs what was interrupted, not its peers' work."""
+        rows = await self._all(ORPHANS_SQL, (_LIVE_VALUES, self.runner, RUNNER_LOCK_CLASS))
         return kept(rows, "tasks", self.records, Task.from_dict)
 
     async def waiting_task(self, context_id: str) -> Task | None:
