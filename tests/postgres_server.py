@@ -166,6 +166,12 @@ def _server() -> PostgresServer | str:
         return f"PostgreSQL could not be started: {exc}"
 
 
+def running_server() -> PostgresServer | str:
+    """The session's server, started on first use, or why there is none (for scripts)."""
+    with _LOCK:
+        return _server()
+
+
 def require_postgres() -> PostgresServer:
     """The session's running server; skips (fails under ``CI=true``) when there is none."""
     if _bin_dir() is None:

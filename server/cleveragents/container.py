@@ -88,7 +88,7 @@ def configuration_problem(settings: Settings) -> str | None:
     except ValueError as exc:
         return str(exc)
     if settings.store is not None and importlib.util.find_spec("psycopg") is None:
-        return ("the PostgreSQL store needs the postgresql extra: pip install 'cleveragents[postgresql]' "
+        return ("the PostgreSQL store needs the postgresql extra: pip install '.[postgresql]' "
                 "(psycopg is not installed)")
     return None
 
