@@ -30,6 +30,9 @@ class Settings:
     # Where the state is kept instead of SQLite under ``state_dir``: a PostgreSQL URL
     # (``postgresql://user@host/db``), for several HTTP replicas on one database.
     store: str | None = None
+    # With PostgreSQL: how often each replica fails the running tasks of replicas that
+    # are gone (killed, say), in seconds; the most such a task stays "working".
+    replica_sweep_seconds: float = 10.0
     event_buffer: int = 1024
     default_actor: str = "local/default"
     # The automation profile of a plan created without one.
@@ -149,6 +152,7 @@ _NUMBERS: tuple[tuple[str, str, type], ...] = (
     ("actor_timeout", "CLEVERAGENTS_ACTOR_TIMEOUT", float),
     ("max_tool_rounds", "CLEVERAGENTS_MAX_TOOL_ROUNDS", int),
     ("tool_timeout", "CLEVERAGENTS_TOOL_TIMEOUT", float),
+    ("replica_sweep_seconds", "CLEVERAGENTS_REPLICA_SWEEP_SECONDS", float),
     ("session_max_tokens", "CLEVERAGENTS_SESSION_MAX_TOKENS", int),
     ("session_max_cost", "CLEVERAGENTS_SESSION_MAX_COST", float),
     ("plan_max_tokens", "CLEVERAGENTS_PLAN_MAX_TOKENS", int),
@@ -156,7 +160,7 @@ _NUMBERS: tuple[tuple[str, str, type], ...] = (
 )
 
 
-POSITIVE = frozenset({"tool_timeout"})  # settings that must be above 0 (a file's [defaults] too)
+POSITIVE = frozenset({"tool_timeout", "replica_sweep_seconds"})  # settings that must be above 0 (a file's [defaults] too)
 
 
 def _actor_env() -> dict[str, object]:

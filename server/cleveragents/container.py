@@ -6,6 +6,7 @@ here, so they are wired the same way everywhere.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import logging
 import shutil
@@ -149,6 +150,7 @@ class Container:
         self._build_tasks(actor, card)
         self._build_registries(card)
         self._closed = False
+        self._sweeping: asyncio.Future[None] | None = None  # PostgreSQL: _sweep_gone_replicas
 
     def _open_store(self) -> SqliteStore | MemoryStore | PostgresStore:
         if self.settings.store is not None:
@@ -345,6 +347,7 @@ class Container:
 
             assert isinstance(self.store, PostgresStore)
             await self.store.open()  # connect and migrate before the first request
+            self._sweeping = asyncio.ensure_future(self._sweep_gone_replicas())
         await self.plan_service.recover()
         await self.task_service.recover()
         if self.config.shell.get("sandbox") == "off":
@@ -356,6 +359,8 @@ class Container:
         if self._closed:
             return
         self._closed = True
+        if self._sweeping is not None:
+            self._sweeping.cancel()
         await self.task_service.aclose()
         await self.plan_service.aclose()
         await self.push_sender.aclose()
@@ -365,6 +370,21 @@ class Container:
         await self.store.close()
         self._release_owner()
         self._remove_scratch()
+
+    async def sweep_gone_replicas(self) -> None:
+        """Fail the tasks that replicas gone since (killed, say) were running."""
+        from cleveragents.infra.store.postgres import PostgresStore
+
+        assert isinstance(self.store, PostgresStore)
+        await self.task_service.fail_interrupted(await self.store.tasks.orphaned_tasks())
+
+    async def _sweep_gone_replicas(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.replica_sweep_seconds)
+            try:
+                await self.sweep_gone_replicas()
+            except Exception as exc:  # the database away for a while: the next round tries again
+                logger.warning("the sweep for the tasks of stopped replicas failed: %s", exc)
 
     def close(self) -> None:
         """Close from synchronous code (no running loop)."""

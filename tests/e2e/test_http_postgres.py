@@ -5,6 +5,7 @@ is gone."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -97,3 +98,48 @@ def test_a_store_that_cant_be_used_is_one_line_and_exit_2(ws, args, said):
     done = subprocess.run([str(AGENTS), "serve", "--http", "--port", "0", "--auth-token", TOKEN,
                            "--workspace", str(ws), *args], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and said in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+@contextmanager
+def slow_replica(workspace: Path, url: str) -> Iterator[SimpleNamespace]:
+    """A real process serving the slow agent on ``url``'s database, sweeping every 0.5 s."""
+    workspace.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")}
+    env.update(CLEVERAGENTS_STORE=url, CLEVERAGENTS_REPLICA_SWEEP_SECONDS="0.5")
+    agent = Path(__file__).parent / "agents" / "slow_agent.py"
+    process = subprocess.Popen([sys.executable, str(agent), TOKEN, str(workspace)], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert process.stderr is not None
+        while not (line := process.stderr.readline()).startswith("listening on "):
+            assert line, "the replica stopped before listening"
+        yield SimpleNamespace(url=line.split()[-1], process=process)
+    finally:
+        process.kill()
+        process.wait(timeout=15)
+
+
+async def test_a_replica_killed_mid_task_loses_nothing_and_its_task_fails_on_a_peer(tmp_path, postgres_url):
+    with slow_replica(tmp_path / "a", postgres_url) as a, slow_replica(tmp_path / "b", postgres_url) as b:
+        async with httpx.AsyncClient(timeout=15, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+            on_a = await client_for(a, http, "JSONRPC")
+            request = message("take your time")
+            request.configuration.return_immediately = True
+            (sent,) = await collect(on_a.send_message(request))
+            task_id = sent.task.id  # acknowledged: A runs it
+            on_b = await client_for(b, http, "JSONRPC")
+            await asyncio.sleep(1.5)  # B's sweeps leave a live peer's task alone
+            assert (await on_b.get_task(pb.GetTaskRequest(id=task_id))).status.state in (
+                pb.TaskState.TASK_STATE_SUBMITTED, pb.TaskState.TASK_STATE_WORKING)
+
+            a.process.kill()  # SIGKILL: no shutdown, no last write
+            a.process.wait(timeout=15)
+            deadline = time.monotonic() + 10
+            while True:
+                got = await on_b.get_task(pb.GetTaskRequest(id=task_id))
+                if got.status.state == pb.TaskState.TASK_STATE_FAILED or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.2)
+            assert got.status.state == pb.TaskState.TASK_STATE_FAILED
+            assert "stopped while this task was running" in got.status.message.parts[0].text
+            assert [m.parts[0].text for m in got.history][0] == "take your time"

@@ -121,8 +121,14 @@ class TaskService:
         await self._ready()
 
     async def _recover(self) -> None:
-        for task in await self._tasks.live_tasks():
-            if task.state in (TaskState.SUBMITTED, TaskState.WORKING):
+        await self.fail_interrupted(await self._tasks.live_tasks())
+
+    async def fail_interrupted(self, tasks: builtins.list[Task]) -> None:
+        """Fail those of ``tasks`` that were submitted or working in a process that has
+        stopped (this one before its restart, or a replica found gone); never one
+        that this process runs."""
+        for task in tasks:
+            if task.state in (TaskState.SUBMITTED, TaskState.WORKING) and task.id not in self._live:
                 failed = task.transition(TaskState.FAILED, utc_now(), agent_message(task, RESTART_REASON))
                 await self._tasks.save_task(failed)
 

@@ -1,19 +1,17 @@
-"""An agent that streams its reply in CHUNKS pieces, one every DELAY seconds."""
+"""An agent whose answers take a minute (for tests of what happens meanwhile), served
+over HTTP on 127.0.0.1 and a free port, with the settings the environment gives
+(``CLEVERAGENTS_STORE`` to share a database)."""
 
 import asyncio
 import sys
 
 from cleveragents import A2A, Agent
 
-CHUNKS = 5
-DELAY = 0.15
 
-
-async def count_slowly(text: str):
-    for n in range(CHUNKS):
-        await asyncio.sleep(DELAY)
-        yield f"chunk {n};"
+async def slow(text: str) -> str:
+    await asyncio.sleep(60)
+    return text
 
 
 if __name__ == "__main__":
-    A2A(agent=Agent(name="Slow", handler=count_slowly)).serve_stdio(memory="--memory" in sys.argv)
+    sys.exit(A2A(agent=Agent(name="Slow", handler=slow), auth_token=sys.argv[1]).serve(port=0, workspace=sys.argv[2]))

@@ -48,6 +48,8 @@ ORPHANS_SQL = ("SELECT task_id, body FROM tasks WHERE state = ANY(%s) AND (runne
                "runner::bigint NOT IN (SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND granted "
                "AND classid::bigint = %s AND objsubid = 2 AND database = "
                "(SELECT oid FROM pg_database WHERE datname = current_database()))) ORDER BY seq")
+# The live tasks of replicas that are gone (this one's are left to it).
+GONE_SQL = ORPHANS_SQL.replace("runner IS NULL OR runner = %s OR ", "runner <> %s AND ")
 WAITING_SQL = (f"{_ROW} WHERE context_id = %s AND state IN ('auth-required', 'input-required') AND seq < %s "
                "ORDER BY seq DESC LIMIT %s")
 
@@ -167,6 +169,11 @@ class PostgresTasks(PgRepository):
         """The non-terminal tasks, oldest first, but those another live replica runs:
         a replica that starts repairs what was interrupted, not its peers' work."""
         rows = await self._all(ORPHANS_SQL, (_LIVE_VALUES, self.runner, RUNNER_LOCK_CLASS))
+        return kept(rows, "tasks", self.records, Task.from_dict)
+
+    async def orphaned_tasks(self) -> list[Task]:
+        """The live tasks written by replicas that are gone, oldest first (the sweep)."""
+        rows = await self._all(GONE_SQL, (_LIVE_VALUES, self.runner, RUNNER_LOCK_CLASS))
         return kept(rows, "tasks", self.records, Task.from_dict)
 
     async def waiting_task(self, context_id: str) -> Task | None:
