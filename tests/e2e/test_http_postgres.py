@@ -101,13 +101,14 @@ def test_a_store_that_cant_be_used_is_one_line_and_exit_2(ws, args, said):
 
 
 @contextmanager
-def slow_replica(workspace: Path, url: str) -> Iterator[SimpleNamespace]:
-    """A real process serving the slow agent on ``url``'s database, sweeping every 0.5 s."""
+def slow_replica(workspace: Path, url: str, seconds: float = 60) -> Iterator[SimpleNamespace]:
+    """A real process serving the slow agent (answers after ``seconds``) on ``url``'s
+    database, sweeping every 0.5 s."""
     workspace.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")}
     env.update(CLEVERAGENTS_STORE=url, CLEVERAGENTS_REPLICA_SWEEP_SECONDS="0.5")
     agent = Path(__file__).parent / "agents" / "slow_agent.py"
-    process = subprocess.Popen([sys.executable, str(agent), TOKEN, str(workspace)], stdout=subprocess.DEVNULL,
+    process = subprocess.Popen([sys.executable, str(agent), TOKEN, str(workspace), str(seconds)], stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert process.stderr is not None
@@ -143,3 +144,24 @@ async def test_a_replica_killed_mid_task_loses_nothing_and_its_task_fails_on_a_p
             assert got.status.state == pb.TaskState.TASK_STATE_FAILED
             assert "stopped while this task was running" in got.status.message.parts[0].text
             assert [m.parts[0].text for m in got.history][0] == "take your time"
+
+
+async def test_cancel_task_on_one_replica_cancels_the_run_on_another(tmp_path, postgres_url):
+    from cleveragents.app.peer_cancel import PEER_CANCEL_WAIT
+
+    with (slow_replica(tmp_path / "a", postgres_url, seconds=4) as a,
+          slow_replica(tmp_path / "b", postgres_url, seconds=4) as b):
+        async with httpx.AsyncClient(timeout=15, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+            on_a, on_b = await client_for(a, http, "JSONRPC"), await client_for(b, http, "HTTP+JSON")
+            request = message("cancel me elsewhere")
+            request.configuration.return_immediately = True
+            (sent,) = await collect(on_a.send_message(request))  # A runs it, for 4 s
+            started = time.monotonic()
+            canceled = await on_b.cancel_task(pb.CancelTaskRequest(id=sent.task.id))
+            assert canceled.status.state == pb.TaskState.TASK_STATE_CANCELED
+            assert time.monotonic() - started < PEER_CANCEL_WAIT  # A cancelled it, B didn't give up on A
+            # Had A's run gone on, its answer would have replaced the cancel by now.
+            await asyncio.sleep(4.5)
+            for client in (on_a, on_b):
+                got = await client.get_task(pb.GetTaskRequest(id=sent.task.id))
+                assert got.status.state == pb.TaskState.TASK_STATE_CANCELED, got.status

@@ -9,7 +9,7 @@ repositories it uses. The event subscription's events are not stored: the event 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -145,6 +145,17 @@ class TaskEventLogs(Protocol):
 
     def open_event_log(self, task_id: str) -> TaskEventLog:
         """The kept log, or a fresh one kept from now on."""
+
+
+class PeerSignals(Protocol):
+    """What processes sharing one store tell each other (PostgreSQL: ``LISTEN`` and
+    ``NOTIFY``); a store that one process owns has none."""
+
+    async def ask_cancel(self, task_id: str) -> None:
+        """Ask the process that runs ``task_id`` to cancel it."""
+
+    def on_cancel(self, handler: Callable[[str], None]) -> None:
+        """Call ``handler(task_id)`` for each cancel a peer asks for (on the loop)."""
 
 
 class StoreHealth(Protocol):

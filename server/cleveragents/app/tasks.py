@@ -24,10 +24,12 @@ from typing import Any
 from cleveragents.app.direct_replies import FirstEvent, PrimedActor, answer_message, replies_directly
 from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
+from cleveragents.app.peer_cancel import cancel_through_peer
 from cleveragents.app.ports import (
     ActorSelector,
     ChosenActor,
     ContextRouter,
+    PeerSignals,
     PushConfigRepository,
     PushDispatcher,
     TaskEventLogs,
@@ -87,7 +89,8 @@ class TaskService:
                  tools: Callable[[], list[ToolInfo]] | None = None,
                  push: PushDispatcher | None = None, router: ContextRouter | None = None,
                  selector: ActorSelector | None = None, invoker: ToolInvoker | None = None,
-                 may_repair: Callable[[], bool] | None = None, events: TaskEventLogs | None = None):
+                 may_repair: Callable[[], bool] | None = None, events: TaskEventLogs | None = None,
+                 peers: PeerSignals | None = None):
         """``push_configs`` and ``events`` default to ``tasks`` when that keeps them too
         (a whole store)."""
         if push_configs is None:
@@ -108,6 +111,11 @@ class TaskService:
         self._push = push
         self.router = router
         self._live: dict[str, TaskRun] = {}
+        # Processes sharing the store: a cancel one asks for, of a run held here, runs here.
+        self._peers = peers
+        self._peer_cancels: set[asyncio.Task[None]] = set()
+        if peers is not None:
+            peers.on_cancel(self._cancel_for_peer)
         self._subscribers = TaskSubscribers(self._live, events)
         # Stores that put back a task whose start was cancelled (awaited at shutdown).
         self._undoing: set[asyncio.Task[None]] = set()
@@ -461,6 +469,8 @@ class TaskService:
                 if self.router is None or (plan_task := await self.router.cancel(task_id)) is None:
                     raise
                 return plan_task
+            if self._peers is not None and (by_peer := await cancel_through_peer(self._peers, self._tasks, task)):
+                return by_peer
             task = task.transition(TaskState.CANCELED, utc_now())
             # Held while the cancel is stored, so a message can't resume the task meanwhile.
             placeholder = self._live.setdefault(task_id, TaskRun(task, self._events))
@@ -486,6 +496,12 @@ class TaskService:
         if self._live.get(task_id) is run:
             del self._live[task_id]
         return task
+
+    def _cancel_for_peer(self, task_id: str) -> None:
+        if task_id in self._live:
+            cancelling = asyncio.ensure_future(self._cancel_quietly(task_id))
+            self._peer_cancels.add(cancelling)
+            cancelling.add_done_callback(self._peer_cancels.discard)
 
     async def _cancel_quietly(self, task_id: str) -> None:
         try:

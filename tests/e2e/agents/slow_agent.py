@@ -1,6 +1,6 @@
-"""An agent whose answers take a minute (for tests of what happens meanwhile), served
-over HTTP on 127.0.0.1 and a free port, with the settings the environment gives
-(``CLEVERAGENTS_STORE`` to share a database)."""
+"""An agent whose answers take a while (argv[3] seconds; for tests of what happens
+meanwhile), served over HTTP on 127.0.0.1 and a free port, with the settings the
+environment gives (``CLEVERAGENTS_STORE`` to share a database)."""
 
 import asyncio
 import sys
@@ -9,7 +9,7 @@ from cleveragents import A2A, Agent
 
 
 async def slow(text: str) -> str:
-    await asyncio.sleep(60)
+    await asyncio.sleep(float(sys.argv[3]))
     return text
 
 

@@ -20,6 +20,7 @@ from cleveragents.infra.store.memory_events import MemoryEventLogs
 from cleveragents.infra.store.postgres_plans import PostgresPins, PostgresPlans
 from cleveragents.infra.store.postgres_schema import MIGRATIONS, RUNNER_LOCK_CLASS, migrate, schema_version
 from cleveragents.infra.store.postgres_sessions import PostgresSessions
+from cleveragents.infra.store.postgres_signals import PostgresPeers
 from cleveragents.infra.store.postgres_tasks import PostgresPushConfigs, PostgresTasks
 from cleveragents.infra.store.records import RecordReader
 from cleveragents.infra.store.sqlite_tasks import DEFAULT_TERMINAL_CAP
@@ -49,6 +50,7 @@ class PostgresStore(WholeStore):
         self.pins = PostgresPins(self.db, self.records)
         self.events = MemoryEventLogs()
         self._runner_conn: Connection | None = None
+        self.peers = PostgresPeers(self.db)  # cancels across replicas (LISTEN/NOTIFY)
         self._expose(self.sessions, self.tasks, self.push_configs, self.plans, self.pins, self.events)
 
     async def _prepare(self, conn: Connection) -> None:
@@ -61,6 +63,7 @@ class PostgresStore(WholeStore):
         assert row is not None
         await self._runner_conn.execute("SELECT pg_advisory_lock(%s, %s)", (RUNNER_LOCK_CLASS, row[0]))
         self.tasks.runner = row[0]
+        await self.peers.listen(self._runner_conn)
 
     async def open(self) -> PostgresStore:
         """Connect and migrate now (a server's start), rather than on first use."""
@@ -73,6 +76,7 @@ class PostgresStore(WholeStore):
         return len(MIGRATIONS)
 
     async def close(self) -> None:
+        await self.peers.close()
         await self.db.close()
         if self._runner_conn is not None:
             conn, self._runner_conn = self._runner_conn, None
