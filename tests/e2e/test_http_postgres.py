@@ -6,9 +6,11 @@ is gone."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -101,12 +103,12 @@ def test_a_store_that_cant_be_used_is_one_line_and_exit_2(ws, args, said):
 
 
 @contextmanager
-def slow_replica(workspace: Path, url: str, seconds: float = 60) -> Iterator[SimpleNamespace]:
+def slow_replica(workspace: Path, url: str, seconds: float = 60, **env_extra: str) -> Iterator[SimpleNamespace]:
     """A real process serving the slow agent (answers after ``seconds``) on ``url``'s
     database, sweeping every 0.5 s."""
     workspace.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")}
-    env.update(CLEVERAGENTS_STORE=url, CLEVERAGENTS_REPLICA_SWEEP_SECONDS="0.5")
+    env.update(CLEVERAGENTS_STORE=url, CLEVERAGENTS_REPLICA_SWEEP_SECONDS="0.5", **env_extra)
     agent = Path(__file__).parent / "agents" / "slow_agent.py"
     process = subprocess.Popen([sys.executable, str(agent), TOKEN, str(workspace), str(seconds)], stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True, env=env)
@@ -165,3 +167,31 @@ async def test_cancel_task_on_one_replica_cancels_the_run_on_another(tmp_path, p
             for client in (on_a, on_b):
                 got = await client.get_task(pb.GetTaskRequest(id=sent.task.id))
                 assert got.status.state == pb.TaskState.TASK_STATE_CANCELED, got.status
+
+
+async def test_push_notifications_are_sent_once_not_once_per_replica(tmp_path, postgres_url):
+    from tests.e2e.test_published_agents import Webhook
+
+    hook = Webhook()
+    threading.Thread(target=hook.serve_forever, daemon=True).start()
+    allow = {"CLEVERAGENTS_PUSH_ALLOWED_NETWORKS": "127.0.0.1/32"}
+    try:
+        with (slow_replica(tmp_path / "a", postgres_url, seconds=0.5, **allow) as a,
+              slow_replica(tmp_path / "b", postgres_url, seconds=0.5, **allow)):
+            async with httpx.AsyncClient(timeout=15, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+                on_a = await client_for(a, http, "JSONRPC")
+                request = message("tell the hook")
+                request.configuration.task_push_notification_config.url = hook.url("/hook")
+                request.configuration.task_push_notification_config.token = "hook-token"
+                (sent,) = await collect(on_a.send_message(request))
+                assert sent.task.status.state == pb.TaskState.TASK_STATE_COMPLETED
+                posts = hook.wait_for("/hook", 1)
+                await asyncio.sleep(1.5)  # time for any second sender to post too
+        bodies = [json.dumps(body, sort_keys=True) for path, _, body in hook.posts if path == "/hook"]
+        assert bodies and len(bodies) == len(set(bodies)), bodies
+        completed = [b for b in bodies if "TASK_STATE_COMPLETED" in b or '"completed"' in b]
+        assert len(completed) == 1, bodies
+        assert posts[0][0].get("x-a2a-notification-token") == "hook-token"
+    finally:
+        hook.shutdown()
+        hook.server_close()
