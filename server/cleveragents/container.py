@@ -295,7 +295,8 @@ class Container:
             tools=None if actor is not None else tool_infos, push=self.push_sender,
             router=PlanGates(self.plan_service), selector=None if actor is not None else self.session_actors,
             invoker=None if actor is not None else toolbox.invoker(tool_context), may_repair=self._owns_state,
-            events=self.stores.events, peers=getattr(self.store, "peers", None))
+            events=self.stores.events, peers=getattr(self.store, "peers", None),
+            shared_events=self.store.events if self.settings.store is not None else None)  # type: ignore[arg-type]
         self.agent_card_service: AgentCardService = AgentCardService.for_backend(card, self.tool_registry)
         self.context_service: ContextService = ContextService(
             self.stores.sessions, self.stores.plans, self.stores.tasks, self.stores.pins, self.plan_workspace)

@@ -195,3 +195,38 @@ async def test_push_notifications_are_sent_once_not_once_per_replica(tmp_path, p
     finally:
         hook.shutdown()
         hook.server_close()
+
+
+async def _sse(client: httpx.AsyncClient, url: str, task_id: str, last_event_id: str | None = None):
+    """(SSE id, item) of each event of a SubscribeToTask stream, to its end."""
+    from tests.contract.runners import sse_messages
+
+    headers = {"Accept": "text/event-stream", "A2A-Version": "1.0", "Authorization": f"Bearer {TOKEN}",
+               **({"Last-Event-ID": last_event_id} if last_event_id else {})}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task_id}}
+    async with client.stream("POST", url + "/a2a", json=body, headers=headers) as response:
+        async for _, event_id, data in sse_messages(response):
+            yield event_id, json.loads(data)["result"]
+
+
+async def test_a_stream_started_on_one_replica_resumes_on_another(tmp_path, postgres_url):
+    with (slow_replica(tmp_path / "a", postgres_url, seconds=3) as a,
+          slow_replica(tmp_path / "b", postgres_url, seconds=3) as b):
+        async with httpx.AsyncClient(timeout=15, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+            on_a = await client_for(a, http, "JSONRPC")
+            request = message("stream me")
+            request.configuration.return_immediately = True
+            (sent,) = await collect(on_a.send_message(request))
+            task_id = sent.task.id
+
+            on_a_stream = _sse(http, a.url, task_id)
+            seen_on_a = [await anext(on_a_stream) for _ in range(4)]  # the task, then updates
+            resume_from = seen_on_a[2][0]
+            on_b = [event async for event in _sse(http, b.url, task_id, resume_from)]
+            seen_on_a += [event async for event in on_a_stream]
+
+    after = [event for event in seen_on_a if event[0] > resume_from]
+    assert [event_id for event_id, _ in on_b] == [event_id for event_id, _ in after]  # none lost, none twice
+    assert on_b == after
+    assert on_b[-1][1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert sum("artifactUpdate" in item for _, item in on_b) >= 5

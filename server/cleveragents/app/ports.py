@@ -9,7 +9,7 @@ repositories it uses. The event subscription's events are not stored: the event 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -156,6 +156,18 @@ class PeerSignals(Protocol):
 
     def on_cancel(self, handler: Callable[[str], None]) -> None:
         """Call ``handler(task_id)`` for each cancel a peer asks for (on the loop)."""
+
+
+class SharedTaskEvents(Protocol):
+    """The events of tasks other processes run, for a store several share: how a
+    stream that began on one resumes on another."""
+
+    async def latest_event_id(self, task_id: str) -> str | None: ...
+
+    def follow(self, task_id: str, after: str | None,
+               running: Callable[[], Awaitable[bool]]) -> AsyncIterator[StreamEvent]:
+        """The task's events after ``after`` as they are written, until one ends the
+        stream, or none come and ``running()`` says the task no longer runs."""
 
 
 class StoreHealth(Protocol):

@@ -24,7 +24,7 @@ from typing import Any
 from cleveragents.app.direct_replies import FirstEvent, PrimedActor, answer_message, replies_directly
 from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
-from cleveragents.app.peer_cancel import cancel_through_peer
+from cleveragents.app.peer_cancel import RUNNING_STATES, cancel_through_peer, follow_elsewhere
 from cleveragents.app.ports import (
     ActorSelector,
     ChosenActor,
@@ -32,6 +32,7 @@ from cleveragents.app.ports import (
     PeerSignals,
     PushConfigRepository,
     PushDispatcher,
+    SharedTaskEvents,
     TaskEventLogs,
     TaskRepository,
 )
@@ -90,7 +91,7 @@ class TaskService:
                  push: PushDispatcher | None = None, router: ContextRouter | None = None,
                  selector: ActorSelector | None = None, invoker: ToolInvoker | None = None,
                  may_repair: Callable[[], bool] | None = None, events: TaskEventLogs | None = None,
-                 peers: PeerSignals | None = None):
+                 peers: PeerSignals | None = None, shared_events: SharedTaskEvents | None = None):
         """``push_configs`` and ``events`` default to ``tasks`` when that keeps them too
         (a whole store)."""
         if push_configs is None:
@@ -113,6 +114,7 @@ class TaskService:
         self._live: dict[str, TaskRun] = {}
         # Processes sharing the store: a cancel one asks for, of a run held here, runs here.
         self._peers = peers
+        self._shared_events = shared_events  # the streams of tasks a peer runs
         self._peer_cancels: set[asyncio.Task[None]] = set()
         if peers is not None:
             peers.on_cancel(self._cancel_for_peer)
@@ -179,6 +181,8 @@ class TaskService:
         # Looked up again: reading the store may have let a message resume the task.
         if (run := self._live.get(task_id)) is not None and not run.settled.is_set():
             return self._subscribers.follow(run, run.listen(last_event_id))
+        if self._shared_events is not None and task.state in RUNNING_STATES:  # a peer runs it
+            return follow_elsewhere(self._shared_events, self._tasks, task, last_event_id)
         if task.terminal and last_event_id is None:
             raise BusinessRuleViolation(
                 f"Task {task_id} is {task.state.value}; a finished task has no updates to subscribe to",

@@ -1,16 +1,20 @@
-"""An agent whose answers take a while (argv[3] seconds; for tests of what happens
-meanwhile), served over HTTP on 127.0.0.1 and a free port, with the settings the
-environment gives (``CLEVERAGENTS_STORE`` to share a database)."""
+"""An agent whose answers take a while: a chunk ("tick N") every quarter second for
+argv[3] seconds (for tests of what happens meanwhile), served over HTTP on 127.0.0.1
+and a free port, with the settings the environment gives (``CLEVERAGENTS_STORE`` to
+share a database)."""
 
 import asyncio
 import sys
 
 from cleveragents import A2A, Agent
 
+TICK = 0.25
 
-async def slow(text: str) -> str:
-    await asyncio.sleep(float(sys.argv[3]))
-    return text
+
+async def slow(text: str):
+    for n in range(max(1, round(float(sys.argv[3]) / TICK))):
+        await asyncio.sleep(TICK)
+        yield f"tick {n} "
 
 
 if __name__ == "__main__":

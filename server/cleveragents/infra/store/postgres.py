@@ -1,11 +1,11 @@
 """The PostgreSQL store: every repository on one database, for servers that outgrow one
 process or one machine (several ``agents serve --http`` replicas on one database).
 
-Chosen with ``--store postgresql://...`` (or ``store = "postgresql://..."`` in the
-configuration): docs/deploy.md. The pool opens on first use, or at the server's start
-(``open``), which also applies the schema's migrations (``postgres_schema.py``). Each
-call returns after its commit. The task event logs stay in process memory, as with
-SQLite (``memory_events.py``).
+Chosen with ``--store postgresql://...`` (or ``CLEVERAGENTS_STORE``): docs/deploy.md.
+The pool opens on first use, or at the server's start (``open``), which also applies
+the schema's migrations (``postgres_schema.py``). Each call returns after its commit.
+The task event logs are kept in process memory, as with SQLite, and written behind
+for the other replicas (``postgres_events.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 import psycopg
 
 from cleveragents.infra.store._pg import DEFAULT_POOL_SIZE, Connection, Database, redacted
-from cleveragents.infra.store.memory_events import MemoryEventLogs
+from cleveragents.infra.store.postgres_events import PostgresEventLogs
 from cleveragents.infra.store.postgres_plans import PostgresPins, PostgresPlans
 from cleveragents.infra.store.postgres_schema import MIGRATIONS, RUNNER_LOCK_CLASS, migrate, schema_version
 from cleveragents.infra.store.postgres_sessions import PostgresSessions
@@ -48,9 +48,10 @@ class PostgresStore(WholeStore):
         self.push_configs = PostgresPushConfigs(self.db, self.records)
         self.plans = PostgresPlans(self.db, self.records)
         self.pins = PostgresPins(self.db, self.records)
-        self.events = MemoryEventLogs()
+        self.events = PostgresEventLogs(self.db)  # in memory, and written behind for the other replicas
         self._runner_conn: Connection | None = None
-        self.peers = PostgresPeers(self.db)  # cancels across replicas (LISTEN/NOTIFY)
+        self.peers = PostgresPeers(self.db)  # cancels and events across replicas (LISTEN/NOTIFY)
+        self.peers.on_events(self.events.notified)
         self._expose(self.sessions, self.tasks, self.push_configs, self.plans, self.pins, self.events)
 
     async def _prepare(self, conn: Connection) -> None:
@@ -76,6 +77,8 @@ class PostgresStore(WholeStore):
         return len(MIGRATIONS)
 
     async def close(self) -> None:
+        if self.db.is_open:
+            await self.events.flush()
         await self.peers.close()
         await self.db.close()
         if self._runner_conn is not None:

@@ -159,6 +159,16 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE SEQUENCE task_runners AS INTEGER;
     ALTER TABLE tasks ADD COLUMN runner INTEGER;
     """,
+    # 4: the events of running tasks, from which another replica resumes a stream
+    # (``postgres_events.py``); they go with their task.
+    """
+    CREATE TABLE task_events (
+        task_id TEXT NOT NULL REFERENCES tasks (task_id) ON DELETE CASCADE,
+        event_id TEXT COLLATE "C" NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (task_id, event_id)
+    );
+    """,
 )
 
 

@@ -18,12 +18,13 @@ from cleveragents.infra.store._pg import Connection, Database
 logger = logging.getLogger(__name__)
 
 CANCEL_CHANNEL = "cleveragents_cancel"
+EVENTS_CHANNEL = "cleveragents_events"  # postgres_events.py: a replica wrote a task's events
 
 
 class PostgresPeers:
     def __init__(self, db: Database):
         self._db = db
-        self._cancel_handlers: list[Callable[[str], None]] = []
+        self._handlers: dict[str, list[Callable[[str], None]]] = {CANCEL_CHANNEL: [], EVENTS_CHANNEL: []}
         self._listening: asyncio.Task[None] | None = None
 
     async def ask_cancel(self, task_id: str) -> None:
@@ -31,22 +32,26 @@ class PostgresPeers:
             await conn.execute("SELECT pg_notify(%s, %s)", (CANCEL_CHANNEL, task_id))
 
     def on_cancel(self, handler: Callable[[str], None]) -> None:
-        self._cancel_handlers.append(handler)
+        self._handlers[CANCEL_CHANNEL].append(handler)
+
+    def on_events(self, handler: Callable[[str], None]) -> None:
+        """``handler(task_id)`` when a replica wrote events of that task."""
+        self._handlers[EVENTS_CHANNEL].append(handler)
 
     async def listen(self, conn: Connection) -> None:
         """Start taking notifications on ``conn`` (a connection of its own)."""
         await conn.execute(f"LISTEN {CANCEL_CHANNEL}")
+        await conn.execute(f"LISTEN {EVENTS_CHANNEL}")
         self._listening = asyncio.ensure_future(self._take(conn))
 
     async def _take(self, conn: Connection) -> None:
         try:
             async for notice in conn.notifies():
-                if notice.channel == CANCEL_CHANNEL:
-                    for handler in self._cancel_handlers:
-                        try:
-                            handler(notice.payload)
-                        except Exception:  # one handler's bug must not stop the others
-                            logger.exception("a cancel handler failed for task %s", notice.payload)
+                for handler in self._handlers.get(notice.channel, ()):
+                    try:
+                        handler(notice.payload)
+                    except Exception:  # one handler's bug must not stop the others
+                        logger.exception("a %s handler failed for task %s", notice.channel, notice.payload)
         except Exception as exc:  # the connection is gone: so is this replica, for its peers
             logger.warning("stopped listening to the other replicas: %s", exc)
 
