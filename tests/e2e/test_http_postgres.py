@@ -109,7 +109,7 @@ def slow_replica(workspace: Path, url: str, seconds: float = 60, **env_extra: st
     workspace.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")}
     env.update(CLEVERAGENTS_STORE=url, CLEVERAGENTS_REPLICA_SWEEP_SECONDS="0.5", **env_extra)
-    agent = Path(__file__).parent / "agents" / "slow_agent.py"
+    agent = Path(__file__).parent / "agents" / "replica_agent.py"
     process = subprocess.Popen([sys.executable, str(agent), TOKEN, str(workspace), str(seconds)], stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True, env=env)
     try:

@@ -1,21 +1,19 @@
-"""An agent whose answers take a while: a chunk ("tick N") every quarter second for
-argv[3] seconds (for tests of what happens meanwhile), served over HTTP on 127.0.0.1
-and a free port, with the settings the environment gives (``CLEVERAGENTS_STORE`` to
-share a database)."""
+"""An agent that streams its reply in CHUNKS pieces, one every DELAY seconds."""
 
 import asyncio
 import sys
 
 from cleveragents import A2A, Agent
 
-TICK = 0.25
+CHUNKS = 5
+DELAY = 0.15
 
 
-async def slow(text: str):
-    for n in range(max(1, round(float(sys.argv[3]) / TICK))):
-        await asyncio.sleep(TICK)
-        yield f"tick {n} "
+async def count_slowly(text: str):
+    for n in range(CHUNKS):
+        await asyncio.sleep(DELAY)
+        yield f"chunk {n};"
 
 
 if __name__ == "__main__":
-    sys.exit(A2A(agent=Agent(name="Slow", handler=slow), auth_token=sys.argv[1]).serve(port=0, workspace=sys.argv[2]))
+    A2A(agent=Agent(name="Slow", handler=count_slowly)).serve_stdio(memory="--memory" in sys.argv)
