@@ -13,6 +13,7 @@ server can't be started the test skips with the reason; under ``CI=true`` it fai
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import glob
@@ -126,6 +127,7 @@ def _start(bin_dir: Path) -> PostgresServer:
         log.close()
         server = PostgresServer(process, root, port, bin_dir, itertools.count())
         if _ready(server):
+            atexit.register(server.stop)  # also when the session ends without its teardown
             return server
         server.process.kill()
         server.process.wait()

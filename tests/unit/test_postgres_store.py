@@ -149,6 +149,8 @@ async def test_text_postgresql_cant_hold_is_refused_with_a_clear_error(url):
         with pytest.raises(ValidationError) as refused:
             await store.add_task(make_task("t\x00", "ctx"))
         assert refused.value.data["reason"] == "nul_character"
+        with pytest.raises(ValidationError):  # a terminal write is pipelined: the same answer
+            await store.add_task(make_task("done", "c\x00", S.COMPLETED))
         assert await store.add_task(make_task("fine")) is True  # the pool goes on
     finally:
         await store.close()

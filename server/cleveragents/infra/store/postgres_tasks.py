@@ -112,12 +112,14 @@ class PostgresTasks(PgRepository):
     async def _write_terminal(self, sql: str, args: tuple[Any, ...]) -> int:
         """``sql`` for a task that is terminal: in turn with the other terminal writes,
         then the eviction, all in one transaction; the rows it wrote."""
-        async with self._db.transaction() as conn:
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (TERMINAL_LOCK,))
-            written = (await conn.execute(sql, args)).rowcount
-            if written:
+        # Pipelined: the five statements go in one round trip (the eviction runs whether
+        # or not the write found its row: then it has nothing to do).
+        async with self._db.connection() as conn:
+            async with conn.pipeline(), conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (TERMINAL_LOCK,))
+                written = await conn.execute(sql, args)
                 await conn.execute(EVICT_SQL, (_TERMINAL_VALUES, self._terminal_cap))
-            return written
+            return written.rowcount
 
     async def add_task(self, task: Task) -> bool:
         args = (task.id, task.context_id, task.state.value, status_instant(task.status.timestamp),
