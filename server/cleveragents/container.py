@@ -67,6 +67,26 @@ def load_configuration(settings: Settings) -> Configuration:
     return load_config(settings.resolved_workspace, providers)
 
 
+def migrate_store(url: str) -> int:
+    """Blocking: apply the PostgreSQL store's missing migrations; its schema version.
+    ``ValueError`` for a URL or an install that can't be used, ``RuntimeError`` when the
+    database can't be opened or is newer than this version."""
+
+    if importlib.util.find_spec("psycopg") is None:
+        raise ValueError("the PostgreSQL store needs the postgresql extra: pip install '.[postgresql]'")
+    from cleveragents.infra.store.postgres import PostgresStore
+
+    async def run() -> int:
+        store = PostgresStore(url)
+        try:
+            await store.open()
+            return store.schema_version
+        finally:
+            await store.close()
+
+    return asyncio.run(run())
+
+
 def json_limits(settings: Settings) -> JsonLimits:
     """The limits on a request's params (``ValueError`` when a setting is out of range)."""
     from cleveragents.domain.json_limits import JsonLimits

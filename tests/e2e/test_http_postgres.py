@@ -230,3 +230,22 @@ async def test_a_stream_started_on_one_replica_resumes_on_another(tmp_path, post
     assert on_b == after
     assert on_b[-1][1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert sum("artifactUpdate" in item for _, item in on_b) >= 5
+
+
+def test_agents_store_migrate_brings_a_database_up_once(tmp_path, postgres_url):
+    from cleveragents.infra.store.postgres_schema import MIGRATIONS
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")}
+    for env in ({}, {"CLEVERAGENTS_STORE": postgres_url}):  # first applies, then finds nothing to do
+        args = [] if env else ["--store", postgres_url]
+        done = subprocess.run([str(AGENTS), "store", "migrate", *args], capture_output=True, text=True,
+                              timeout=60, env={**clean, **env}, cwd=tmp_path)
+        assert done.returncode == 0 and done.stdout == f"schema version {len(MIGRATIONS)}\n", done.stderr
+    with psycopg.connect(postgres_url) as raw:
+        assert raw.execute("SELECT COUNT(*) FROM schema_migrations").fetchone() == (len(MIGRATIONS),)
+    for args, code, said in ((["--store", "postgresql://x:pw@127.0.0.1:1/db"], 1, "can't open the PostgreSQL store"),
+                             (["--store", "mysql://db"], 2, "not a PostgreSQL URL"), ([], 2, "name the database")):
+        done = subprocess.run([str(AGENTS), "store", "migrate", *args], capture_output=True, text=True, timeout=60,
+                              env=clean, cwd=tmp_path)
+        assert done.returncode == code and said in done.stderr and done.stderr.count("\n") == 1, done.stderr
+        assert ":pw@" not in done.stderr

@@ -70,8 +70,8 @@ class Database:
                 first = await psycopg.AsyncConnection.connect(self.url, autocommit=True,
                                                               connect_timeout=int(OPEN_TIMEOUT))
             except psycopg.Error as exc:
-                raise RuntimeError(f"can't open the PostgreSQL store at {redacted(self.url)}: "
-                                   f"{str(exc).strip()}") from None
+                reason = " ".join(str(exc).split())  # libpq's message spans lines: one line here
+                raise RuntimeError(f"can't open the PostgreSQL store at {redacted(self.url)}: {reason}") from None
             try:
                 if self._prepare is not None:
                     await self._prepare(first)
