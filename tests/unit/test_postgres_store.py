@@ -179,3 +179,25 @@ async def test_a_replica_starting_up_repairs_only_the_tasks_of_replicas_that_are
     finally:
         await a.close()
         await b.close()
+
+
+async def test_a_replica_starting_up_interrupts_only_the_plans_of_replicas_that_are_gone(url):
+    from cleveragents.domain.plan import State
+    from tests.unit.test_plan_store import make_plan
+
+    a = await PostgresStore(url).open()
+    b = await PostgresStore(url).open()
+    try:
+        await a.add_plan(make_plan("on-a", state=State.RUNNING))
+        await b.add_plan(make_plan("on-b", state=State.RUNNING))
+        assert [p.plan_id for p in await b.plans_in_states([State.RUNNING])] == ["on-b"]
+        with psycopg.connect(url, autocommit=True) as raw:  # a is killed
+            raw.execute("SELECT pg_terminate_backend(%s)", (a._runner_conn.info.backend_pid,))
+        for _ in range(50):
+            if len(await b.plans_in_states([State.RUNNING])) == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert [p.plan_id for p in await b.plans_in_states([State.RUNNING])] == ["on-a", "on-b"]
+    finally:
+        await a.close()
+        await b.close()

@@ -63,7 +63,7 @@ class PostgresStore(WholeStore):
         row = await cur.fetchone()
         assert row is not None
         await self._runner_conn.execute("SELECT pg_advisory_lock(%s, %s)", (RUNNER_LOCK_CLASS, row[0]))
-        self.tasks.runner = row[0]
+        self.tasks.runner = self.plans.runner = row[0]
         await self.peers.listen(self._runner_conn)
 
     async def open(self) -> PostgresStore:

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from cleveragents.domain.plan import Decision, Plan, State
 from cleveragents.domain.plan_files import Checkpoint, OverlayRecord, PlanArtifact
 from cleveragents.infra.store._pg import Connection, PgRepository
+from cleveragents.infra.store.postgres_schema import LIVE_RUNNERS_SQL
 from cleveragents.infra.store.records import fill_async, kept
 from cleveragents.infra.store.sqlite_plans import check_decisions, overlay_rows, pins_kept
 
@@ -28,9 +29,9 @@ async def _require_plan(db: Connection, plan_id: str) -> None:
         raise KeyError(plan_id)
 
 
-async def _update_plan(db: Connection, plan: Plan) -> None:
-    cur = await db.execute("UPDATE plans SET session_id = %s, state = %s, body = %s WHERE plan_id = %s",
-                           (plan.session_id, plan.state.value, json.dumps(plan.to_dict()), plan.plan_id))
+async def _update_plan(db: Connection, plan: Plan, runner: int | None) -> None:
+    cur = await db.execute("UPDATE plans SET session_id = %s, state = %s, body = %s, runner = %s WHERE plan_id = %s",
+                           (plan.session_id, plan.state.value, json.dumps(plan.to_dict()), runner, plan.plan_id))
     if cur.rowcount != 1:
         raise KeyError(plan.plan_id)
 
@@ -56,7 +57,11 @@ async def _replace_overlay(db: Connection, plan_id: str, rows: list[tuple[str, O
 
 
 class PostgresPlans(PgRepository):
-    """Plans and what hangs off them: decisions, overlay, checkpoint, artifacts index."""
+    """Plans and what hangs off them: decisions, overlay, checkpoint, artifacts index.
+    Each plan records the replica that last wrote it (``runner``, set when the store
+    opens), so a replica's start-up repair leaves its live peers' running plans alone."""
+
+    runner: int | None = None
 
     async def _read_one(self, store: str, record_id: str, sql: str, args: tuple[Any, ...],
                         build: Callable[[Any], T]) -> T | None:
@@ -69,15 +74,15 @@ class PostgresPlans(PgRepository):
     # -- plans ---------------------------------------------------------------------
     async def add_plan(self, plan: Plan) -> None:
         written = await self._rowcount(
-            "INSERT INTO plans (plan_id, session_id, state, body) VALUES (%s, %s, %s, %s) "
+            "INSERT INTO plans (plan_id, session_id, state, body, runner) VALUES (%s, %s, %s, %s, %s) "
             "ON CONFLICT (plan_id) DO NOTHING",
-            (plan.plan_id, plan.session_id, plan.state.value, json.dumps(plan.to_dict())))
+            (plan.plan_id, plan.session_id, plan.state.value, json.dumps(plan.to_dict()), self.runner))
         if written != 1:
             raise ValueError(f"plan {plan.plan_id} already exists")
 
     async def save_plan(self, plan: Plan) -> None:
         async with self._db.connection() as db:
-            await _update_plan(db, plan)
+            await _update_plan(db, plan, self.runner)
 
     async def get_plan(self, plan_id: str) -> Plan | None:
         return await self._read_one("plans", plan_id, "SELECT body FROM plans WHERE plan_id = %s", (plan_id,),
@@ -110,8 +115,10 @@ class PostgresPlans(PgRepository):
         if not states:
             return []
         values = [State(s).value for s in states]
-        return await self._read_kept("plans", "SELECT plan_id, body FROM plans WHERE state = ANY(%s) ORDER BY seq",
-                                     (values,), Plan.from_dict)
+        # Those no live replica other than this one wrote last (plans_in_states is the repair's list).
+        sql = ("SELECT plan_id, body FROM plans WHERE state = ANY(%s) AND (runner IS NULL OR runner = %s OR "
+               f"runner::bigint NOT IN ({LIVE_RUNNERS_SQL})) ORDER BY seq")
+        return await self._read_kept("plans", sql, (values, self.runner), Plan.from_dict)
 
     async def save_plan_state(
         self, plan: Plan, decisions: list[Decision], overlay_records: list[OverlayRecord] | None
@@ -119,7 +126,7 @@ class PostgresPlans(PgRepository):
         check_decisions(plan.plan_id, decisions)
         rows = overlay_rows(overlay_records) if overlay_records is not None else None
         async with self._db.transaction() as db:
-            await _update_plan(db, plan)
+            await _update_plan(db, plan, self.runner)
             await _upsert_decisions(db, decisions)
             if rows is not None:
                 await _replace_overlay(db, plan.plan_id, rows)

@@ -24,6 +24,10 @@ TERMINAL_LOCK = 0x636C6576_00000002
 # pg_advisory_lock(RUNNER_LOCK_CLASS, runner id): held by each open store for its life,
 # so pg_locks tells which replicas are alive (a killed one's session ends with it).
 RUNNER_LOCK_CLASS = 0x636C6576
+# The ids of the replicas alive now, by their locks.
+LIVE_RUNNERS_SQL = ("SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                    f"AND classid::bigint = {RUNNER_LOCK_CLASS} AND objsubid = 2 AND database = "
+                    "(SELECT oid FROM pg_database WHERE datname = current_database())")
 COUNTER_SHARDS = 16  # state counter rows per state: concurrent writers rarely wait on one row
 
 # Each entry moves the schema one version up; never edit an applied entry.
@@ -168,6 +172,11 @@ MIGRATIONS: tuple[str, ...] = (
         body TEXT NOT NULL,
         PRIMARY KEY (task_id, event_id)
     );
+    """,
+    # 5: which replica last wrote a plan, so that one starting up interrupts only the
+    # running plans of replicas that are gone (``PostgresPlans.plans_in_states``).
+    """
+    ALTER TABLE plans ADD COLUMN runner INTEGER;
     """,
 )
 

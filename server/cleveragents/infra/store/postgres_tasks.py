@@ -16,7 +16,7 @@ import psycopg
 
 from cleveragents.domain.task import TERMINAL_STATES, PushConfig, Task, TaskState
 from cleveragents.infra.store._pg import Database, PgRepository
-from cleveragents.infra.store.postgres_schema import RUNNER_LOCK_CLASS, TERMINAL_LOCK
+from cleveragents.infra.store.postgres_schema import LIVE_RUNNERS_SQL, TERMINAL_LOCK
 from cleveragents.infra.store.records import RecordReader, fill_async, kept
 from cleveragents.infra.store.sqlite_tasks import (
     DEFAULT_TERMINAL_CAP,
@@ -45,9 +45,7 @@ EVICT_SQL = ("DELETE FROM tasks WHERE seq IN (SELECT seq FROM tasks WHERE termin
 # The live tasks no live replica runs: none wrote them, this one did, or the one that
 # did no longer holds its lock (it stopped, or was killed).
 ORPHANS_SQL = ("SELECT task_id, body FROM tasks WHERE state = ANY(%s) AND (runner IS NULL OR runner = %s OR "
-               "runner::bigint NOT IN (SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND granted "
-               "AND classid::bigint = %s AND objsubid = 2 AND database = "
-               "(SELECT oid FROM pg_database WHERE datname = current_database()))) ORDER BY seq")
+               f"runner::bigint NOT IN ({LIVE_RUNNERS_SQL})) ORDER BY seq")
 # The live tasks of replicas that are gone (this one's are left to it).
 GONE_SQL = ORPHANS_SQL.replace("runner IS NULL OR runner = %s OR ", "runner <> %s AND ")
 WAITING_SQL = (f"{_ROW} WHERE context_id = %s AND state IN ('auth-required', 'input-required') AND seq < %s "
@@ -170,12 +168,12 @@ class PostgresTasks(PgRepository):
     async def live_tasks(self) -> list[Task]:
         """The non-terminal tasks, oldest first, but those another live replica runs:
         a replica that starts repairs what was interrupted, not its peers' work."""
-        rows = await self._all(ORPHANS_SQL, (_LIVE_VALUES, self.runner, RUNNER_LOCK_CLASS))
+        rows = await self._all(ORPHANS_SQL, (_LIVE_VALUES, self.runner))
         return kept(rows, "tasks", self.records, Task.from_dict)
 
     async def orphaned_tasks(self) -> list[Task]:
         """The live tasks written by replicas that are gone, oldest first (the sweep)."""
-        rows = await self._all(GONE_SQL, (_LIVE_VALUES, self.runner, RUNNER_LOCK_CLASS))
+        rows = await self._all(GONE_SQL, (_LIVE_VALUES, self.runner))
         return kept(rows, "tasks", self.records, Task.from_dict)
 
     async def waiting_task(self, context_id: str) -> Task | None:
