@@ -10,7 +10,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY server ./server
-RUN pip install ".[http]" \
+RUN pip install ".[http,postgresql]" \
     && useradd --create-home --uid 10001 agents \
     && mkdir -p /workspace \
     && chown agents /workspace

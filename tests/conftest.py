@@ -20,3 +20,20 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     from tests.background_installs import order_and_start
 
     order_and_start(items)
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server for the session (tests/postgres_server.py); skips
+    where none can be started, fails under CI=true."""
+    from tests.postgres_server import require_postgres, stop_postgres
+
+    server = require_postgres()
+    yield server
+    stop_postgres()
+
+
+@pytest.fixture
+def postgres_url(postgres) -> str:
+    """A fresh database on the session's server."""
+    return postgres.new_database()

@@ -29,6 +29,12 @@ class Settings:
     workspace: Path = field(default_factory=Path.cwd)
     state_dir: Path | None = None
     memory: bool = False
+    # Where the state is kept instead of SQLite under ``state_dir``: a PostgreSQL URL
+    # (``postgresql://user@host/db``), for several HTTP replicas on one database.
+    store: str | None = None
+    # With PostgreSQL: how often each replica fails the running tasks of replicas that
+    # are gone (killed, say), in seconds; the most such a task stays "working".
+    replica_sweep_seconds: float = 10.0
     event_buffer: int = 1024
     default_actor: str = "local/default"
     # The automation profile of a plan created without one.
@@ -80,6 +86,8 @@ class Settings:
             env["workspace"] = Path(value)
         if value := os.environ.get("CLEVERAGENTS_STATE_DIR"):
             env["state_dir"] = Path(value)
+        if value := os.environ.get("CLEVERAGENTS_STORE"):
+            env["store"] = value
         if os.environ.get("CLEVERAGENTS_MEMORY", "").lower() in {"1", "true", "yes"}:
             env["memory"] = True
         if value := os.environ.get("CLEVERAGENTS_MAX_TERMINAL_TASKS"):
@@ -107,6 +115,11 @@ class Settings:
             object.__setattr__(self, "oauth2", OAuth2(**self.oauth2))
         elif self.oauth2 is not None and not isinstance(self.oauth2, OAuth2):
             raise ValueError(f"oauth2 is an OAuth2(...) or a dict of its fields, not {type(self.oauth2).__name__}")
+        if self.store is not None and not self.store.startswith(("postgresql://", "postgres://")):
+            raise ValueError("store must be a PostgreSQL URL (postgresql://user@host:5432/db); "
+                             "without it the state is kept in SQLite under the state directory")
+        if self.store is not None and self.memory:
+            raise ValueError("memory and store exclude each other: keep the state in memory, or in PostgreSQL")
         for network in self.push_allowed_networks:
             try:
                 ipaddress.ip_network(network.strip(), strict=False)
@@ -148,6 +161,7 @@ _NUMBERS: tuple[tuple[str, str, type], ...] = (
     ("actor_timeout", "CLEVERAGENTS_ACTOR_TIMEOUT", float),
     ("max_tool_rounds", "CLEVERAGENTS_MAX_TOOL_ROUNDS", int),
     ("tool_timeout", "CLEVERAGENTS_TOOL_TIMEOUT", float),
+    ("replica_sweep_seconds", "CLEVERAGENTS_REPLICA_SWEEP_SECONDS", float),
     ("session_max_tokens", "CLEVERAGENTS_SESSION_MAX_TOKENS", int),
     ("session_max_cost", "CLEVERAGENTS_SESSION_MAX_COST", float),
     ("plan_max_tokens", "CLEVERAGENTS_PLAN_MAX_TOKENS", int),
@@ -155,7 +169,7 @@ _NUMBERS: tuple[tuple[str, str, type], ...] = (
 )
 
 
-POSITIVE = frozenset({"tool_timeout"})  # settings that must be above 0 (a file's [defaults] too)
+POSITIVE = frozenset({"tool_timeout", "replica_sweep_seconds"})  # settings that must be above 0 (a file's [defaults] too)
 
 
 def _actor_env() -> dict[str, object]:

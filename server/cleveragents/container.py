@@ -6,6 +6,8 @@ here, so they are wired the same way everywhere.
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import logging
 import shutil
 import tempfile
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from cleveragents.infra.config_file import Configuration
     from cleveragents.infra.state_dir import StateDirOwner
     from cleveragents.infra.store.memory import MemoryStore
+    from cleveragents.infra.store.postgres import PostgresStore
     from cleveragents.infra.store.sqlite import SqliteStore
     from cleveragents.infra.tools.runner import ToolRunner
     from cleveragents.infra.workspace.plan_workspace import PlanWorkspace
@@ -64,6 +67,26 @@ def load_configuration(settings: Settings) -> Configuration:
     return load_config(settings.resolved_workspace, providers)
 
 
+def migrate_store(url: str) -> int:
+    """Blocking: apply the PostgreSQL store's missing migrations; its schema version.
+    ``ValueError`` for a URL or an install that can't be used, ``RuntimeError`` when the
+    database can't be opened or is newer than this version."""
+
+    if importlib.util.find_spec("psycopg") is None:
+        raise ValueError("the PostgreSQL store needs the postgresql extra: pip install '.[postgresql]'")
+    from cleveragents.infra.store.postgres import PostgresStore
+
+    async def run() -> int:
+        store = PostgresStore(url)
+        try:
+            await store.open()
+            return store.schema_version
+        finally:
+            await store.close()
+
+    return asyncio.run(run())
+
+
 def json_limits(settings: Settings) -> JsonLimits:
     """The limits on a request's params (``ValueError`` when a setting is out of range)."""
     from cleveragents.domain.json_limits import JsonLimits
@@ -85,6 +108,9 @@ def configuration_problem(settings: Settings) -> str | None:
         return exc.message
     except ValueError as exc:
         return str(exc)
+    if settings.store is not None and importlib.util.find_spec("psycopg") is None:
+        return ("the PostgreSQL store needs the postgresql extra: pip install '.[postgresql]' "
+                "(psycopg is not installed)")
     return None
 
 
@@ -160,7 +186,7 @@ class Container:
         self.json_limits = json_limits(self.settings)
         self.workspace = self.settings.resolved_workspace
         self._scratch: Path | None = None
-        self.store: SqliteStore | MemoryStore = self._open_store()
+        self.store: SqliteStore | MemoryStore | PostgresStore = self._open_store()
         self.stores: Stores = Stores(self.store.sessions, self.store.tasks, self.store.push_configs,
                                      self.store.plans, self.store.pins, events=self.store.events, health=self.store)
         self.event_bus: EventBus = EventBus()
@@ -175,8 +201,17 @@ class Container:
         self._build_tasks(actor, card)
         self._build_registries(card)
         self._closed = False
+        self._sweeping: asyncio.Future[None] | None = None  # PostgreSQL: _sweep_gone_replicas
 
-    def _open_store(self) -> SqliteStore | MemoryStore:
+    def _open_store(self) -> SqliteStore | MemoryStore | PostgresStore:
+        if self.settings.store is not None:
+            # Connected (and migrated) in start(), on the event loop its pool belongs to.
+            # The state directory still holds this machine's plan blobs and apply journals.
+            from cleveragents.infra.state_dir import prepare_state_dir
+            from cleveragents.infra.store.postgres import PostgresStore
+
+            prepare_state_dir(self.settings.resolved_state_dir)
+            return PostgresStore(self.settings.store, terminal_cap=self.settings.max_terminal_tasks)
         if self.settings.memory:
             from cleveragents.infra.store.memory import MemoryStore
 
@@ -309,7 +344,8 @@ class Container:
             tools=None if actor is not None else tool_infos, push=self.push_sender,
             router=PlanGates(self.plan_service), selector=None if actor is not None else self.session_actors,
             invoker=None if actor is not None else toolbox.invoker(tool_context), may_repair=self._owns_state,
-            events=self.stores.events)
+            events=self.stores.events, peers=getattr(self.store, "peers", None),
+            shared_events=self.store.events if self.settings.store is not None else None)  # type: ignore[arg-type]
         self.agent_card_service: AgentCardService = AgentCardService.for_backend(
             card, self.tool_registry, details=self._extended_card_details)
         self.context_service: ContextService = ContextService(
@@ -377,6 +413,12 @@ class Container:
         before the first request is served. Only the process that owns the state
         directory repairs: when another live process uses it (an editor's server beside
         an ``agents`` command), nothing was interrupted and its work is its own."""
+        if self.settings.store is not None:
+            from cleveragents.infra.store.postgres import PostgresStore
+
+            assert isinstance(self.store, PostgresStore)
+            await self.store.open()  # connect and migrate before the first request
+            self._sweeping = asyncio.ensure_future(self._sweep_gone_replicas())
         await self.plan_service.recover()
         await self.task_service.recover()
         if self.config.shell.get("sandbox") == "off":
@@ -388,6 +430,8 @@ class Container:
         if self._closed:
             return
         self._closed = True
+        if self._sweeping is not None:
+            self._sweeping.cancel()
         await self.task_service.aclose()
         await self.plan_service.aclose()
         await self.push_sender.aclose()
@@ -397,6 +441,21 @@ class Container:
         await self.store.close()
         self._release_owner()
         self._remove_scratch()
+
+    async def sweep_gone_replicas(self) -> None:
+        """Fail the tasks that replicas gone since (killed, say) were running."""
+        from cleveragents.infra.store.postgres import PostgresStore
+
+        assert isinstance(self.store, PostgresStore)
+        await self.task_service.fail_interrupted(await self.store.tasks.orphaned_tasks())
+
+    async def _sweep_gone_replicas(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.replica_sweep_seconds)
+            try:
+                await self.sweep_gone_replicas()
+            except Exception as exc:  # the database away for a while: the next round tries again
+                logger.warning("the sweep for the tasks of stopped replicas failed: %s", exc)
 
     def close(self) -> None:
         """Close from synchronous code (no running loop)."""

@@ -1,4 +1,4 @@
-"""The plan store contract, on both stores: the SQLite file and the in-memory store."""
+"""The plan store contract, on every store: the SQLite file, the in-memory store and PostgreSQL."""
 
 import sqlite3
 from dataclasses import replace
@@ -7,8 +7,8 @@ import pytest
 
 from cleveragents.domain.plan import Decision, Phase, Plan, Profile, State, Step
 from cleveragents.domain.plan_files import Checkpoint, CheckpointEntry, OverlayRecord, PlanArtifact
-from cleveragents.infra.store.memory import MemoryStore
 from cleveragents.infra.store.sqlite import DB_FILENAME, MIGRATIONS, SqliteStore
+from tests.store_kinds import STORE_KINDS, open_store
 
 T0, T1 = "2026-01-01T00:00:00.000Z", "2026-01-01T00:01:00.000Z"
 
@@ -29,9 +29,9 @@ def make_artifact(artifact_id, name="diff.patch"):
     return PlanArtifact(artifact_id, "d1", name, "text/x-diff", "f" * 64, 12, T0)
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=STORE_KINDS)
 async def store(request, tmp_path):
-    store = SqliteStore.open_in(tmp_path / "state") if request.param == "sqlite" else MemoryStore()
+    store = open_store(request.param, request, tmp_path / "state")
     yield store
     await store.close()
 

@@ -1,12 +1,12 @@
-"""One contract for both stores: the SQLite file and the in-memory store."""
+"""One contract for every store: the SQLite file, the in-memory store and PostgreSQL."""
 
 import sqlite3
 
 import pytest
 
 from cleveragents.domain.session import Session
-from cleveragents.infra.store.memory import MemoryStore
 from cleveragents.infra.store.sqlite import DB_FILENAME, SqliteStore
+from tests.store_kinds import STORE_KINDS, open_store
 
 
 def make_session(session_id, status="active"):
@@ -14,9 +14,9 @@ def make_session(session_id, status="active"):
                    status, None, {"k": [1, 2]})
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=STORE_KINDS)
 async def store(request, tmp_path):
-    store = SqliteStore.open_in(tmp_path / "state") if request.param == "sqlite" else MemoryStore()
+    store = open_store(request.param, request, tmp_path / "state")
     yield store
     await store.close()
 

@@ -1,4 +1,4 @@
-"""One task-store contract for both stores: the SQLite file and the in-memory store."""
+"""One task-store contract for every store: the SQLite file, the in-memory store and PostgreSQL."""
 
 import random
 import re
@@ -19,13 +19,15 @@ from cleveragents.domain.task import (
     TaskState,
     TaskStatus,
 )
-from cleveragents.infra.store.memory import MemoryStore, _SortedList
+from cleveragents.infra.store.memory import _SortedList
 from cleveragents.infra.store.sqlite import DB_FILENAME, SqliteStore
 from cleveragents.infra.store.sqlite_tasks import (
     OLDEST_TERMINAL_SQL,
     count_query,
     list_query,
 )
+from tests.store_kinds import STORE_KINDS
+from tests.store_kinds import open_store as open_kind
 
 S = TaskState
 
@@ -42,15 +44,12 @@ def finished(task, state=S.COMPLETED, second=0):
     return replace(task, status=TaskStatus(state, stamp(second)))
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=STORE_KINDS)
 async def open_store(request, tmp_path):
     opened = []
 
     def open_(terminal_cap=10_000):
-        if request.param == "sqlite":
-            store = SqliteStore.open_in(tmp_path / f"state{len(opened)}", terminal_cap=terminal_cap)
-        else:
-            store = MemoryStore(terminal_cap=terminal_cap)
+        store = open_kind(request.param, request, tmp_path / f"state{len(opened)}", terminal_cap=terminal_cap)
         opened.append(store)
         return store
 

@@ -24,6 +24,7 @@ from cleveragents.domain.session import Session
 from cleveragents.domain.task import Message, Part, PushConfig, Role, Task, TaskState, TaskStatus
 from cleveragents.infra.store.memory import MemoryStore
 from cleveragents.infra.store.sqlite import DB_FILENAME, SqliteStore
+from tests.store_kinds import STORE_KINDS, open_store
 
 NOW = "2026-01-01T00:00:00.000Z"
 
@@ -73,9 +74,9 @@ class Spoiler:
             await self.store.save_task(spoiled)
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=STORE_KINDS)
 async def store(request, tmp_path):
-    store = SqliteStore.open_in(tmp_path / "state") if request.param == "sqlite" else MemoryStore()
+    store = open_store(request.param, request, tmp_path / "state")
     yield store
     await store.close()
 

@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 
 from cleveragents.domain.task import INTERRUPTED_STATES, Task, TaskState, TaskStatus
-from cleveragents.infra.store.memory import MemoryStore
 from cleveragents.infra.store.sqlite import DB_FILENAME, MIGRATIONS, SqliteStore
 from cleveragents.infra.store.sqlite_tasks import WAITING_SQL
+from tests.store_kinds import STORE_KINDS, open_store
 
 S = TaskState
 
@@ -24,9 +24,9 @@ def moved(task, state, second=1):
     return replace(task, status=TaskStatus(state, f"2026-01-01T00:01:{second % 60:02d}.000Z"))
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=STORE_KINDS)
 async def store(request, tmp_path):
-    opened = SqliteStore.open_in(tmp_path, terminal_cap=8) if request.param == "sqlite" else MemoryStore(terminal_cap=8)
+    opened = open_store(request.param, request, tmp_path, terminal_cap=8)
     yield opened
     await opened.close()
 

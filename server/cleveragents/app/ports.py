@@ -9,7 +9,7 @@ repositories it uses. The event subscription's events are not stored: the event 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -62,7 +62,8 @@ class TaskRepository(Protocol):
     ) -> int: ...
 
     async def live_tasks(self) -> list[Task]:
-        """Every non-terminal task, oldest first (for recovery after a restart)."""
+        """Every non-terminal task, oldest first (for recovery after a restart); a store
+        that several processes share leaves out those another live process runs."""
 
     async def waiting_task(self, context_id: str) -> Task | None:
         """The newest task of the context that waits for input (input-required or
@@ -144,6 +145,29 @@ class TaskEventLogs(Protocol):
 
     def open_event_log(self, task_id: str) -> TaskEventLog:
         """The kept log, or a fresh one kept from now on."""
+
+
+class PeerSignals(Protocol):
+    """What processes sharing one store tell each other (PostgreSQL: ``LISTEN`` and
+    ``NOTIFY``); a store that one process owns has none."""
+
+    async def ask_cancel(self, task_id: str) -> None:
+        """Ask the process that runs ``task_id`` to cancel it."""
+
+    def on_cancel(self, handler: Callable[[str], None]) -> None:
+        """Call ``handler(task_id)`` for each cancel a peer asks for (on the loop)."""
+
+
+class SharedTaskEvents(Protocol):
+    """The events of tasks other processes run, for a store several share: how a
+    stream that began on one resumes on another."""
+
+    async def latest_event_id(self, task_id: str) -> str | None: ...
+
+    def follow(self, task_id: str, after: str | None,
+               running: Callable[[], Awaitable[bool]]) -> AsyncIterator[StreamEvent]:
+        """The task's events after ``after`` as they are written, until one ends the
+        stream, or none come and ``running()`` says the task no longer runs."""
 
 
 class StoreHealth(Protocol):

@@ -24,12 +24,15 @@ from typing import Any
 from cleveragents.app.direct_replies import FirstEvent, PrimedActor, answer_message, replies_directly
 from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
+from cleveragents.app.peer_cancel import RUNNING_STATES, cancel_through_peer, follow_elsewhere
 from cleveragents.app.ports import (
     ActorSelector,
     ChosenActor,
     ContextRouter,
+    PeerSignals,
     PushConfigRepository,
     PushDispatcher,
+    SharedTaskEvents,
     TaskEventLogs,
     TaskRepository,
 )
@@ -88,7 +91,8 @@ class TaskService:
                  tools: Callable[[], list[ToolInfo]] | None = None,
                  push: PushDispatcher | None = None, router: ContextRouter | None = None,
                  selector: ActorSelector | None = None, invoker: ToolInvoker | None = None,
-                 may_repair: Callable[[], bool] | None = None, events: TaskEventLogs | None = None):
+                 may_repair: Callable[[], bool] | None = None, events: TaskEventLogs | None = None,
+                 peers: PeerSignals | None = None, shared_events: SharedTaskEvents | None = None):
         """``push_configs`` and ``events`` default to ``tasks`` when that keeps them too
         (a whole store)."""
         if push_configs is None:
@@ -109,6 +113,12 @@ class TaskService:
         self._push = push
         self.router = router
         self._live: dict[str, TaskRun] = {}
+        # Processes sharing the store: a cancel one asks for, of a run held here, runs here.
+        self._peers = peers
+        self._shared_events = shared_events  # the streams of tasks a peer runs
+        self._peer_cancels: set[asyncio.Task[None]] = set()
+        if peers is not None:
+            peers.on_cancel(self._cancel_for_peer)
         self._subscribers = TaskSubscribers(self._live, events)
         # Stores that put back a task whose start was cancelled (awaited at shutdown).
         self._undoing: set[asyncio.Task[None]] = set()
@@ -122,8 +132,14 @@ class TaskService:
         await self._ready()
 
     async def _recover(self) -> None:
-        for task in await self._tasks.live_tasks():
-            if task.state in (TaskState.SUBMITTED, TaskState.WORKING):
+        await self.fail_interrupted(await self._tasks.live_tasks())
+
+    async def fail_interrupted(self, tasks: builtins.list[Task]) -> None:
+        """Fail those of ``tasks`` that were submitted or working in a process that has
+        stopped (this one before its restart, or a replica found gone); never one
+        that this process runs."""
+        for task in tasks:
+            if task.state in (TaskState.SUBMITTED, TaskState.WORKING) and task.id not in self._live:
                 failed = task.transition(TaskState.FAILED, utc_now(), agent_message(task, RESTART_REASON))
                 await self._tasks.save_task(failed)
 
@@ -166,6 +182,8 @@ class TaskService:
         # Looked up again: reading the store may have let a message resume the task.
         if (run := self._live.get(task_id)) is not None and not run.settled.is_set():
             return self._subscribers.follow(run, run.listen(last_event_id))
+        if self._shared_events is not None and task.state in RUNNING_STATES:  # a peer runs it
+            return follow_elsewhere(self._shared_events, self._tasks, task, last_event_id)
         if task.terminal and last_event_id is None:
             raise BusinessRuleViolation(
                 f"Task {task_id} is {task.state.value}; a finished task has no updates to subscribe to",
@@ -475,6 +493,8 @@ class TaskService:
                 if self.router is None or (plan_task := await self.router.cancel(task_id)) is None:
                     raise
                 return plan_task
+            if self._peers is not None and (by_peer := await cancel_through_peer(self._peers, self._tasks, task)):
+                return by_peer
             task = task.transition(TaskState.CANCELED, utc_now())
             # Held while the cancel is stored, so a message can't resume the task meanwhile.
             placeholder = self._live.setdefault(task_id, TaskRun(task, self._events))
@@ -500,6 +520,12 @@ class TaskService:
         if self._live.get(task_id) is run:
             del self._live[task_id]
         return task
+
+    def _cancel_for_peer(self, task_id: str) -> None:
+        if task_id in self._live:
+            cancelling = asyncio.ensure_future(self._cancel_quietly(task_id))
+            self._peer_cancels.add(cancelling)
+            cancelling.add_done_callback(self._peer_cancels.discard)
 
     async def _cancel_quietly(self, task_id: str) -> None:
         try:

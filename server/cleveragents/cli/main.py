@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cleveragents._version import __version__
-from cleveragents.cli import health, plans, registry, send, serve, sessions
+from cleveragents.cli import health, plans, registry, send, serve, sessions, store
 
 # Options every command takes, before or after its name.
 GLOBAL_DEFAULTS: dict[str, Any] = {"json": False, "server": None, "token": None, "workspace": None,
@@ -56,6 +56,7 @@ def build_parser(with_http: bool = False) -> argparse.ArgumentParser:
     health.register(commands, common)
     send.register(commands, common)
     serve.register(commands, with_http=with_http)
+    store.register(commands)
     return parser
 
 

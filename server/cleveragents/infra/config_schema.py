@@ -23,7 +23,7 @@ from pydantic import ValidationError as PydanticError
 from cleveragents.config import POSITIVE, OAuth2, OAuth2ConfigError, Settings
 
 # Where the backend works can't come from a file inside it.
-NOT_IN_FILE = frozenset({"workspace", "state_dir", "memory", "explicit"})
+NOT_IN_FILE = frozenset({"workspace", "state_dir", "memory", "store", "explicit"})
 SECTIONS = ("defaults", "actors", "projects", "resources", "shell", "protected", "oauth2")
 # The syntax session.create accepts for an actor name.
 ACTOR_NAME = r"^[a-z0-9][a-z0-9_.\-]*/\S+$"

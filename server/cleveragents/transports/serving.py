@@ -34,6 +34,9 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", type=Path, help="workspace root (default: the client's root, else the cwd)")
     parser.add_argument("--state-dir", type=Path, help="where the state database lives (default: <workspace>/.cleveragents)")
     parser.add_argument("--memory", action="store_true", help="keep all state in memory (nothing is written)")
+    parser.add_argument("--store", metavar="URL",
+                        help="keep the state in PostgreSQL (postgresql://user@host:5432/db; needs the postgresql "
+                             "extra) instead of SQLite under the state directory (default: $CLEVERAGENTS_STORE)")
     parser.add_argument("--max-terminal-tasks", type=int, metavar="N",
                         help="finished tasks kept before the oldest are evicted (default: 10000)")
     parser.add_argument("--max-message-size", type=int, default=DEFAULT_MAX_MESSAGE_SIZE, metavar="BYTES",

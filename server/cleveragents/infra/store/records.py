@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 from cleveragents.domain.errors import UnreadableRecordError
@@ -160,6 +160,24 @@ def fill(fetch: Callable[[int | None, int], list[R]], decode: Callable[[R], T | 
     batch = limit
     while True:
         rows = fetch(before, batch)
+        for row in rows:
+            if (record := decode(row)) is not None:
+                found.append((row[0], record))  # type: ignore[index]
+                if len(found) == limit:
+                    return found
+        if len(rows) < batch:
+            return found
+        before = rows[-1][0]  # type: ignore[index]
+        batch = max(limit - len(found), _READ_AHEAD)
+
+
+async def fill_async(fetch: Callable[[int | None, int], Awaitable[list[R]]], decode: Callable[[R], T | None],
+                     before: int | None, limit: int) -> list[tuple[int, T]]:
+    """``fill`` for a store whose reads are awaited (PostgreSQL)."""
+    found: list[tuple[int, T]] = []
+    batch = limit
+    while True:
+        rows = await fetch(before, batch)
         for row in rows:
             if (record := decode(row)) is not None:
                 found.append((row[0], record))  # type: ignore[index]

@@ -89,7 +89,8 @@ def _listed(args: argparse.Namespace, name: str) -> tuple[str, ...] | None:
 def settings_from_args(args: argparse.Namespace) -> Settings:
     return Settings.from_env(
         workspace=getattr(args, "workspace", None), state_dir=getattr(args, "state_dir", None),
-        memory=getattr(args, "memory", False) or None, max_terminal_tasks=getattr(args, "max_terminal_tasks", None),
+        memory=getattr(args, "memory", False) or None, store=getattr(args, "store", None),
+        max_terminal_tasks=getattr(args, "max_terminal_tasks", None),
         auth_tokens=_listed(args, "auth_token"), api_keys=_listed(args, "api_key"),
         api_key_header=getattr(args, "api_key_header", None), allowed_hosts=_listed(args, "allowed_host"),
         cors_origins=_listed(args, "cors_origin"), push_allowed_networks=_listed(args, "push_allow_network"),

@@ -94,7 +94,7 @@ async def _serve_agent_client(args: argparse.Namespace, reader: Any, head: bytes
 
 def settings_from(args: argparse.Namespace) -> Settings:
     return Settings.from_env(workspace=args.workspace, state_dir=args.state_dir, memory=args.memory or None,
-                             max_terminal_tasks=getattr(args, "max_terminal_tasks", None))
+                             store=getattr(args, "store", None), max_terminal_tasks=getattr(args, "max_terminal_tasks", None))
 
 
 def run_stdio(args: argparse.Namespace, settings: Settings | None = None,
@@ -103,7 +103,12 @@ def run_stdio(args: argparse.Namespace, settings: Settings | None = None,
     # A workspace the client names in `initialize` is checked when the services start.
     from cleveragents.container import configuration_problem
 
-    if (problem := configuration_problem(settings or settings_from(args))) is not None:
+    try:
+        settings = settings or settings_from(args)
+    except ValueError as exc:  # a setting out of range, from the command line or the environment
+        print(f"cleveragents-lsp: {exc}", file=sys.stderr)
+        return 2
+    if (problem := configuration_problem(settings)) is not None:
         print(f"cleveragents-lsp: {problem}", file=sys.stderr)  # one line; nothing was started
         return 2
     if _stdin_is_a_terminal():
