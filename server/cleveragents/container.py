@@ -6,6 +6,7 @@ here, so they are wired the same way everywhere.
 
 from __future__ import annotations
 
+import functools
 import logging
 import shutil
 import tempfile
@@ -18,6 +19,7 @@ from cleveragents.infra.actors.resolve import PROVIDERS
 
 if TYPE_CHECKING:
     from cleveragents.a2a.card_service import AgentCardService, CardSource
+    from cleveragents.a2a.card_signing import CardVerifier
     from cleveragents.a2a.client_http import A2AClient
     from cleveragents.a2a.events import A2AEventQueue, EventBusBridge
     from cleveragents.a2a.push import PushSender
@@ -220,7 +222,15 @@ class Container:
 
         token = os.environ.get("CLEVERAGENTS_A2A_TOKEN") or "anonymous"
         timeout = min(max(self.settings.actor_timeout, 1.0), 3600.0)
-        return A2AClient(ServerConnectionConfig(url=url, token=token, timeout_seconds=timeout))
+        return A2AClient(ServerConnectionConfig(url=url, token=token, timeout_seconds=timeout),
+                         card_verifier=self.card_verifier)
+
+    @functools.cached_property
+    def card_verifier(self) -> CardVerifier | None:
+        """How peers' cards are checked: one verifier, so a fetched JWK Set is shared."""
+        from cleveragents.a2a.card_signing import verifier_from_settings
+
+        return verifier_from_settings(self.settings)
 
     def _plan_actor(self, plan: Plan) -> Awaitable[Actor]:
         """The actor a plan step asks (``actor.edit``): its session's, else the default."""
@@ -281,7 +291,10 @@ class Container:
             router=PlanGates(self.plan_service), selector=None if actor is not None else self.session_actors,
             invoker=None if actor is not None else toolbox.invoker(tool_context), may_repair=self._owns_state,
             events=self.stores.events)
-        self.agent_card_service: AgentCardService = AgentCardService.for_backend(card, self.tool_registry)
+        from cleveragents.a2a.card_signing import signer_from_settings
+
+        self.agent_card_service: AgentCardService = AgentCardService.for_backend(
+            card, self.tool_registry, signer_from_settings(self.settings))
         self.context_service: ContextService = ContextService(
             self.stores.sessions, self.stores.plans, self.stores.tasks, self.stores.pins, self.plan_workspace)
 

@@ -22,6 +22,7 @@ from cleveragents.a2a.extensions import ExtensionSet
 from cleveragents.app.calls import CallContext
 
 if TYPE_CHECKING:
+    from cleveragents.a2a.card_signing import CardSigner
     from cleveragents.app.registry import ToolRegistry
 
 logger = logging.getLogger(__name__)
@@ -44,27 +45,34 @@ def backend_extension() -> ExtensionSpec:
 
 
 class AgentCardService:
-    def __init__(self, spec: AgentCardSpec, callback: CardCallback | None = None):
+    def __init__(self, spec: AgentCardSpec, callback: CardCallback | None = None,
+                 signer: CardSigner | None = None):
         self.spec = spec
         self.callback = callback
+        # Signs the 1.0 cards (public and extended); the 0.3 card carries no signature.
+        self.signer = signer
         # What requests may activate (and must, when required); binding never changes it.
         self.extensions = ExtensionSet(spec.extensions)
 
     @classmethod
-    def for_backend(cls, source: CardSource | None, tools: ToolRegistry) -> AgentCardService:
-        """The card of a published agent (``source.card_spec()``), else the backend's."""
+    def for_backend(cls, source: CardSource | None, tools: ToolRegistry,
+                    signer: CardSigner | None = None) -> AgentCardService:
+        """The card of a published agent (``source.card_spec()``, signed with its own
+        ``card_signer()`` when it has one), else the backend's; ``signer`` signs either
+        when the source has none."""
         if source is not None:
             spec = source.card_spec()
             if EXTENSION_URI not in {e.uri for e in spec.extensions}:
                 spec = _with_extension(spec)
-            return cls(spec, getattr(source, "extended_agent_card_callback", None))
+            own = getattr(source, "card_signer", None)
+            return cls(spec, getattr(source, "extended_agent_card_callback", None), (own() if own else None) or signer)
         skills = tuple(
             SkillSpec(t["name"], t["name"], t["description"], ("tool", t["namespace"]))
             for t in tools.list_tools()["tools"]
         )
         spec = AgentCardSpec(AGENT_NAME, AGENT_DESCRIPTION, __version__, DEFAULT_URL, skills=skills,
                              push_notifications=True, extended_card=True, extensions=(backend_extension(),))
-        return cls(spec)
+        return cls(spec, signer=signer)
 
     def bind(self, url: str | None = None, *, bearer: bool | None = None,
              api_key_header: str | None = None) -> None:
@@ -86,9 +94,13 @@ class AgentCardService:
         """The card in A2A ``version`` ("1.0" or "0.3"), or the public card both read
         (``BOTH``)."""
         if version == BOTH:
-            return card_both(self.spec)
-        render = card_v03 if version.startswith("0.3") else card_v1
-        return render(self.spec, extended=extended)
+            return self._signed(card_both(self.spec))
+        if version.startswith("0.3"):
+            return card_v03(self.spec, extended=extended)
+        return self._signed(card_v1(self.spec, extended=extended))
+
+    def _signed(self, card: dict[str, Any]) -> dict[str, Any]:
+        return self.signer.sign(card) if self.signer is not None else card
 
     async def extended_card(self, context: CallContext | None = None, **_: Any) -> dict[str, Any]:
         if not self.spec.extended_card:
@@ -101,6 +113,8 @@ class AgentCardService:
                 changed = await changed
             if isinstance(changed, dict):
                 card = changed
+            if version == "1.0":  # what the callback changed is signed, not the card before it
+                card = self._signed({k: v for k, v in card.items() if k != "signatures"})
         return card
 
 

@@ -44,6 +44,7 @@ from cleveragents.ids import new_id
 if TYPE_CHECKING:
     import httpx
 
+    from cleveragents.a2a.card_signing import CardVerifier
     from cleveragents.a2a.client import ServerConnectionConfig
     from cleveragents.app.tasks import TaskPage
 
@@ -54,11 +55,15 @@ _UNSET: Any = object()
 
 class A2AClient:
     """An A2A client for one remote agent. ``version`` forces a dialect ("1.0" or
-    "0.3"); ``card`` skips reading the card (its URLs are then taken as absolute)."""
+    "0.3"); ``card`` skips reading the card (its URLs are then taken as absolute).
+    ``card_verifier`` checks the signature of the card read (and of the extended card)
+    under its policy: off, warn, or require (``CardSignatureError`` when none verifies)."""
 
     def __init__(self, config: ServerConnectionConfig, *, version: str | None = None,
-                 card: Mapping[str, Any] | None = None, http: httpx.AsyncClient | None = None):
+                 card: Mapping[str, Any] | None = None, http: httpx.AsyncClient | None = None,
+                 card_verifier: CardVerifier | None = None):
         self.config = config
+        self.card_verifier = card_verifier
         self._preference: Sequence[str] = (version,) if version else SUPPORTED_VERSIONS
         self._card: dict[str, Any] | None = dict(card) if card is not None else None
         self._card_url = config.url
@@ -94,7 +99,10 @@ class A2AClient:
         async with self._connecting:
             if self._interface is None:
                 if self._card is None:
-                    self._card, self._card_url = await self._fetch_card()
+                    card, url = await self._fetch_card()
+                    if self.card_verifier is not None:
+                        await self.card_verifier.check(card, url)
+                    self._card, self._card_url = card, url
                 self._interface = select_interface(self._card, self._card_url, self._preference)
             return self._interface
 
@@ -225,7 +233,11 @@ class A2AClient:
         """The extended agent card, which only an authenticated caller may read."""
         dialect = await self._dialect()
         method = dialect.methods["extended_card"]
-        return decode(method, _object, await self._rpc(method, {}))
+        card: dict[str, Any] = decode(method, _object, await self._rpc(method, {}))
+        if self.card_verifier is not None:
+            assert self._interface is not None
+            await self.card_verifier.check(card, self._interface.url)
+        return card
 
     # -- any method ----------------------------------------------------------------
     async def call(self, method: str, params: Mapping[str, Any] | None = None) -> Any:
