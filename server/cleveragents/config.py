@@ -57,6 +57,8 @@ class Settings:
     card_signature_policy: Literal["off", "warn", "require"] = "off"
     card_trusted_keys: str | None = None
     card_trusted_jwks_url: str | None = None
+    # OpenTelemetry spans (docs/tracing.md); off costs nothing.
+    tracing: bool = False
     # Actors (docs/actors.md). API keys are never settings: an actor reads the variable
     # named by its `api_key_env` when it makes a call.
     openai_base_url: str | None = None  # default https://api.openai.com/v1
@@ -96,6 +98,8 @@ class Settings:
         for key, name in _TEXT_VARIABLES:
             if value := os.environ.get(name):
                 env[key] = value
+        if value := os.environ.get("CLEVERAGENTS_TRACING", "").strip():
+            env["tracing"] = value.lower() in {"1", "true", "yes", "on"}
         env.update(_actor_env())
         env.update(_numbers_env())
         env.update({k: v for k, v in overrides.items() if v is not None})

@@ -129,6 +129,10 @@ class Container:
         self.config = load_configuration(settings)
         self.settings = settings.with_file_defaults(self.config.defaults)
         self.json_limits = json_limits(self.settings)
+        if self.settings.tracing:
+            from cleveragents import tracing
+
+            tracing.enable()
         self.workspace = self.settings.resolved_workspace
         self._scratch: Path | None = None
         self.store: SqliteStore | MemoryStore = self._open_store()

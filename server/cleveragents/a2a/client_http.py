@@ -14,6 +14,7 @@ import itertools
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from cleveragents import tracing
 from cleveragents.a2a.client_dialect import (
     DIALECTS,
     STANDARD_METHODS,
@@ -34,7 +35,7 @@ from cleveragents.a2a.client_wire import (
     read_bounded,
     stream_item,
 )
-from cleveragents.a2a.errors import InvalidAgentResponseError
+from cleveragents.a2a.errors import A2AError, InvalidAgentResponseError
 from cleveragents.a2a.sse_parse import SseParser, SseTooLargeError, parse_sse
 from cleveragents.a2a.version import SUPPORTED_VERSIONS
 from cleveragents.domain.errors import ValidationError
@@ -311,11 +312,31 @@ class A2AClient:
         raise A2AClientHTTPError(f"no agent card at {self.config.url} (tried {', '.join(tried)})",
                                  {"tried": tried}, url=self.config.url, method="GET agent card", status=404)
 
+    def _span(self, method: str, url: str, *, detached: bool = False) -> Any:
+        """The span of one outbound call (a no-op while tracing is off); ``detached``
+        for a stream, whose span must not be current while the caller reads it."""
+        if not tracing.on():
+            return tracing.NO_SPAN
+        version = self._interface.version if self._interface is not None else None
+        attributes = {tracing.RPC_SYSTEM: "jsonrpc", tracing.RPC_METHOD: method, tracing.URL: url,
+                      tracing.PROTOCOL_VERSION: version}
+        return (tracing.detached_span if detached else tracing.span)(method, "client", attributes)
+
     async def _rpc(self, method: str, params: dict[str, Any]) -> Any:
         assert self._interface is not None
+        with self._span(method, self._interface.url) as span:
+            try:
+                return await self._rpc_untraced(method, params)
+            except A2AError as exc:
+                tracing.failed(span, exc.message, getattr(exc, "code", None))
+                raise
+
+    async def _rpc_untraced(self, method: str, params: dict[str, Any]) -> Any:
+        assert self._interface is not None
         url = self._interface.url
-        request = self._client().build_request("POST", url, json=self._envelope(method, params),
-                                               headers=self._headers("application/json, text/event-stream"))
+        headers = self._headers("application/json, text/event-stream")
+        tracing.inject(headers)
+        request = self._client().build_request("POST", url, json=self._envelope(method, params), headers=headers)
         async with TransportErrors(method, url, self.config.timeout_seconds):
             response = await self._client().send(request, stream=True)
             try:
@@ -341,19 +362,21 @@ class A2AClient:
 
             request["timeout"] = httpx.Timeout(self.config.timeout_seconds, read=timeout)
         guard = TransportErrors(method, url, timeout)
-        async with guard, self._client().stream("POST", url, **request) as response:
-            if not response.headers.get("content-type", "").startswith("text/event-stream"):
-                body = await read_bounded(response, method, url)
-                # A peer may answer a stream call with one JSON-RPC response (often an error).
-                yield answer(method, url, response.status_code, body)
-                return
-            try:
-                async for event in parse_sse(response.aiter_lines(), parser):
-                    item = stream_item(method, url, event.data)
-                    if item is not SKIP:
-                        yield item
-            except SseTooLargeError as exc:
-                raise InvalidAgentResponseError(f"{method} at {url}: {exc}", {"url": url}) from None
+        with self._span(method, url, detached=True) as span:
+            tracing.inject(headers, span)
+            async with guard, self._client().stream("POST", url, **request) as response:
+                if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                    body = await read_bounded(response, method, url)
+                    # A peer may answer a stream call with one JSON-RPC response (often an error).
+                    yield answer(method, url, response.status_code, body)
+                    return
+                try:
+                    async for event in parse_sse(response.aiter_lines(), parser):
+                        item = stream_item(method, url, event.data)
+                        if item is not SKIP:
+                            yield item
+                except SseTooLargeError as exc:
+                    raise InvalidAgentResponseError(f"{method} at {url}: {exc}", {"url": url}) from None
 
 
 def _message(message: Message | str) -> Message:
