@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import REPO
 
-PAGES = ("getting-started.md", "publishing.md", "security.md")
+PAGES = ("getting-started.md", "publishing.md", "security.md", "tracing.md")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
 MARK = re.compile(r"<!-- docs:(run|output|skip)(?::\s*(.*?))? -->\n\Z")
 TIMEOUT = 120
