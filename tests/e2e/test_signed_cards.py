@@ -18,6 +18,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import jwt
@@ -334,3 +335,40 @@ def test_the_sdk_verifies_the_cards_a_stdio_agent_gives(tmp_path):
             verify(parse({**extended, "description": "Signed over stdio"}))
     finally:
         assert server.close() == 0
+
+
+# -- the settings, end to end: `agents serve --http` signs, `agents --server` checks -----
+def test_agents_serve_signs_and_agents_server_requires_a_trusted_signature(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    agents_cli = Path(sys.executable).with_name("agents")
+    key, other = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    write_pem(tmp_path / "card.pem", key)
+    public_pem(tmp_path / "card.pub.pem", key)
+    public_pem(tmp_path / "other.pub.pem", other)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")}
+    serving_env = {**clean, "CLEVERAGENTS_CARD_SIGNING_KEYS": "card.pem#srv-1"}
+    server = subprocess.Popen([str(agents_cli), "serve", "--http", "--host", "127.0.0.1", "--port", "0", "--auth-token",
+                               TOKEN, "--workspace", str(tmp_path), "--memory"], cwd=tmp_path, env=serving_env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()
+        assert line.startswith("listening on http://127.0.0.1:"), line
+        url = line.split()[-1]
+
+        def health(trusted: str) -> subprocess.CompletedProcess[str]:
+            env = {**clean, "CLEVERAGENTS_CARD_SIGNATURE_POLICY": "require",
+                   "CLEVERAGENTS_CARD_TRUSTED_KEYS": str(tmp_path / trusted)}
+            return subprocess.run([str(agents_cli), "health", "check", "--server", url, "--token", TOKEN],
+                                  cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+
+        trusted = health("card.pub.pem#srv-1")
+        assert trusted.returncode == 0, trusted.stderr
+        refused = health("other.pub.pem#srv-1")
+        assert refused.returncode != 0 and "not trusted" in refused.stderr, refused.stderr
+    finally:
+        server.terminate()
+        server.wait(15)

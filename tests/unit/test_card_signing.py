@@ -85,3 +85,30 @@ def test_settings_come_from_the_environment(monkeypatch):
     monkeypatch.setenv("CLEVERAGENTS_CARD_SIGNING_KEYS", "a.pem#k1, b.jwk")
     settings = Settings.from_env()
     assert settings.card_signature_policy == "warn" and settings.card_signing_keys == "a.pem#k1, b.jwk"
+
+
+async def test_a_config_files_defaults_sign_the_backends_card(tmp_path, monkeypatch):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    from cleveragents.container import Container
+    from cleveragents.infra.config_file import USER_CONFIG_ENV, workspace_config_path
+
+    monkeypatch.setenv(USER_CONFIG_ENV, str(tmp_path / "no-user-config.toml"))
+    key = ed25519.Ed25519PrivateKey.generate()
+    (tmp_path / "card.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                          serialization.NoEncryption()))
+    (tmp_path / "card.pub.pem").write_bytes(key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    path = workspace_config_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text('[defaults]\ncard_signing_keys = "card.pem#cfg-1"\ncard_signature_policy = "require"\n'
+                    'card_trusted_keys = "card.pub.pem#cfg-1"\n')
+    container = Container(Settings(workspace=tmp_path, memory=True))
+    try:
+        card = container.agent_card_service.card("both")
+        assert container.card_verifier is not None and container.card_verifier.policy == "require"
+        verdict = await container.card_verifier.verify(card)
+        assert verdict.ok and verdict.kid == "cfg-1"
+    finally:
+        await container.aclose()
