@@ -39,11 +39,19 @@ SERVERS = {
     "bare pygls": [sys.executable, str(HERE / "baselines" / "bare_pygls_server.py")],
     "asyncio echo": [sys.executable, str(HERE / "baselines" / "bare_asyncio_echo.py")],
     "ours --memory": [sys.executable, "-m", "cleveragents.transports.lsp", "--memory"],
+    # Tracing: ours (off) against the same server unable to import opentelemetry, and on.
+    "ours, no otel": [sys.executable, str(HERE / "baselines" / "without_opentelemetry.py")],
+    "ours, tracing on": [sys.executable, "-m", "cleveragents.transports.lsp"],
 }
-OURS, PYGLS, ECHO, MEMORY = SERVERS
+OURS, PYGLS, ECHO, MEMORY, NO_OTEL, TRACED = SERVERS
+TRACING_OFF = {"CLEVERAGENTS_TRACING": "0"}
+# On, with no exporter: what making the spans costs, not what sending them does.
+TRACING_ON = {"CLEVERAGENTS_TRACING": "1", "OTEL_TRACES_EXPORTER": "none"}
+ENVIRONMENTS = {OURS: TRACING_OFF, NO_OTEL: TRACING_OFF, MEMORY: TRACING_OFF, TRACED: TRACING_ON}
 BASELINES = (PYGLS, ECHO)
 FIRST_ANSWER_TARGET = 0.5  # spawn -> first A2A answer, ours / stock pygls spawn -> initialize
 HEALTH_P50_TARGET = 1.5  # health check p50, ours / asyncio echo
+TRACING_OFF_TARGET = 1.1  # ours (tracing off) / ours unable to import opentelemetry: no move beyond noise
 FULL = {"rounds": 7, "load_runs": 3, "requests": 2000, "warmup": 100, "pipelined": 5000, "depth": 64}
 QUICK = {"rounds": 3, "load_runs": 1, "requests": 200, "warmup": 20, "pipelined": 1000, "depth": 64}
 
@@ -135,7 +143,7 @@ async def pipelined(conn: Conn, total: int, depth: int) -> float:
     return total / (time.perf_counter() - t0)
 
 
-async def session(cmd: list[str], cfg: dict[str, int], load: bool) -> dict[str, Any]:
+async def session(cmd: list[str], cfg: dict[str, int], load: bool, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Spawn one server in an empty workspace of its own (so every SQLite store starts
     empty), time `initialize` and the first A2A answer, optionally load it, then shut it down."""
     result: dict[str, Any] = {}
@@ -147,6 +155,7 @@ async def session(cmd: list[str], cfg: dict[str, int], load: bool) -> dict[str, 
             stdout=asyncio.subprocess.PIPE,
             stderr=errlog,
             cwd=workdir,
+            env={**os.environ, **(env or {})},
             limit=1 << 24,  # ours sends a few KiB of capabilities; keep readexactly happy at any size
         )
         conn = Conn(proc)
@@ -188,7 +197,7 @@ async def run(cfg: dict[str, int], timeout: float) -> dict[str, list[dict[str, A
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in SERVERS}
     # One untimed spawn each, so the first timed spawn doesn't pay for a cold page cache.
     for name, cmd in SERVERS.items():
-        primed = await asyncio.wait_for(session(cmd, cfg, False), timeout)
+        primed = await asyncio.wait_for(session(cmd, cfg, False, ENVIRONMENTS.get(name)), timeout)
         if "error" in primed:
             print(f"!! {name}, priming spawn: {primed['error']}", file=sys.stderr)
     for i in range(cfg["rounds"]):
@@ -197,7 +206,7 @@ async def run(cfg: dict[str, int], timeout: float) -> dict[str, list[dict[str, A
         for name in order:
             load = i < cfg["load_runs"]
             try:
-                res = await asyncio.wait_for(session(SERVERS[name], cfg, load), timeout)
+                res = await asyncio.wait_for(session(SERVERS[name], cfg, load, ENVIRONMENTS.get(name)), timeout)
             except TimeoutError:
                 res = {"error": f"session timed out after {timeout}s"}
             if "error" in res:
@@ -267,9 +276,15 @@ def report(runs: dict[str, list[dict[str, Any]]], depth: int) -> dict[str, Any]:
                       per_round(PYGLS, "startup_ms"), "<=", FIRST_ANSWER_TARGET, unit="ms"),
         paired_target(f"health check p50, ours / {ECHO}", per_round(OURS, "rtt_p50_us"),
                       per_round(ECHO, "rtt_p50_us"), "<=", HEALTH_P50_TARGET, unit="us"),
+        paired_target(f"spawn -> 1st A2A answer, ours (tracing off) / {NO_OTEL}", per_round(OURS, "ready_ms"),
+                      per_round(NO_OTEL, "ready_ms"), "<=", TRACING_OFF_TARGET, unit="ms"),
         target("spawns without a clean exit", unclean, "<=", 0),
     ]
     figures = [
+        paired_info(f"{TRACED}: spawn -> 1st A2A answer / ours", per_round(TRACED, "ready_ms"),
+                    per_round(OURS, "ready_ms"), unit="ms"),
+        paired_info(f"{TRACED}: health check p50 / ours", per_round(TRACED, "rtt_p50_us"),
+                    per_round(OURS, "rtt_p50_us"), unit="us"),
         paired_info(f"spawn -> initialize, ours / {PYGLS}", per_round(OURS, "startup_ms"), per_round(PYGLS, "startup_ms"),
                     unit="ms"),
         paired_info(f"health check p50, ours / {PYGLS}", per_round(OURS, "rtt_p50_us"), per_round(PYGLS, "rtt_p50_us"),

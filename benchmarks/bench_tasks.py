@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_stdio import HEALTH, INIT_PARAMS, SERVERS, Conn, percentile
+from bench_stdio import HEALTH, INIT_PARAMS, SERVERS, TRACING_OFF, TRACING_OFF_TARGET, TRACING_ON, Conn, percentile
 from bench_task_store import MIB, fill, rss_bytes
 from targets import paired_info, paired_target, target
 
@@ -37,6 +37,7 @@ ECHO = [sys.executable, str(REPO / "tests" / "e2e" / "agents" / "echo_agent.py")
 SERVER = SERVERS["cleveragents"]  # no --memory: the SQLite store under the workspace's .cleveragents/
 BASELINE = SERVERS["bare pygls"]
 OURS, MEMORY, ECHO_MEMORY, PYGLS = "cleveragents", "ours --memory", "echo agent --memory", "bare pygls"
+NO_OTEL, TRACED = "ours, no otel", "ours, tracing on"  # tracing: see bench_stdio.py
 # Plain text: the local actor answers it with its introduction, as a first message gets.
 SEND = ("SendMessage", {"message": {"role": "ROLE_USER", "messageId": "bench", "parts": [{"text": "hello"}]}})
 FULL = {"rounds": 3, "warmup": 100, "requests": 1000, "pipelined": 2000, "depth": 64,
@@ -105,9 +106,10 @@ async def in_flight(conn: Conn, method: str, params: Any, total: int, depth: int
     return total / (time.perf_counter() - started)
 
 
-async def load(cmd: list[str], method: str, params: Any, cfg: dict[str, Any]) -> dict[str, float]:
+async def load(cmd: list[str], method: str, params: Any, cfg: dict[str, Any],
+               env: dict[str, str] | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="bench-tasks-") as workdir:  # an empty store for every spawn
-        conn = await spawn(cmd, workdir)
+        conn = await spawn(cmd, workdir, env)
         await timed_calls(conn, method, params, cfg["warmup"])  # not counted: one-off costs
         latencies = await timed_calls(conn, method, params, cfg["requests"])
         rps = await in_flight(conn, method, params, cfg["pipelined"], cfg["depth"])
@@ -117,12 +119,13 @@ async def load(cmd: list[str], method: str, params: Any, cfg: dict[str, Any]) ->
 
 async def round_trips(cfg: dict[str, Any]) -> dict[str, list[dict[str, float]]]:
     servers = {OURS: (SERVER, *SEND), PYGLS: (BASELINE, HEALTH, {}), MEMORY: (SERVER + ["--memory"], *SEND),
-               ECHO_MEMORY: (ECHO + ["--memory"], *SEND)}
+               ECHO_MEMORY: (ECHO + ["--memory"], *SEND), NO_OTEL: (SERVERS[NO_OTEL], *SEND), TRACED: (SERVER, *SEND)}
+    environments = {OURS: TRACING_OFF, NO_OTEL: TRACING_OFF, TRACED: TRACING_ON}
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in servers}
     for i in range(cfg["rounds"]):
         order = list(servers) if i % 2 == 0 else list(reversed(servers))  # none always goes first
         for name in order:
-            runs[name].append(await load(*servers[name], cfg))
+            runs[name].append(await load(*servers[name], cfg, environments.get(name)))
             print(f"  round {i + 1}/{cfg['rounds']} {name}: {runs[name][-1]}", file=sys.stderr)
     return runs
 
@@ -235,11 +238,15 @@ def report(trips: dict[str, list[dict[str, float]]], lists: dict[str, Any]) -> d
         paired_target(f"SendMessage 64 in flight, {MEMORY} / {PYGLS}", rounds(MEMORY, "rps"), rounds(PYGLS, "rps"),
                       ">=", MEMORY_THROUGHPUT_TARGET, unit="req/s"),
         target("spawns without a clean exit", unclean, "<=", 0),
+        paired_target(f"SendMessage sequential p50, ours (tracing off) / {NO_OTEL}", rounds(OURS, "p50_us"),
+                      rounds(NO_OTEL, "p50_us"), "<=", TRACING_OFF_TARGET, unit="us"),
         *flat,
         target(f"RSS growth filling {last:,} tasks (MiB)", fill_growth, "<", RSS_TARGET_MIB),
         target(f"server RSS growth, {last:,} vs {first:,} tasks (MiB)", server_growth, "<", RSS_TARGET_MIB),
     ]
     figures = [
+        paired_info(f"SendMessage sequential p50, {TRACED} / ours", rounds(TRACED, "p50_us"), rounds(OURS, "p50_us"),
+                    unit="us"),
         paired_info(f"SendMessage sequential p50, {MEMORY} / {PYGLS}", rounds(MEMORY, "p50_us"),
                     rounds(PYGLS, "p50_us"), unit="us"),
         paired_info(f"SendMessage sequential p50, {ECHO_MEMORY} / {PYGLS}", rounds(ECHO_MEMORY, "p50_us"),
@@ -249,7 +256,7 @@ def report(trips: dict[str, list[dict[str, float]]], lists: dict[str, Any]) -> d
         paired_info(f"SendMessage 64 in flight, ours / {MEMORY}", rounds(OURS, "rps"), rounds(MEMORY, "rps"),
                     unit="req/s", better="higher"),
     ]
-    for row in targets[:4]:
+    for row in targets[:5]:
         worst = "" if row["worst"] is None else f" (worst round {row['worst']:.2f})"
         print(f"target: {row['name']} {row['op']} {row['limit']:g}: {row['value']:.2f}{worst} {verdict(row['passed'])}")
     ratios = {name: {key: row["value"] for key, row in by_key.items()} for name, by_key in trip_rows.items()}

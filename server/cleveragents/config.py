@@ -59,6 +59,17 @@ class Settings:
     # Networks (CIDR) that push notifications may reach although they are loopback,
     # private, link-local or otherwise not public; none by default.
     push_allowed_networks: tuple[str, ...] = ()
+    # Signed agent cards (docs/security.md): keys that sign the served cards (PEM or JWK
+    # files, comma-separated, each `path` or `path#kid`; relative to the workspace), the
+    # optional `jku` the signatures name, and how the outbound client treats a peer's
+    # card: "off", "warn" or "require" a valid signature by one of the trusted keys.
+    card_signing_keys: str | None = None
+    card_signing_jku: str | None = None
+    card_signature_policy: Literal["off", "warn", "require"] = "off"
+    card_trusted_keys: str | None = None
+    card_trusted_jwks_url: str | None = None
+    # OpenTelemetry spans (docs/tracing.md); off costs nothing.
+    tracing: bool = False
     # Actors (docs/actors.md). API keys are never settings: an actor reads the variable
     # named by its `api_key_env` when it makes a call.
     openai_base_url: str | None = None  # default https://api.openai.com/v1
@@ -97,6 +108,11 @@ class Settings:
                 env[key] = tuple(t.strip() for t in value.split(",") if t.strip())
         if value := os.environ.get("CLEVERAGENTS_API_KEY_HEADER"):
             env["api_key_header"] = value
+        for key, name in _TEXT_VARIABLES:
+            if value := os.environ.get(name):
+                env[key] = value
+        if value := os.environ.get("CLEVERAGENTS_TRACING", "").strip():
+            env["tracing"] = value.lower() in {"1", "true", "yes", "on"}
         env.update(_actor_env())
         env.update(_numbers_env())
         env.update({k: v for k, v in overrides.items() if v is not None})
@@ -120,6 +136,8 @@ class Settings:
                              "without it the state is kept in SQLite under the state directory")
         if self.store is not None and self.memory:
             raise ValueError("memory and store exclude each other: keep the state in memory, or in PostgreSQL")
+        if self.card_signature_policy not in ("off", "warn", "require"):
+            raise ValueError(f"card_signature_policy is off, warn or require, not {self.card_signature_policy!r}")
         for network in self.push_allowed_networks:
             try:
                 ipaddress.ip_network(network.strip(), strict=False)
@@ -152,6 +170,15 @@ _LIST_VARIABLES = (
     ("allowed_hosts", "CLEVERAGENTS_ALLOWED_HOSTS"),
     ("cors_origins", "CLEVERAGENTS_CORS_ORIGINS"),
     ("push_allowed_networks", "CLEVERAGENTS_PUSH_ALLOWED_NETWORKS"),
+)
+
+# Strings taken as they are.
+_TEXT_VARIABLES = (
+    ("card_signing_keys", "CLEVERAGENTS_CARD_SIGNING_KEYS"),
+    ("card_signing_jku", "CLEVERAGENTS_CARD_SIGNING_JKU"),
+    ("card_signature_policy", "CLEVERAGENTS_CARD_SIGNATURE_POLICY"),
+    ("card_trusted_keys", "CLEVERAGENTS_CARD_TRUSTED_KEYS"),
+    ("card_trusted_jwks_url", "CLEVERAGENTS_CARD_TRUSTED_JWKS_URL"),
 )
 
 # Numbers the environment may set: the input limits and the actors' settings.

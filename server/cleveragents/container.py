@@ -7,6 +7,7 @@ here, so they are wired the same way everywhere.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import logging
 import shutil
@@ -20,6 +21,7 @@ from cleveragents.infra.actors.resolve import PROVIDERS, is_local_actor
 
 if TYPE_CHECKING:
     from cleveragents.a2a.card_service import AgentCardService, CardSource
+    from cleveragents.a2a.card_signing import CardVerifier
     from cleveragents.a2a.client_http import A2AClient
     from cleveragents.a2a.events import A2AEventQueue, EventBusBridge
     from cleveragents.a2a.push import PushSender
@@ -114,7 +116,7 @@ def configuration_problem(settings: Settings) -> str | None:
     return None
 
 
-def remote_client(settings: Settings, url: str) -> A2AClient:
+def remote_client(settings: Settings, url: str, card_verifier: CardVerifier | None = None) -> A2AClient:
     """The outbound A2A client of a remote agent (``a2a/<url>`` actors); the token,
     when the agent wants one, comes from ``CLEVERAGENTS_A2A_TOKEN``."""
     import os
@@ -124,7 +126,7 @@ def remote_client(settings: Settings, url: str) -> A2AClient:
 
     token = os.environ.get("CLEVERAGENTS_A2A_TOKEN") or "anonymous"
     timeout = min(max(settings.actor_timeout, 1.0), 3600.0)
-    return A2AClient(ServerConnectionConfig(url=url, token=token, timeout_seconds=timeout))
+    return A2AClient(ServerConnectionConfig(url=url, token=token, timeout_seconds=timeout), card_verifier=card_verifier)
 
 
 def configured_oauth2(settings: Settings) -> OAuth2 | None:
@@ -184,6 +186,10 @@ class Container:
         self.config = load_configuration(settings)
         self.settings = settings.with_file_defaults(self.config.defaults)
         self.json_limits = json_limits(self.settings)
+        if self.settings.tracing:
+            from cleveragents import tracing
+
+            tracing.enable()
         self.workspace = self.settings.resolved_workspace
         self._scratch: Path | None = None
         self.store: SqliteStore | MemoryStore | PostgresStore = self._open_store()
@@ -281,7 +287,14 @@ class Container:
                           workspace=str(self.workspace), name=name, runner=self.tool_runner)
 
     def _remote_client(self, url: str) -> A2AClient:
-        return remote_client(self.settings, url)
+        return remote_client(self.settings, url, self.card_verifier)
+
+    @functools.cached_property
+    def card_verifier(self) -> CardVerifier | None:
+        """How peers' cards are checked: one verifier, so a fetched JWK Set is shared."""
+        from cleveragents.a2a.card_signing import verifier_from_settings
+
+        return verifier_from_settings(self.settings)
 
     def _plan_actor(self, plan: Plan) -> Awaitable[Actor]:
         """The actor a plan step asks (``actor.edit``): its session's, else the default."""
@@ -346,8 +359,10 @@ class Container:
             invoker=None if actor is not None else toolbox.invoker(tool_context), may_repair=self._owns_state,
             events=self.stores.events, peers=getattr(self.store, "peers", None),
             shared_events=self.store.events if self.settings.store is not None else None)  # type: ignore[arg-type]
+        from cleveragents.a2a.card_signing import signer_from_settings
+
         self.agent_card_service: AgentCardService = AgentCardService.for_backend(
-            card, self.tool_registry, details=self._extended_card_details)
+            card, self.tool_registry, details=self._extended_card_details, signer=signer_from_settings(self.settings))
         self.context_service: ContextService = ContextService(
             self.stores.sessions, self.stores.plans, self.stores.tasks, self.stores.pins, self.plan_workspace)
 

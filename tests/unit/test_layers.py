@@ -4,7 +4,8 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "server" / "cleveragents"
-SHARED = {"cleveragents._version", "cleveragents.ids", "cleveragents.config"}
+# Cross-cutting: ids and clocks, settings, and the spans every layer opens.
+SHARED = {"cleveragents._version", "cleveragents.ids", "cleveragents.config", "cleveragents.tracing"}
 ALLOWED = {
     "domain": {"domain"},
     "infra": {"infra", "domain"},

@@ -37,6 +37,7 @@ from cleveragents.app.calls import CallContext
 
 if TYPE_CHECKING:
     from cleveragents.a2a.card_oauth2 import OAuth2Scheme
+    from cleveragents.a2a.card_signing import CardSigner
     from cleveragents.app.registry import ToolRegistry
 
 logger = logging.getLogger(__name__)
@@ -57,23 +58,29 @@ class CardSource(Protocol):
 
 class AgentCardService:
     def __init__(self, spec: AgentCardSpec, callback: CardCallback | None = None,
-                 details: CardDetails | None = None):
+                 details: CardDetails | None = None, signer: CardSigner | None = None):
         self.spec = spec
         self.callback = callback
         self.details = details
+        # Signs the 1.0 cards (public and extended); the 0.3 card carries no signature.
+        self.signer = signer
         # What requests may activate (and must, when required); binding never changes it.
         self.extensions = ExtensionSet(spec.extensions)
 
     @classmethod
     def for_backend(cls, source: CardSource | None, tools: ToolRegistry,
-                    details: CardDetails | None = None) -> AgentCardService:
-        """The card of a published agent (``source.card_spec()``), else the backend's:
-        its skills on the public card, its tools as skills on the extended one."""
+                    details: CardDetails | None = None, signer: CardSigner | None = None) -> AgentCardService:
+        """The card of a published agent (``source.card_spec()``, signed with its own
+        ``card_signer()`` when it has one), else the backend's: its skills on the public
+        card, its tools as skills on the extended one; ``signer`` signs either when the
+        source has none."""
         if source is not None:
             spec = source.card_spec()
             if EXTENSION_URI not in {e.uri for e in spec.extensions}:
                 spec = replace(spec, extensions=(*spec.extensions, backend_extension()))
-            return cls(spec, getattr(source, "extended_agent_card_callback", None), details)
+            own = getattr(source, "card_signer", None)
+            return cls(spec, getattr(source, "extended_agent_card_callback", None), details,
+                       (own() if own else None) or signer)
         tool_skills = tuple(
             SkillSpec(t["name"], t["name"], t["description"], ("tool", t["namespace"]))
             for t in tools.list_tools()["tools"]
@@ -81,7 +88,7 @@ class AgentCardService:
         spec = AgentCardSpec(AGENT_NAME, AGENT_DESCRIPTION, __version__, DEFAULT_URL, skills=BACKEND_SKILLS,
                              extended_skills=tool_skills, push_notifications=True, extended_card=True,
                              extensions=(backend_extension(),))
-        return cls(spec, details=details)
+        return cls(spec, details=details, signer=signer)
 
     def bind(self, url: str | None = None, *, bearer: bool | None = None,
              api_key_header: str | None = None, oauth2: OAuth2Scheme | None = None) -> None:
@@ -117,9 +124,13 @@ class AgentCardService:
         """The card in A2A ``version`` ("1.0" or "0.3"), or the public card both read
         (``BOTH``)."""
         if version == BOTH:
-            return card_both(self.spec)
-        render = card_v03 if version.startswith("0.3") else card_v1
-        return render(self.spec, extended=extended)
+            return self._signed(card_both(self.spec))
+        if version.startswith("0.3"):
+            return card_v03(self.spec, extended=extended)
+        return self._signed(card_v1(self.spec, extended=extended))
+
+    def _signed(self, card: dict[str, Any]) -> dict[str, Any]:
+        return self.signer.sign(card) if self.signer is not None else card
 
     async def extended_card(self, context: CallContext | None = None, **_: Any) -> dict[str, Any]:
         if not self.spec.extended_card:
@@ -136,6 +147,8 @@ class AgentCardService:
             elif changed is not None:
                 logger.warning("extended_agent_card_callback returned a %s, not a dict or None: the card it was "
                                "given is served", type(changed).__name__)
+        if version == "1.0" and self.signer is not None:  # what the details and the callback added is signed too
+            card = self._signed({k: v for k, v in card.items() if k != "signatures"})
         return card
 
     def _add_details(self, card: dict[str, Any]) -> None:

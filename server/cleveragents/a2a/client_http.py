@@ -14,6 +14,7 @@ import itertools
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from cleveragents import tracing
 from cleveragents.a2a.client_dialect import (
     DIALECTS,
     STANDARD_METHODS,
@@ -34,7 +35,7 @@ from cleveragents.a2a.client_wire import (
     read_bounded,
     stream_item,
 )
-from cleveragents.a2a.errors import InvalidAgentResponseError
+from cleveragents.a2a.errors import A2AError, InvalidAgentResponseError
 from cleveragents.a2a.sse_parse import SseParser, SseTooLargeError, parse_sse
 from cleveragents.a2a.version import SUPPORTED_VERSIONS
 from cleveragents.domain.errors import ValidationError
@@ -44,6 +45,7 @@ from cleveragents.ids import new_id
 if TYPE_CHECKING:
     import httpx
 
+    from cleveragents.a2a.card_signing import CardVerifier
     from cleveragents.a2a.client import ServerConnectionConfig
     from cleveragents.app.tasks import TaskPage
 
@@ -54,11 +56,15 @@ _UNSET: Any = object()
 
 class A2AClient:
     """An A2A client for one remote agent. ``version`` forces a dialect ("1.0" or
-    "0.3"); ``card`` skips reading the card (its URLs are then taken as absolute)."""
+    "0.3"); ``card`` skips reading the card (its URLs are then taken as absolute).
+    ``card_verifier`` checks the signature of the card read (and of the extended card)
+    under its policy: off, warn, or require (``CardSignatureError`` when none verifies)."""
 
     def __init__(self, config: ServerConnectionConfig, *, version: str | None = None,
-                 card: Mapping[str, Any] | None = None, http: httpx.AsyncClient | None = None):
+                 card: Mapping[str, Any] | None = None, http: httpx.AsyncClient | None = None,
+                 card_verifier: CardVerifier | None = None):
         self.config = config
+        self.card_verifier = card_verifier
         self._preference: Sequence[str] = (version,) if version else SUPPORTED_VERSIONS
         self._card: dict[str, Any] | None = dict(card) if card is not None else None
         self._card_url = config.url
@@ -94,7 +100,10 @@ class A2AClient:
         async with self._connecting:
             if self._interface is None:
                 if self._card is None:
-                    self._card, self._card_url = await self._fetch_card()
+                    card, url = await self._fetch_card()
+                    if self.card_verifier is not None:
+                        await self.card_verifier.check(card, url)
+                    self._card, self._card_url = card, url
                 self._interface = select_interface(self._card, self._card_url, self._preference)
             return self._interface
 
@@ -225,7 +234,11 @@ class A2AClient:
         """The extended agent card, which only an authenticated caller may read."""
         dialect = await self._dialect()
         method = dialect.methods["extended_card"]
-        return decode(method, _object, await self._rpc(method, {}))
+        card: dict[str, Any] = decode(method, _object, await self._rpc(method, {}))
+        if self.card_verifier is not None:
+            assert self._interface is not None
+            await self.card_verifier.check(card, self._interface.url)
+        return card
 
     # -- any method ----------------------------------------------------------------
     async def call(self, method: str, params: Mapping[str, Any] | None = None) -> Any:
@@ -299,11 +312,31 @@ class A2AClient:
         raise A2AClientHTTPError(f"no agent card at {self.config.url} (tried {', '.join(tried)})",
                                  {"tried": tried}, url=self.config.url, method="GET agent card", status=404)
 
+    def _span(self, method: str, url: str, *, detached: bool = False) -> Any:
+        """The span of one outbound call (a no-op while tracing is off); ``detached``
+        for a stream, whose span must not be current while the caller reads it."""
+        if not tracing.on():
+            return tracing.NO_SPAN
+        version = self._interface.version if self._interface is not None else None
+        attributes = {tracing.RPC_SYSTEM: "jsonrpc", tracing.RPC_METHOD: method, tracing.URL: url,
+                      tracing.PROTOCOL_VERSION: version}
+        return (tracing.detached_span if detached else tracing.span)(method, "client", attributes)
+
     async def _rpc(self, method: str, params: dict[str, Any]) -> Any:
         assert self._interface is not None
+        with self._span(method, self._interface.url) as span:
+            try:
+                return await self._rpc_untraced(method, params)
+            except A2AError as exc:
+                tracing.failed(span, exc.message, getattr(exc, "code", None))
+                raise
+
+    async def _rpc_untraced(self, method: str, params: dict[str, Any]) -> Any:
+        assert self._interface is not None
         url = self._interface.url
-        request = self._client().build_request("POST", url, json=self._envelope(method, params),
-                                               headers=self._headers("application/json, text/event-stream"))
+        headers = self._headers("application/json, text/event-stream")
+        tracing.inject(headers)
+        request = self._client().build_request("POST", url, json=self._envelope(method, params), headers=headers)
         async with TransportErrors(method, url, self.config.timeout_seconds):
             response = await self._client().send(request, stream=True)
             try:
@@ -329,19 +362,21 @@ class A2AClient:
 
             request["timeout"] = httpx.Timeout(self.config.timeout_seconds, read=timeout)
         guard = TransportErrors(method, url, timeout)
-        async with guard, self._client().stream("POST", url, **request) as response:
-            if not response.headers.get("content-type", "").startswith("text/event-stream"):
-                body = await read_bounded(response, method, url)
-                # A peer may answer a stream call with one JSON-RPC response (often an error).
-                yield answer(method, url, response.status_code, body)
-                return
-            try:
-                async for event in parse_sse(response.aiter_lines(), parser):
-                    item = stream_item(method, url, event.data)
-                    if item is not SKIP:
-                        yield item
-            except SseTooLargeError as exc:
-                raise InvalidAgentResponseError(f"{method} at {url}: {exc}", {"url": url}) from None
+        with self._span(method, url, detached=True) as span:
+            tracing.inject(headers, span)
+            async with guard, self._client().stream("POST", url, **request) as response:
+                if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                    body = await read_bounded(response, method, url)
+                    # A peer may answer a stream call with one JSON-RPC response (often an error).
+                    yield answer(method, url, response.status_code, body)
+                    return
+                try:
+                    async for event in parse_sse(response.aiter_lines(), parser):
+                        item = stream_item(method, url, event.data)
+                        if item is not SKIP:
+                            yield item
+                except SseTooLargeError as exc:
+                    raise InvalidAgentResponseError(f"{method} at {url}: {exc}", {"url": url}) from None
 
 
 def _message(message: Message | str) -> Message:

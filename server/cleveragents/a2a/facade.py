@@ -17,6 +17,7 @@ from typing import Any
 
 import pydantic
 
+from cleveragents import tracing
 from cleveragents.a2a import dialects, envelope, extensions, methods, proto_names
 from cleveragents.a2a.errors import (
     A2ANotAvailableError,
@@ -217,6 +218,21 @@ class A2ALocalFacade:
         """Run one request up to its answer: a ``Call`` with its response, or its
         stream of items (read already up to the first, so that a stream refused at
         once answers with its error). What transports use."""
+        if not tracing.on():
+            return await self._open(raw, context)
+        method = raw.get("method") if isinstance(raw, Mapping) else getattr(raw, "method", None)
+        attributes = {tracing.RPC_SYSTEM: "jsonrpc", tracing.RPC_METHOD: method,
+                      tracing.TRANSPORT: context.transport if context is not None else "in-process",
+                      tracing.PROTOCOL_VERSION: context.a2a_version if context is not None else None}
+        carrier = context.trace_headers if context is not None else None
+        with tracing.span(str(method), "server", attributes, carrier) as span:
+            call = await self._open(raw, context)
+            span.set_attribute(tracing.RPC_REQUEST_ID, str(call.id))
+            if call.response is not None and call.response.error is not None:
+                tracing.failed(span, call.response.error.message, call.response.error.code)
+            return call
+
+    async def _open(self, raw: A2ARequest | Mapping[str, Any], context: CallContext | None) -> Call:
         if (plain := _plain_request(raw)) is not None:
             msg_id, method, params = plain
         else:

@@ -58,3 +58,5 @@ class CallContext:
     # connection's), and those of them the agent supports, set by the facade for the echo.
     extensions: tuple[str, ...] = ()
     activated_extensions: tuple[str, ...] = ()
+    # The caller's W3C Trace Context headers (traceparent, tracestate), when tracing is on.
+    trace_headers: dict[str, str] | None = None

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from cleveragents import tracing
 from cleveragents.app.plan_ports import PlanRepository, ToolLookup
 from cleveragents.app.progress import Progress
 from cleveragents.app.step_actor import StepActor
@@ -99,7 +100,16 @@ class PlanRunner:
             guidance = corrections + plan.guidance
             execution.plan = replace(plan, guidance=())
             progress.report(f"step {index + 1}/{total}: {step.tool}", index, total)
-            decision, overlay, calls = await self._step(execution, step, overlay, records, parent_id, guidance)
+            attributes = {tracing.PLAN_ID: plan.plan_id, tracing.STEP_ID: step.id, tracing.STEP_INDEX: index,
+                          tracing.TOOL: step.tool} if tracing.on() else None
+            with tracing.span("plan.step", "internal", attributes) as span:
+                try:
+                    decision, overlay, calls = await self._step(execution, step, overlay, records, parent_id,
+                                                                guidance)
+                except StepFailed as failed:
+                    tracing.failed(span, failed.error.message, getattr(failed.error, "code", None))
+                    raise
+                span.set_attribute(tracing.OUTCOME, decision.outcome)
             parent_id = decision.decision_id
             records = await asyncio.to_thread(overlay.to_records)
             await self._plans.save_plan_state(execution.plan, [decision, *calls], records)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
+from cleveragents import tracing
 from cleveragents.app.direct_replies import FirstEvent, PrimedActor, answer_message, replies_directly
 from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
@@ -307,7 +308,10 @@ class TaskService:
         with the canceled task. Otherwise the caller itself was cancelled (its client
         went away): the task is canceled with it and the error goes on."""
         try:
-            await self._respond(run, turn, choice, actor)
+            if tracing.on():
+                await self._traced_respond(run, turn, choice, actor)
+            else:
+                await self._respond(run, turn, choice, actor)
         except asyncio.CancelledError:
             if here and not (run.cancel_sent and self._take_back_cancel()):
                 run.runner = None  # cancel() must not cancel the caller once more
@@ -318,6 +322,19 @@ class TaskService:
             if self._live.get(run.task.id) is run:
                 del self._live[run.task.id]
             self._subscribers.retire(run)
+
+    async def _traced_respond(self, run: TaskRun, turn: Turn, choice: ChosenActor | None,
+                              actor: Actor | PrimedActor | None) -> None:
+        """``_respond`` in a span of its own: one per turn."""
+        chosen = actor or (choice.actor if choice is not None else self.actor)
+        attributes = {tracing.TASK_ID: run.task.id, tracing.CONTEXT_ID: run.task.context_id,
+                      tracing.ACTOR: getattr(chosen, "name", None) or type(chosen).__name__}
+        with tracing.span("task.turn", "internal", attributes) as span:
+            await self._respond(run, turn, choice, actor)
+            state = run.task.state
+            span.set_attribute(tracing.TASK_STATE, state.value)
+            if state is TaskState.FAILED:
+                tracing.failed(span, "the task failed")
 
     @staticmethod
     def _take_back_cancel() -> bool:

@@ -123,6 +123,19 @@ class LocalBackend:
                 call.cancel()
 
 
+def _card_verifier() -> Any:
+    """How the server's card is checked: the environment's card signature policy
+    (docs/security.md); None when it is off."""
+    from cleveragents.a2a.card_keys import CardKeyError
+    from cleveragents.a2a.card_signing import verifier_from_settings
+    from cleveragents.config import Settings
+
+    try:
+        return verifier_from_settings(Settings.from_env())
+    except (CardKeyError, ValueError) as exc:
+        raise CallError(BAD_SETUP, f"card signature settings: {exc}") from None
+
+
 def _check_setup(settings: Any) -> None:
     """Refuse, before anything is created, a workspace that isn't there (it would be
     made, with a state directory in it) or a bad configuration file (the servers'
@@ -180,7 +193,7 @@ class RemoteBackend:
             from cleveragents.a2a.client import A2AClient
         except ImportError:
             raise CallError(UNREACHABLE, "this build has no remote client (cleveragents.a2a.client.A2AClient)") from None
-        self._client = A2AClient(config)
+        self._client = A2AClient(config, card_verifier=_card_verifier())
         await self._guarded(self._client.__aenter__())
         return self
 

@@ -30,5 +30,8 @@ def resolve_for_script(name: str | None) -> Actor | None:
         name = settings.default_actor
         if is_local_actor(name, declared.get(name)):
             return None
-    return resolve_actor(name, settings, declared=declared, remote=lambda url: remote_client(settings, url))
+    from cleveragents.a2a.card_signing import verifier_from_settings
+
+    verifier = verifier_from_settings(settings)  # peers' cards are checked as a server checks them
+    return resolve_actor(name, settings, declared=declared, remote=lambda url: remote_client(settings, url, verifier))
 

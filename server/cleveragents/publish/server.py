@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cleveragents.a2a import extensions as a2a_extensions
 from cleveragents.a2a.access import ScopeGrants
 from cleveragents.a2a.capabilities import backend_extension
+from cleveragents.a2a.card_keys import references
 from cleveragents.a2a.card_oauth2 import OAuth2Scheme
 from cleveragents.a2a.cards import AgentCardSpec, AgentProvider, SkillSpec, card_v03, card_v1
 from cleveragents.a2a.extensions import AgentExtension
 from cleveragents.config import OAuth2, Settings
 from cleveragents.domain.actor import Actor
+
+if TYPE_CHECKING:
+    from cleveragents.a2a.card_signing import CardSigner
 
 DEFAULT_URL = "http://localhost:8000/a2a"
 DEFAULT_MODES = ("text/plain", "application/json")
@@ -35,7 +39,8 @@ class A2A:
                  provider: AgentProvider | None = None,
                  documentation_url: str | None = None, default_input_modes: Iterable[str] = DEFAULT_MODES,
                  default_output_modes: Iterable[str] = DEFAULT_MODES, streaming: bool = True,
-                 push_notifications: bool = True):
+                 push_notifications: bool = True, signing_keys: str | Iterable[str] | None = None,
+                 signing_jku: str | None = None):
         actor = agent if agent is not None else agents  # given both, the single agent wins
         if actor is None:
             raise TypeError("A2A needs agent=... (an Agent) or agents=... (an AgentTeam)")
@@ -69,6 +74,13 @@ class A2A:
         # Ours first, then the agent's, then these; a uri declared twice differently is a TypeError.
         self.extensions: tuple[AgentExtension, ...] = a2a_extensions.merge(
             (backend_extension(),), getattr(actor, "extensions", ()), extensions)
+        # The keys (PEM or JWK files, `path` or `path#kid`) that sign the 1.0 cards; read now,
+        # so a missing or wrong key fails here rather than on the first request.
+        self._signer: CardSigner | None = None
+        if refs := references(signing_keys):
+            from cleveragents.a2a.card_signing import CardSigner
+
+            self._signer = CardSigner.from_files(refs, signing_jku)
 
     def __repr__(self) -> str:
         return f"A2A({self.name!r})"
@@ -99,12 +111,18 @@ class A2A:
             return None
         return OAuth2Scheme.of(self.oauth2, self._oauth2_grants)
 
+    def card_signer(self) -> CardSigner | None:
+        """What signs this agent's cards (``signing_keys``), or None."""
+        return self._signer
+
     def agent_card(self, version: str = "1.0") -> dict[str, Any]:
-        """The public agent card in the A2A ``version`` (1.0 or 0.3) wire form."""
+        """The public agent card in the A2A ``version`` (1.0 or 0.3) wire form; the 1.0
+        card is signed when ``signing_keys`` were given."""
         render = {"1.0": card_v1, "0.3": card_v03}.get(version)
         if render is None:
             raise ValueError(f"agent cards come in A2A 1.0 or 0.3, not {version!r}")
-        return render(self.card_spec())
+        card = render(self.card_spec())
+        return self._signer.sign(card) if self._signer is not None and version == "1.0" else card
 
     def serve_stdio(self, *, log_level: str = "WARNING", **settings: Any) -> int:
         """Serve on this process's stdio (LSP framing) until the client exits; returns

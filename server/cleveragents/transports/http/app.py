@@ -33,6 +33,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from cleveragents import tracing
 from cleveragents.a2a import dialects, envelope, extensions
 from cleveragents.a2a.errors import internal_error_payload
 from cleveragents.a2a.facade import CallContext
@@ -53,6 +54,7 @@ JSONRPC_PATH = "/a2a"
 EVENTS_PATH = "/events"
 VERSION_HEADER = "a2a-version"
 EXTENSION_HEADERS = (extensions.HEADER, extensions.LEGACY_HEADER)
+TRACE_HEADERS = ("traceparent", "tracestate")  # W3C Trace Context
 T = TypeVar("T")
 
 
@@ -110,8 +112,11 @@ class A2AHttpApp:
     def call_context(self, request: Request, method: str, msg_id: Any) -> CallContext:
         # An empty A2A-Version header means 0.3 (the A2A specification).
         version = request.headers.get(VERSION_HEADER, "").strip() or EMPTY_HEADER_VERSION
-        return CallContext(method=method, dialect="", request_id=msg_id, a2a_version=version, transport="http",
-                           extensions=requested_extensions(request.headers))
+        context = CallContext(method=method, dialect="", request_id=msg_id, a2a_version=version, transport="http",
+                              extensions=requested_extensions(request.headers))
+        if tracing.on():  # the caller's trace, which the request's span joins
+            context.trace_headers = {k: v for k in TRACE_HEADERS if (v := request.headers.get(k)) is not None}
+        return context
 
     @staticmethod
     def echo(request: Request, context: CallContext) -> dict[str, str] | None:
