@@ -37,7 +37,7 @@ import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from cleveragents.transports.serving import DEFAULT_MAX_MESSAGE_SIZE
 
@@ -329,8 +329,14 @@ def _whole_json(data: bytearray) -> bool:
     return True
 
 
+class Frames(Protocol):
+    """Where frames come from: a ``FrameReader``, or one with frames read ahead."""
+
+    async def next(self) -> bytes | FrameError | None: ...
+
+
 async def read_frames(
-    frames: FrameReader,
+    frames: Frames,
     on_message: Callable[[bytes], None],
     on_error: Callable[[FrameError], None],
     should_stop: Callable[[], bool] = lambda: False,

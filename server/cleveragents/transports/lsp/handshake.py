@@ -8,6 +8,7 @@ The same function answers ``initialize`` when it arrives later, so both paths ag
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from cleveragents._version import __version__
@@ -41,6 +42,36 @@ def connection_extensions(options: Any) -> tuple[str, ...]:
         from cleveragents.transports.lsp.protocol import JsonRpcException
 
         raise JsonRpcException(message=exc.message, code=-32602, data=exc.data) from None
+
+
+def requested_version(options: Any) -> str | None:
+    """The A2A version ``initializationOptions.a2aVersion`` asks for, if any; an
+    unsupported one is -32009."""
+    if not isinstance(options, dict) or options.get("a2aVersion") is None:
+        return None
+    from cleveragents.a2a.version import A2AVersionNegotiator
+
+    try:
+        return A2AVersionNegotiator().check_requested(options["a2aVersion"])
+    except A2AError as exc:
+        from cleveragents.transports.lsp.protocol import JsonRpcException
+
+        raise JsonRpcException(message=exc.message, code=-32009, data=exc.data) from None
+
+
+def workspace_root(params: dict[str, Any]) -> Path | None:
+    """The workspace ``initialize`` names: ``rootUri``, else the first workspace
+    folder, else ``rootPath``."""
+    from pygls.uris import to_fs_path  # light: not the server's modules
+
+    folders = params.get("workspaceFolders")
+    first = folders[0] if isinstance(folders, list) and folders and isinstance(folders[0], dict) else {}
+    uri = params.get("rootUri") or first.get("uri")
+    if isinstance(uri, str) and uri:
+        path = to_fs_path(uri)
+        return Path(path) if path else None
+    root = params.get("rootPath")
+    return Path(root) if isinstance(root, str) and root else None
 
 
 def initialize_result(params: dict[str, Any], agent_card: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -5,31 +5,37 @@ Agent Client Protocol's (newline-delimited JSON-RPC; ``transports/agent_client``
 The client's first byte tells them apart (``sniff.py``), unless ``--protocol`` says
 which; only the chosen server's code is imported.
 
-A cold start is dominated by importing pygls (lsprotocol's attrs classes). So this
-module imports only light code, starts that import in a worker thread, answers
-``initialize`` as soon as it arrives (``handshake.py``), and hands over to the pygls
-server once it has loaded. Nothing is read past ``initialize`` until then; the pipe
-holds what the client sends meanwhile.
+A cold start is dominated by imports: the services' (pydantic models, the store) and
+pygls's (lsprotocol's attrs classes). So this module imports only light code and
+loads the rest in a worker thread, the services first: it answers ``initialize`` as
+soon as it arrives (``handshake.py``), then A2A requests that need nothing of the
+LSP layer once the services are up (``early.py``), and hands over to the pygls
+server once that has loaded.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from cleveragents._version import __version__
 from cleveragents.config import Settings
 from cleveragents.transports import gc_policy
-from cleveragents.transports.lsp import framing, handshake, sniff
+from cleveragents.transports.lsp import early, framing, handshake, sniff
+from cleveragents.transports.lsp.calls import Connection
 from cleveragents.transports.lsp.pipe_writer import PipeWriter, claim_stdout
+from cleveragents.transports.runtime import ServiceRuntime
 from cleveragents.transports.serving import DEFAULT_MAX_MESSAGE_SIZE, add_server_arguments, configure_logging
 
 SERVER_MODULE = "cleveragents.transports.lsp.server"
 AGENT_CLIENT_MODULE = "cleveragents.transports.agent_client.server"
+SERVICE_MODULES = ("cleveragents.container", "cleveragents.a2a.facade")
 TERMINAL_HINT = ("cleveragents-lsp: waiting for an editor to speak LSP-framed JSON-RPC (or the Agent Client "
                  "Protocol) on stdin; start it from an editor instead (docs/getting-started.md, docs/editors.md). "
                  "Ctrl-D stops it.")
@@ -44,8 +50,10 @@ def _stdin_is_a_terminal() -> bool:
 
 async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Settings | None = None,
                  container_options: dict[str, Any] | None = None) -> int:
+    # The services' modules (either framing uses them) load while the client's first
+    # message is on its way; on LSP's framing, pygls after them.
+    services_loading = _load(*SERVICE_MODULES)
     protocol = getattr(args, "protocol", None)
-    loading = _load(SERVER_MODULE) if protocol == sniff.LSP else None
     reader = await framing.open_stdin(stdin)
     head = b""
     if protocol not in sniff.PROTOCOLS:
@@ -55,30 +63,57 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
     writer = await PipeWriter.open(stdout, getattr(args, "max_output_buffer", None))
     if protocol == sniff.ACP:
         return await _serve_agent_client(args, reader, head, writer, settings, container_options)
-    loading = loading or _load(SERVER_MODULE)
-    frames = framing.FrameReader(reader, args.max_message_size, pending=head)
+    frames: framing.Frames = framing.FrameReader(reader, args.max_message_size, pending=head)
     first = await frames.next()
-    card = (container_options or {}).get("card")
+    options = container_options or {}
+    card = options.get("card")
     agent_card = card.agent_card("1.0") if card is not None else None
-    early = handshake.early_initialize(first) if isinstance(first, bytes) else None
-    if early is not None:
-        writer.write(framing.encode_frame(handshake.initialize_response(*early, agent_card=agent_card)))
-    server_module = await loading
     if settings is None:
         settings = settings_from(args)
+    runtime = ServiceRuntime(settings=settings, container_options=options)
+    initialize = handshake.early_initialize(first) if isinstance(first, bytes) else None
+    if initialize is None:
+        server_module = await _load_server_after(services_loading)
+    else:
+        msg_id, params = initialize
+        writer.write(framing.encode_frame(handshake.initialize_response(msg_id, params, agent_card=agent_card)))
+        if args.workspace is None and (root := handshake.workspace_root(params)) is not None:
+            runtime.settings = replace(settings, workspace=root)
+        options_sent = params.get("initializationOptions")
+        connection = Connection(handshake.requested_version(options_sent), handshake.connection_extensions(options_sent))
+        calls = early.EarlyCalls(runtime, connection, writer)
+        loading = asyncio.ensure_future(_load_server_after(runtime.start()))
+        frames = await early.serve_until_loaded(frames, calls, loading)
+        server_module = await loading
     server = server_module.A2ALanguageServer(
         settings, workspace_fixed=args.workspace is not None,
-        container_options=container_options or {}, agent_card=agent_card,
+        container_options=options, agent_card=agent_card, runtime=runtime,
     )
     gc_policy.tune_for_serving()
-    if early is not None:
-        return await server.serve(frames, writer, first, answered=early[0])
+    if initialize is not None:
+        return await server.serve(frames, writer, first, answered=initialize[0], running=calls.hand_over())
     return await server.serve(frames, writer, first)
 
 
-def _load(module: str) -> asyncio.Future[Any]:
-    """Import ``module`` in a worker thread (pygls's import is most of a cold start)."""
-    return asyncio.ensure_future(asyncio.to_thread(importlib.import_module, module))
+def _load(*modules: str) -> asyncio.Future[Any]:
+    """Import ``modules`` in a worker thread (imports are most of a cold start)."""
+    return asyncio.ensure_future(asyncio.to_thread(_import_all, modules))
+
+
+def _import_all(names: Sequence[str]) -> Any:
+    """The last module of ``names``, once each is imported."""
+    module = None
+    for name in names:
+        module = importlib.import_module(name)
+    return module
+
+
+async def _load_server_after(services: Awaitable[Any]) -> Any:
+    """The pygls server's module, imported once the services are up (or failed: the
+    server reports that to the requests that need them)."""
+    with contextlib.suppress(Exception):
+        await services
+    return await _load(SERVER_MODULE)
 
 
 async def _serve_agent_client(args: argparse.Namespace, reader: Any, head: bytes, writer: PipeWriter,

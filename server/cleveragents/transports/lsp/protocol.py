@@ -15,6 +15,7 @@ from pygls.protocol import lsp_method
 
 from cleveragents.a2a import dialects, envelope
 from cleveragents.a2a.errors import error_payload, internal_error_payload, is_known
+from cleveragents.transports.lsp.calls import WireResponse
 from cleveragents.transports.lsp.framing import frame_body
 from cleveragents.transports.lsp.handshake import initialize_response
 from cleveragents.transports.lsp.pygls_hooks import PyglsProtocol, plain_dict_converter
@@ -29,16 +30,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE_SECONDS = 10.0
-
-
-class WireResponse:
-    """A complete JSON-RPC response, written as it is: a wire dict, or its UTF-8 JSON."""
-
-    __slots__ = ("payload", "body")
-
-    def __init__(self, payload: dict[str, Any] | None = None, *, body: bytes | None = None):
-        self.payload = payload
-        self.body = body
 
 
 def error_for(exc: BaseException, where: str) -> dict[str, Any]:

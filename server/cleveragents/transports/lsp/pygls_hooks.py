@@ -136,6 +136,12 @@ class PyglsProtocol(LanguageServerProtocol):
         self._request_futures[msg_id] = task
         task.add_done_callback(functools.partial(self._send_handler_result, msg_id=msg_id))
 
+    def adopt_request(self, msg_id: Any, task: asyncio.Future[Any]) -> None:
+        """Take on a request that started before this protocol existed (``early.py``):
+        from now on it is answered, cancelled and drained like the others."""
+        self._request_futures[msg_id] = task
+        task.add_done_callback(functools.partial(self._send_handler_result, msg_id=msg_id))
+
     def structure_quietly(self, data: Any) -> Any:
         """``structure_message`` without pygls's traceback at ERROR on a failure
         (the caller says what went wrong)."""

@@ -11,7 +11,6 @@ import logging
 import os
 import threading
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -19,11 +18,11 @@ from pygls.lsp.server import LanguageServer
 
 from cleveragents._version import __version__
 from cleveragents.a2a import dialects, envelope, methods
-from cleveragents.a2a.errors import A2AError, internal_error_payload
-from cleveragents.a2a.streams import call_notification
+from cleveragents.a2a.errors import internal_error_payload
 from cleveragents.config import Settings
-from cleveragents.transports.lsp.framing import FrameError, FrameReader, read_frames
-from cleveragents.transports.lsp.handshake import connection_extensions
+from cleveragents.transports.lsp.calls import Connection, answer_call
+from cleveragents.transports.lsp.framing import FrameError, Frames, read_frames
+from cleveragents.transports.lsp.handshake import connection_extensions, requested_version, workspace_root
 from cleveragents.transports.lsp.notifications import pump_events
 from cleveragents.transports.lsp.pipe_writer import PipeWriter
 from cleveragents.transports.lsp.protocol import (
@@ -48,14 +47,15 @@ class A2ALanguageServer(LanguageServer):
     protocol: A2AProtocol
 
     def __init__(self, settings: Settings, *, workspace_fixed: bool = False,
-                 container_options: dict[str, Any] | None = None, agent_card: dict[str, Any] | None = None):
+                 container_options: dict[str, Any] | None = None, agent_card: dict[str, Any] | None = None,
+                 runtime: ServiceRuntime | None = None):
         super().__init__(
             "cleveragents", __version__, protocol_cls=A2AProtocol,
             converter_factory=plain_dict_converter,
         )
         self._workspace_fixed = workspace_fixed
         # The options are the Container's: a published agent's actor and card (``A2A(...)``).
-        self.runtime = ServiceRuntime(settings=settings, container_options=container_options)
+        self.runtime = runtime or ServiceRuntime(settings=settings, container_options=container_options)
         self.agent_card = agent_card
         self.a2a_version: str | None = None
         self.a2a_extensions: tuple[str, ...] = ()  # activated for the connection, in initialize
@@ -75,20 +75,14 @@ class A2ALanguageServer(LanguageServer):
 
     # -- configuration from the client ---------------------------------------------
     def configure_from_initialize(self, params: types.InitializeParams) -> None:
-        options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
-        if options.get("a2aVersion") is not None:
-            from cleveragents.a2a.version import A2AVersionNegotiator
-
-            try:
-                self.a2a_version = A2AVersionNegotiator().check_requested(options["a2aVersion"])
-            except A2AError as exc:
-                raise JsonRpcException(message=exc.message, code=-32009, data=exc.data) from None
+        options = params.initialization_options
+        self.a2a_version = requested_version(options)
         self.a2a_extensions = connection_extensions(options)
         if params.process_id and self._watchdog is None:
             self._watchdog = asyncio.ensure_future(self._exit_with_parent(params.process_id))
         if self._workspace_fixed or self.runtime.started:
             return
-        root = _workspace_root(params)
+        root = workspace_root(self.protocol.unstructure(params))
         if root is not None and self.runtime.settings is not None:
             self.runtime.settings = replace(self.runtime.settings, workspace=root)
 
@@ -122,8 +116,6 @@ class A2ALanguageServer(LanguageServer):
         return handle
 
     async def _serve(self, method: str, params: Any, msg_id: Any) -> WireResponse:
-        from cleveragents.a2a.facade import CallContext
-
         token = params.get("workDoneToken") if isinstance(params, dict) else None
         current = asyncio.current_task()
         # A token of another type than LSP's (an integer or a string) is refused by the facade.
@@ -131,26 +123,9 @@ class A2ALanguageServer(LanguageServer):
         if tracked:
             self._progress_requests[token] = current  # type: ignore[index]
         try:
-            facade = self.runtime.ready or await self.runtime.facade()
-            context = CallContext(
-                method=method, dialect="", request_id=msg_id, a2a_version=self.a2a_version,
-                extensions=self.a2a_extensions, transport="stdio", notify=self.notify, cancel_ends_task=True,
-                push=True, editor=self._client_editor(),
-            )
-            request = {"jsonrpc": "2.0", "id": msg_id, "method": method,
-                       "params": {} if params is None else params}
-            call = await facade.open(request, context)
-            if call.response is None:  # each item a notification, then the last one answers
-                async for item in call:
-                    self.notify(*call_notification(item, msg_id))
-            elif call.follow is not None:
-                self._attach(msg_id, call.follow_key or "", call.follow)
-            return WireResponse(body=call.final_response().json_bytes())
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            # A refusal from starting the services (a bad config file) is the caller's to read.
-            return WireResponse(envelope.failure(msg_id, exc, f"{method} (stdio transport)"))
+            return await answer_call(self.runtime, Connection(self.a2a_version, self.a2a_extensions), method,
+                                     params, msg_id, notify=self.notify, attach=self._attach,
+                                     editor=self._client_editor())
         finally:
             if tracked and self._progress_requests.get(token) is current:  # type: ignore[arg-type]
                 del self._progress_requests[token]  # type: ignore[arg-type]
@@ -318,14 +293,19 @@ class A2ALanguageServer(LanguageServer):
         self.request_stop()
         self._orphaned.set()
 
-    async def serve(self, frames: FrameReader, writer: PipeWriter, first: bytes | FrameError | None,
-                    answered: Any = _UNANSWERED) -> int:
+    async def serve(self, frames: Frames, writer: PipeWriter, first: bytes | FrameError | None,
+                    answered: Any = _UNANSWERED,
+                    running: dict[Any, tuple[str, asyncio.Future[Any]]] | None = None) -> int:
         """Serve until ``exit`` or end of input. ``first`` is the frame the entry point
-        already read; ``answered`` is its id when the entry point already answered it."""
+        already read; ``answered`` is its id when the entry point already answered it;
+        ``running`` are the requests the entry point started and didn't finish."""
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self.protocol.set_writer(writer)
         writer.on_overflow = self._give_up_on_client
+        for msg_id, (method, task) in (running or {}).items():
+            self.protocol.request_received(msg_id, method)
+            self.protocol.adopt_request(msg_id, task)
         try:
             if first is not None:
                 if answered is not _UNANSWERED:
@@ -377,15 +357,3 @@ def _process_alive(pid: int) -> bool:
     except PermissionError:  # it exists, it just isn't ours
         return True
     return True
-
-
-def _workspace_root(params: types.InitializeParams) -> Path | None:
-    from pygls.uris import to_fs_path
-
-    uri = params.root_uri or (params.workspace_folders[0].uri if params.workspace_folders else None)
-    if uri:
-        path = to_fs_path(uri)
-        return Path(path) if path else None
-    return Path(params.root_path) if params.root_path else None
-
-

@@ -1,0 +1,128 @@
+"""Requests answered before the LSP layer has loaded: the services load first after
+``initialize``, so an A2A request that needs nothing of the LSP layer is answered by
+the entry point, and whatever follows goes to the pygls server in its order."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from cleveragents.infra.config_file import USER_CONFIG_ENV, workspace_config_path
+from tests.e2e.rawclient import RawServer, frame, unframe
+
+EARLY_LOG = "before the LSP layer has loaded"
+
+
+def request(msg_id: int, method: str, params: object = None) -> bytes:
+    return frame({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": {} if params is None else params})
+
+
+def notification(method: str) -> bytes:
+    return frame({"jsonrpc": "2.0", "method": method, "params": {}})
+
+
+async def run_to_shutdown(server: RawServer, data: bytes, shutdown_id: int) -> tuple[list[dict], str]:
+    """Writes ``data`` (ending with a shutdown request) at once, then ``exit`` once
+    shutdown is answered; every message read, and stderr."""
+    server.send(data)
+    await server.response(shutdown_id)
+    server.send(notification("exit"))
+    server.close_stdin()
+    code, rest, err = await server.wait()
+    assert code == 0, err.decode()[-2000:]
+    return server.messages + unframe(rest), err.decode()
+
+
+async def test_an_a2a_request_after_initialize_is_answered_before_pygls_loads(workspace, tmp_path, monkeypatch):
+    monkeypatch.setenv(USER_CONFIG_ENV, str(tmp_path / "no-user-config.toml"))
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    # No --workspace: the workspace is the one initialize names, for early answers too.
+    server = await RawServer.start("--log-level", "DEBUG", cwd=elsewhere)
+    try:
+        messages, err = await run_to_shutdown(server, (
+            request(0, "initialize", {"processId": None, "capabilities": {}, "rootUri": workspace.as_uri()})
+            + notification("initialized")
+            + request(1, "_cleveragents/health/check")
+            + request(2, "session.create", {"metadata": {"n": 1}})
+            + request(3, "ListTasks", {})  # takes the caller's context: the pygls server's
+            + request(4, "shutdown")
+        ), 4)
+    finally:
+        await server.kill()
+    answers = [m for m in messages if "method" not in m]
+    assert sorted(m["id"] for m in answers) == [0, 1, 2, 3, 4]  # each once
+    by_id = {m["id"]: m for m in answers}
+    assert by_id[1]["result"]["status"] == "ok"
+    assert by_id[2]["result"]["session_id"]
+    assert by_id[3]["result"]["tasks"] == []
+    assert by_id[4]["result"] is None
+    assert EARLY_LOG in err
+    # The store is the workspace's from initialize, not the process's directory.
+    assert (workspace / ".cleveragents").is_dir() and not (elsewhere / ".cleveragents").exists()
+
+
+async def test_a_session_made_early_is_there_for_the_pygls_server(workspace):
+    server = await RawServer.start("--workspace", str(workspace))
+    try:
+        server.send(request(0, "initialize", {"processId": None, "capabilities": {}}) + notification("initialized")
+                    + request(1, "session.create", {}))
+        created = await server.response(1)
+        # didOpen ends the early phase: the pygls server takes this and what follows.
+        server.send(frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": (workspace / "README.md").as_uri(), "languageId": "markdown", "version": 1, "text": "hello\n"}}}))
+        session = await server.request(2, "session.get", {"session_id": created["result"]["session_id"]})
+        assert session["result"]["session_id"] == created["result"]["session_id"]
+    finally:
+        await server.kill()
+
+
+async def test_services_that_fail_to_start_are_an_error_answer_and_lsp_goes_on(workspace, tmp_path, monkeypatch):
+    monkeypatch.setenv(USER_CONFIG_ENV, str(tmp_path / "no-user-config.toml"))
+    other = tmp_path / "other"
+    other.mkdir()
+    config = workspace_config_path(other)
+    config.parent.mkdir(parents=True)
+    config.write_text("[defaults]\nmax_terminal_tasks = [\n")  # not TOML
+    server = await RawServer.start(cwd=workspace)
+    try:
+        messages, _ = await run_to_shutdown(server, (
+            request(0, "initialize", {"processId": None, "capabilities": {}, "rootUri": other.as_uri()})
+            + notification("initialized") + request(1, "_cleveragents/health/check")
+            + request(2, "shutdown")
+        ), 2)
+    finally:
+        await server.kill()
+    by_id = {m["id"]: m for m in messages if "method" not in m}
+    assert set(by_id) == {0, 1, 2}
+    error = by_id[1]["error"]
+    assert str(config) in error["message"] + str(error.get("data"))
+    assert by_id[2]["result"] is None
+
+
+async def test_a_request_cancelled_while_the_services_load_is_answered_once(workspace):
+    server = await RawServer.start("--workspace", str(workspace))
+    try:
+        messages, err = await run_to_shutdown(server, (
+            request(0, "initialize", {"processId": None, "capabilities": {}}) + notification("initialized")
+            + request(1, "_cleveragents/diagnostics/run", {"checks": ["workspace"]})
+            + frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 1}})
+            + request(2, "_cleveragents/health/check")
+            + request(3, "shutdown")
+        ), 3)
+    finally:
+        await server.kill()
+    answers = [m for m in messages if "method" not in m]
+    assert sorted(m["id"] for m in answers) == [0, 1, 2, 3]
+    assert next(m for m in answers if m["id"] == 1)["error"]["code"] == -32800
+    assert next(m for m in answers if m["id"] == 2)["result"]["status"] == "ok"
+    assert "unknown message id" not in err  # the cancel reached its request
+
+
+def test_the_entry_point_does_not_import_pygls_to_answer_initialize():
+    """Only light modules load before the first answers; pygls comes last."""
+    code = ("import sys, cleveragents.transports.lsp.main, cleveragents.transports.lsp.early; "
+            "print(any(m.split('.')[0] in ('pygls', 'lsprotocol', 'pydantic') for m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "False", done.stderr
+
