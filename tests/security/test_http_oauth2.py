@@ -221,7 +221,7 @@ async def test_the_static_token_and_the_missing_credential_still_work(agent):
     assert apply.json()["error"]["code"] != -32003  # a configured secret may call every method
     missing = await agent.post("/a2a", json=SEND, headers=V1)
     assert missing.status_code == 401 and missing.headers["www-authenticate"] == 'Bearer realm="a2a"'
-    assert reason_of(missing.json())[1]["schemes"] == '["bearer","oauth2"]'
+    assert reason_of(missing.json())[1]["schemes"] == '["bearerAuth","oauth2"]'
 
 
 async def test_an_unreachable_key_set_is_a_503_that_does_not_stall(tmp_path, issuer, monkeypatch):

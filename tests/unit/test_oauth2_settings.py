@@ -137,12 +137,12 @@ def test_the_card_declares_the_oauth2_scheme(flow):
     assert set(scheme["flows"][flow]["scopes"]) == {"agents:read", "agents:send", "agents:admin"}
     assert scheme["oauth2MetadataUrl"].endswith("oauth-authorization-server")
     # Either secret works: the bearer token, or an OAuth2 token with a scope that can send.
-    assert v1["securityRequirements"] == [{"schemes": {"bearer": {"list": []}}},
+    assert v1["securityRequirements"] == [{"schemes": {"bearerAuth": {"list": []}}},
                                           {"schemes": {"oauth2": {"list": ["agents:send"]}}},
                                           {"schemes": {"oauth2": {"list": ["agents:admin"]}}}]
     v03 = card_v03(spec)
     assert v03["securitySchemes"]["oauth2"]["type"] == "oauth2"
-    assert v03["security"] == [{"bearer": []}, {"oauth2": ["agents:send"]}, {"oauth2": ["agents:admin"]}]
+    assert v03["security"] == [{"bearerAuth": []}, {"oauth2": ["agents:send"]}, {"oauth2": ["agents:admin"]}]
     assert list(v03["securitySchemes"]["oauth2"]["flows"]) == ([] if flow == "deviceCode" else [flow])
 
 
