@@ -158,17 +158,9 @@ def fill(fetch: Callable[[int | None, int], list[R]], decode: Callable[[R], T | 
     a batch at a time."""
     found: list[tuple[int, T]] = []
     batch = limit
-    while True:
-        rows = fetch(before, batch)
-        for row in rows:
-            if (record := decode(row)) is not None:
-                found.append((row[0], record))  # type: ignore[index]
-                if len(found) == limit:
-                    return found
-        if len(rows) < batch:
-            return found
-        before = rows[-1][0]  # type: ignore[index]
-        batch = max(limit - len(found), _READ_AHEAD)
+    while (step := _take(fetch(before, batch), batch, decode, found, limit)) is not None:
+        before, batch = step
+    return found
 
 
 async def fill_async(fetch: Callable[[int | None, int], Awaitable[list[R]]], decode: Callable[[R], T | None],
@@ -176,17 +168,23 @@ async def fill_async(fetch: Callable[[int | None, int], Awaitable[list[R]]], dec
     """``fill`` for a store whose reads are awaited (PostgreSQL)."""
     found: list[tuple[int, T]] = []
     batch = limit
-    while True:
-        rows = await fetch(before, batch)
-        for row in rows:
-            if (record := decode(row)) is not None:
-                found.append((row[0], record))  # type: ignore[index]
-                if len(found) == limit:
-                    return found
-        if len(rows) < batch:
-            return found
-        before = rows[-1][0]  # type: ignore[index]
-        batch = max(limit - len(found), _READ_AHEAD)
+    while (step := _take(await fetch(before, batch), batch, decode, found, limit)) is not None:
+        before, batch = step
+    return found
+
+
+def _take(rows: list[R], batch: int, decode: Callable[[R], T | None], found: list[tuple[int, T]],
+          limit: int) -> tuple[int, int] | None:
+    """Adds the records of one read of ``batch`` rows to ``found``; the next read's
+    ``(before, batch)``, or ``None`` once the page is full or the rows ran out."""
+    for row in rows:
+        if (record := decode(row)) is not None:
+            found.append((row[0], record))  # type: ignore[index]
+            if len(found) == limit:
+                return None
+    if len(rows) < batch:
+        return None
+    return rows[-1][0], max(limit - len(found), _READ_AHEAD)  # type: ignore[index]
 
 
 def kept(rows: Iterable[tuple[str, str]], store: str, reader: RecordReader,
