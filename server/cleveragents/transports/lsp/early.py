@@ -37,11 +37,9 @@ def _early_request(message: dict[str, Any]) -> bool:
             and (params is None or (isinstance(params, dict) and "workDoneToken" not in params)))
 
 
-def _is_initialized(frame: Frame) -> bool:
-    if not isinstance(frame, bytes):
-        return False
-    incoming = envelope.read(frame)
-    return incoming.refusal is None and incoming.kind == "notification" and incoming.message["method"] == "initialized"
+# What ``EarlyCalls.take`` did with a frame; ``None``: it is the pygls server's.
+TAKEN = "taken"  # answered (or cancelled) here
+HELD = "held"  # ``initialized``: kept for the pygls server, the phase goes on
 
 
 class EarlyCalls:
@@ -54,18 +52,20 @@ class EarlyCalls:
         self._running: dict[Any, tuple[str, asyncio.Task[WireResponse]]] = {}
         self._handed_over = False
 
-    def take(self, frame: Frame) -> bool:
-        """Start answering ``frame`` when it is a request this phase serves (or cancel
-        one that it runs); ``False`` leaves the frame to the pygls server."""
+    def take(self, frame: Frame) -> str | None:
+        """``TAKEN`` when ``frame`` is a request this phase answers (or the cancel of
+        one it runs), ``HELD`` for ``initialized``, else ``None``."""
         if not isinstance(frame, bytes):
-            return False
+            return None
         incoming = envelope.read(frame)
         message = incoming.message
-        if incoming.refusal is None and incoming.kind == "notification" and message["method"] == "$/cancelRequest":
-            return self._cancel(message.get("params"))
+        if incoming.refusal is None and incoming.kind == "notification":
+            if message["method"] == "$/cancelRequest":
+                return TAKEN if self._cancel(message.get("params")) else None
+            return HELD if message["method"] == "initialized" else None
         if incoming.refusal is not None or incoming.kind != "request" or message["id"] in self._running \
                 or not _early_request(message):
-            return False
+            return None
         msg_id = message["id"]
         task = asyncio.ensure_future(answer_call(
             self._runtime, self._connection, message["method"], message.get("params"), msg_id,
@@ -73,7 +73,7 @@ class EarlyCalls:
         ))
         self._running[msg_id] = (message["method"], task)
         task.add_done_callback(lambda done: self._answer(msg_id, done))
-        return True
+        return TAKEN
 
     def _cancel(self, params: Any) -> bool:
         """Cancel one of these requests; the pygls server answers it as it answers a
@@ -131,13 +131,13 @@ async def serve_until_loaded(frames: Frames, calls: EarlyCalls, loaded: Awaitabl
         if not reading.done():
             return Backlog(frames, ahead, reading)
         frame = reading.result()
-        if calls.take(frame):
+        taken = calls.take(frame)
+        if taken == TAKEN:
             logger.debug("answering a request before the LSP layer has loaded")
-        elif _is_initialized(frame):
-            ahead.append(frame)
         else:
             ahead.append(frame)
-            return Backlog(frames, ahead, None)
+            if taken != HELD:
+                return Backlog(frames, ahead, None)
         if loading.done():
             return Backlog(frames, ahead, None)
 
