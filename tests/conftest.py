@@ -37,3 +37,13 @@ def postgres():
 def postgres_url(postgres) -> str:
     """A fresh database on the session's server."""
     return postgres.new_database()
+
+
+@pytest.fixture
+async def issuer():
+    """An OAuth2 authorization server on loopback (tests/oauth2_issuer.py): its JWKS
+    endpoint, and access tokens minted with its keys."""
+    from tests.oauth2_issuer import running_issuer
+
+    async with running_issuer() as running:
+        yield running

@@ -5,11 +5,13 @@ with those keys (or forged without them)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import base64
 import hashlib
 import hmac
 import json
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import jwt
@@ -26,6 +28,7 @@ from tests.contract.runners import UvicornServer
 ISSUER = "https://issuer.test/"
 AUDIENCE = "https://agents.test"
 TOKEN_URL = "https://issuer.test/oauth/token"
+ACCESS_TOKEN_TYPE = "at+jwt"
 
 
 def b64(data: bytes) -> str:
@@ -81,8 +84,11 @@ class Issuer:
         return {k: v for k, v in claims.items() if v is not None}
 
     def mint(self, kid: str = "rsa-1", *, headers: dict[str, Any] | None = None, **changes: Any) -> str:
+        """An access token (``typ: at+jwt``, RFC 9068); ``headers`` change its header
+        (a ``typ`` of ``None`` leaves it out)."""
         key, algorithm = self.private[kid]
-        return jwt.encode(self.claims(**changes), key, algorithm=algorithm, headers={"kid": kid, **(headers or {})})
+        header = {"kid": kid, "typ": ACCESS_TOKEN_TYPE, **(headers or {})}  # PyJWT drops a typ of None
+        return jwt.encode(self.claims(**changes), key, algorithm=algorithm, headers=header)
 
     def forge(self, header: dict[str, Any], claims: dict[str, Any], secret: bytes | None = None) -> str:
         """A token built by hand: ``alg: none`` (no signature), or HS256 keyed with ``secret``."""
@@ -123,3 +129,17 @@ class Issuer:
         if self.server is not None:
             self.mode = "ok"
             await self.server.stop()
+
+
+@contextlib.asynccontextmanager
+async def running_issuer() -> AsyncIterator[Issuer]:
+    """An authorization server on loopback with an RS256 key (``rsa-1``) and an ES256
+    one (``ec-1``): the ``issuer`` fixture (tests/conftest.py)."""
+    issuer = Issuer()
+    issuer.add_key("rsa-1", "RS256")
+    issuer.add_key("ec-1", "ES256")
+    await issuer.start()
+    try:
+        yield issuer
+    finally:
+        await issuer.stop()

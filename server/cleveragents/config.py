@@ -268,6 +268,10 @@ class OAuth2:
     algorithms: tuple[str, ...] = JWT_ALGORITHMS
     leeway: float = 30.0  # seconds of clock skew allowed on exp, nbf and iat
     jwks_cache_seconds: float = 300.0  # keys older than this are fetched again
+    # RFC 9068: an access token's header says `typ: at+jwt`, so an ID token (`JWT`) of
+    # the same issuer can't pass for one. Some providers type their access tokens
+    # `JWT` (or not at all); this lets those in too.
+    accept_plain_jwt: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.issuer, str) or not self.issuer.strip():
@@ -301,6 +305,8 @@ class OAuth2:
             raise OAuth2ConfigError("leeway", "seconds from 0 to 300")
         if not 10 <= self.jwks_cache_seconds <= 86400:
             raise OAuth2ConfigError("jwks_cache_seconds", "seconds from 10 to 86400")
+        if not isinstance(self.accept_plain_jwt, bool):
+            raise OAuth2ConfigError("accept_plain_jwt", "true or false")
 
     @property
     def audiences(self) -> tuple[str, ...]:

@@ -16,7 +16,6 @@ from cleveragents.config import OAuth2
 from cleveragents.infra.config_file import USER_CONFIG_ENV, load_config, workspace_config_path
 from tests.conftest import REPO
 from tests.contract.runners import UvicornServer
-from tests.oauth2_issuer import Issuer
 
 SECTION = (REPO / "docs" / "http.md").read_text().split("### OAuth2 with JWT access tokens", 1)[1].split("\n## ", 1)[0]
 
@@ -43,15 +42,6 @@ def test_the_groups_table_is_the_codes():
         actual = {spec.name for spec in methods.METHODS.values()
                   if group_of(spec) == group and spec.dialect in (dialects.A2A_V1, dialects.EXTENSION)}
         assert documented[group] == actual, group
-
-
-@pytest.fixture
-async def issuer():
-    issuer = Issuer()
-    issuer.add_key("rsa-1", "RS256")
-    await issuer.start()
-    yield issuer
-    await issuer.stop()
 
 
 async def test_the_python_example_serves_what_the_section_says(tmp_path, issuer, monkeypatch):

@@ -18,19 +18,9 @@ from a2a.utils.errors import InvalidRequestError
 
 from cleveragents import A2A, Agent, OAuth2
 from tests.contract.runners import UvicornServer
-from tests.oauth2_issuer import AUDIENCE, ISSUER, TOKEN_URL, Issuer
+from tests.oauth2_issuer import AUDIENCE, ISSUER, TOKEN_URL
 
 SESSION = "session-1"
-
-
-@pytest.fixture
-async def issuer():
-    issuer = Issuer()
-    issuer.add_key("rsa-1", "RS256")
-    issuer.add_key("ec-1", "ES256")
-    await issuer.start()
-    yield issuer
-    await issuer.stop()
 
 
 @pytest.fixture

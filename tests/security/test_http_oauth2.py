@@ -31,16 +31,6 @@ def rpc(method: str, params: dict | None = None, msg_id: int = 1) -> dict:
 SEND = rpc("SendMessage", {"message": {"role": "ROLE_USER", "messageId": "m-1", "parts": [{"text": "hi"}]}})
 
 
-@pytest.fixture
-async def issuer():
-    issuer = Issuer()
-    issuer.add_key("rsa-1", "RS256")
-    issuer.add_key("ec-1", "ES256")
-    await issuer.start()
-    yield issuer
-    await issuer.stop()
-
-
 def oauth2_for(issuer: Issuer, **changes) -> OAuth2:
     return OAuth2(**{"issuer": ISSUER, "audience": AUDIENCE, "jwks_url": issuer.jwks_url, "token_url": TOKEN_URL,
                      "scopes": SCOPES, **changes})
@@ -115,6 +105,30 @@ async def test_expired_wrong_issuer_wrong_audience_and_missing_claims_are_refuse
     assert (await agent.post("/a2a", json=SEND, headers=bearer(issuer.mint(aud=["x", AUDIENCE])))).status_code == 200
 
 
+async def test_only_tokens_typed_as_access_tokens_get_in(agent, issuer, tmp_path):
+    """RFC 9068: ``at+jwt`` (in any case, with or without ``application/``) gets in; an
+    ID token's ``JWT``, no ``typ`` or another JWT type does not, unless the server
+    accepts plain JWTs, which still refuses other types."""
+    for typ in ("at+jwt", "AT+JWT", "application/at+jwt"):
+        answer = await agent.post("/a2a", json=SEND, headers=bearer(issuer.mint(headers={"typ": typ})))
+        assert answer.status_code == 200, (typ, answer.text)
+    for typ in ("JWT", None, "logout+jwt", "dpop+jwt"):
+        answer = await refused(agent, issuer.mint(headers={"typ": typ}), "wrong_token_type")
+        assert "at+jwt" in answer.json()["error"]["message"]
+    lenient = UvicornServer(A2A(agent=Agent(name="Echo", handler=lambda t: t),
+                                oauth2=oauth2_for(issuer, accept_plain_jwt=True)).asgi_app(workspace=tmp_path,
+                                                                                           memory=True))
+    await lenient.start()
+    try:
+        async with httpx.AsyncClient(base_url=lenient.url, timeout=20) as client:
+            for typ in ("at+jwt", "JWT", "jwt", "application/jwt", None):
+                answer = await client.post("/a2a", json=SEND, headers=bearer(issuer.mint(headers={"typ": typ})))
+                assert answer.status_code == 200, (typ, answer.text)
+            await refused(client, issuer.mint(headers={"typ": "logout+jwt"}), "wrong_token_type")
+    finally:
+        await lenient.stop()
+
+
 async def test_a_tampered_or_garbled_token_is_refused(agent, issuer):
     token = issuer.mint()
     head, payload, signature = token.split(".")
@@ -134,7 +148,7 @@ async def test_alg_none_and_hs256_keyed_with_the_public_key_are_refused(agent, i
         answer = await refused(agent, forged, "algorithm_not_allowed")
         assert "HS256" in answer.json()["error"]["message"]
     # A key that names RS256 doesn't verify an RS512 token made with it either.
-    rs512 = issuer.forge({"alg": "RS512", "kid": "rsa-1"}, claims, None)
+    rs512 = issuer.forge({"alg": "RS512", "kid": "rsa-1", "typ": "at+jwt"}, claims, None)
     await refused(agent, rs512, "algorithm_not_allowed")
 
 
@@ -156,13 +170,8 @@ async def test_an_unknown_key_is_refused_then_picked_up_once_the_issuer_publishe
 
 async def test_made_up_key_ids_do_not_hammer_the_issuer(agent, issuer):
     assert (await agent.post("/a2a", json=SEND, headers=bearer(issuer.mint()))).status_code == 200
-    claims = issuer.claims()
     for n in range(20):
-        key, algorithm = issuer.private["rsa-1"]
-        import jwt
-
-        token = jwt.encode(claims, key, algorithm=algorithm, headers={"kid": f"made-up-{n}"})
-        await refused(agent, token, "unknown_key")
+        await refused(agent, issuer.mint(headers={"kid": f"made-up-{n}"}), "unknown_key")
     assert issuer.fetches <= 2
 
 

@@ -142,6 +142,7 @@ class OAuth2Entry(_Entry):
     algorithms: list[Annotated[str, StringConstraints(max_length=20)]] | None = Field(default=None, max_length=20)
     leeway: float | None = Field(default=None, ge=0, le=300)
     jwks_cache_seconds: float | None = Field(default=None, ge=10, le=86400)
+    accept_plain_jwt: bool | None = None
 
 
 def _oauth2(document: dict[str, Any], base: Path) -> dict[str, Any]:

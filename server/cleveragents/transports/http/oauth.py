@@ -6,6 +6,11 @@ PyJWT does the verifying; it is the ``oauth`` extra, imported only when OAuth2 i
 configured. The algorithm comes from the key, never from the token alone: a token
 whose ``alg`` is ``none``, a symmetric one (HS256 with the public key as the secret),
 or one its key doesn't allow is refused before any signature is checked.
+
+The header's ``typ`` must be ``at+jwt`` (RFC 9068, ``application/at+jwt`` too, in any
+case): a JWT of another kind from the same issuer, an ID token above all, is no access
+token. ``OAuth2.accept_plain_jwt`` also lets in ``typ: JWT`` and no ``typ``, as some
+providers send; a token typed anything else is refused either way.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from cleveragents.transports.http.jwks import KeySet, KeySetUnavailable
 OAUTH_EXTRA = "pip install 'cleveragents[oauth]' (PyJWT with its crypto extra)"
 MAX_TOKEN_CHARS = 16 * 1024
 REQUIRED_CLAIMS = ("exp", "iss", "aud")
+ACCESS_TOKEN_TYPE = "at+jwt"
+PLAIN_TYPE = "jwt"
 
 
 class TokenRejected(Exception):
@@ -79,6 +86,7 @@ class JwtVerifier:
                                                          f"accepted (accepted: {', '.join(sorted(self.algorithms))})")
         if kid is not None and not isinstance(kid, str):
             raise TokenRejected("malformed", "The token's key id (kid) is not a string")
+        self._check_type(header.get("typ"))
         try:
             candidates = await self.keys.candidates(kid)
         except KeySetUnavailable as exc:
@@ -103,6 +111,22 @@ class JwtVerifier:
             return VerifiedToken(_subject(claims), scopes_of(claims), claims)
         assert failure is not None
         raise failure
+
+
+    def _check_type(self, typ: Any) -> None:
+        kind = media_type(typ) if isinstance(typ, str) else None
+        if kind == ACCESS_TOKEN_TYPE or (self.config.accept_plain_jwt and (typ is None or kind == PLAIN_TYPE)):
+            return
+        accepted = f"{ACCESS_TOKEN_TYPE!r}" + (f" or {PLAIN_TYPE.upper()!r}" if self.config.accept_plain_jwt else "")
+        shown = "no typ" if typ is None else f"typ {str(typ)[:40]!r}"
+        raise TokenRejected("wrong_token_type", f"The token is not an access token: its header has {shown}, "
+                                                f"not {accepted} (RFC 9068)")
+
+
+def media_type(typ: str) -> str:
+    """A ``typ`` as a media type, compared: lower case, without ``application/`` (RFC 7515 §4.1.9)."""
+    kind = typ.strip().lower()
+    return kind.removeprefix("application/")
 
 
 def _rejection(exc: Exception) -> TokenRejected:
