@@ -5,8 +5,8 @@ with those keys (or forged without them)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import base64
+import contextlib
 import hashlib
 import hmac
 import json

@@ -8,7 +8,6 @@ import dataclasses
 import re
 
 import httpx
-import pytest
 
 from cleveragents.a2a import dialects, methods
 from cleveragents.a2a.access import GROUPS, group_of
