@@ -2,7 +2,8 @@
 
 The publishing API (``Agent``, ``AgentTeam``, ``Task``, ``A2A``, ``AgentExtension``,
 ``AgentProvider``, ``OAuth2``, ``tool``, and the parts and artifacts a handler answers with; for handlers
-``InputRequired``, ``Message``, ``ReplyAs``, ``TaskRejected``) loads on first use, so
+``InputRequired``, ``Message``, ``ReplyAs``, ``TaskRejected``; for a handler's annotations ``Turn``
+and ``CallerIdentity``, who is calling) loads on first use, so
 ``import cleveragents`` stays cheap. ``A2AClient`` (the outbound client,
 ``cleveragents.a2a.client.A2AClient``) loads only when named, so a server that never
 calls out never imports it; httpx loads at its first request.
@@ -17,6 +18,8 @@ from cleveragents._version import __version__
 
 if TYPE_CHECKING:
     from cleveragents.a2a.client import A2AClient
+    from cleveragents.domain.actor import Turn
+    from cleveragents.domain.caller import CallerIdentity
     from cleveragents.publish import (
         A2A,
         A2UI_MIME_TYPE,
@@ -45,7 +48,11 @@ _PUBLISHED = frozenset({"A2A", "Agent", "AgentExtension", "AgentProvider", "Agen
                         "TaskRejected", "TeamTask", "tool", "TextPart", "FilePart", "DataPart", "Artifact",
                         "create_a2ui_part", "is_a2ui_part", "A2UI_MIME_TYPE", "OAuth2"})
 
-__all__ = ["A2A", "A2AClient", "A2UI_MIME_TYPE", "Agent", "AgentExtension", "AgentProvider", "AgentTeam", "Artifact",
+# What a handler reads: the turn, and who sent its message.
+_HANDLER_TYPES = {"Turn": "cleveragents.domain.actor", "CallerIdentity": "cleveragents.domain.caller"}
+
+__all__ = ["A2A", "A2AClient", "A2UI_MIME_TYPE", "Agent", "CallerIdentity", "Turn",
+           "AgentExtension", "AgentProvider", "AgentTeam", "Artifact",
            "DataPart",
            "FilePart", "InputRequired", "Message", "OAuth2", "ReplyAs", "Task", "TaskRejected", "TeamTask", "TextPart",
            "__version__", "create_a2ui_part", "is_a2ui_part", "tool"]
@@ -56,6 +63,8 @@ def __getattr__(name: str) -> Any:
         value = importlib.import_module("cleveragents.a2a.client").A2AClient
     elif name in _PUBLISHED:
         value = getattr(importlib.import_module("cleveragents.publish"), name)
+    elif name in _HANDLER_TYPES:
+        value = getattr(importlib.import_module(_HANDLER_TYPES[name]), name)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
@@ -63,4 +72,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_PUBLISHED, "A2AClient"})
+    return sorted({*globals(), *_PUBLISHED, *_HANDLER_TYPES, "A2AClient"})

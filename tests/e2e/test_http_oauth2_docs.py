@@ -5,7 +5,10 @@ its TOML example is the same settings, and its table of groups is the code's."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import subprocess
+import sys
 
 import httpx
 
@@ -79,3 +82,12 @@ async def test_the_python_example_serves_what_the_section_says(tmp_path, issuer,
             assert expired.status_code == 401 and 'error="invalid_token"' in expired.headers["www-authenticate"]
     finally:
         await server.stop()
+
+
+def test_the_who_is_calling_example_prints_what_it_says():
+    part = SECTION.split("**Who is calling.**", 1)[1]
+    code, output = re.findall(r"```(?:python|text)\n(.*?)```", part, re.S)[:2]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == output

@@ -32,11 +32,12 @@ from cleveragents.a2a.models import A2AErrorDetail, A2ARequest, A2AResponse
 from cleveragents.a2a.streams import Call, Followed, call_notification
 from cleveragents.a2a.version import A2AVersionNegotiator
 from cleveragents.app.calls import CallContext
+from cleveragents.domain.caller import CallerIdentity
 from cleveragents.domain.json_limits import JsonLimits
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["A2ALocalFacade", "Call", "CallContext", "PendingResponse"]
+__all__ = ["A2ALocalFacade", "Call", "CallContext", "CallerIdentity", "PendingResponse"]
 
 # Params keys that belong to the transport, not to the method.
 VERSION_PARAM = "A2A-Version"

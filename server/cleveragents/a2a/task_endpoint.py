@@ -33,6 +33,7 @@ from cleveragents.a2a.push import DIALECT_KEY
 from cleveragents.a2a.streams import ARTIFACT, STATUS, StreamItem
 from cleveragents.app.calls import CallContext
 from cleveragents.app.tasks import TaskService
+from cleveragents.domain.caller import CallerIdentity
 from cleveragents.domain.push_policy import PushTargetRefused
 from cleveragents.domain.task import PushConfig, StreamEvent, Task, TaskArtifactUpdate
 
@@ -40,6 +41,10 @@ from cleveragents.domain.task import PushConfig, StreamEvent, Task, TaskArtifact
 def codec_for(context: CallContext | None) -> Codec:
     dialect = context.dialect if context is not None else dialects.A2A_V1
     return get_codec("0.3" if dialect == dialects.A2A_V03 else "1.0")
+
+
+def caller_of(context: CallContext | None) -> CallerIdentity | None:
+    return context.caller if context is not None else None
 
 
 class TaskEndpoint:
@@ -53,7 +58,7 @@ class TaskEndpoint:
         try:
             result = await self.service.send(
                 request.message, blocking=request.blocking, history_length=request.history_length,
-                push_config=request.push_config, metadata=request.metadata,
+                push_config=request.push_config, metadata=request.metadata, caller=caller_of(context),
             )
         except PushTargetRefused as exc:
             raise exc.at(_send_url_loc(q.configuration)) from None
@@ -64,7 +69,7 @@ class TaskEndpoint:
         request = _with_dialect(codec.decode_send(q.message, q.configuration, q.metadata), codec)
         try:
             events = await self.service.stream(request.message, push_config=request.push_config,
-                                               metadata=request.metadata)
+                                               metadata=request.metadata, caller=caller_of(context))
         except PushTargetRefused as exc:
             raise exc.at(_send_url_loc(q.configuration)) from None
         return self._items(events, codec, context, ends_task=True)

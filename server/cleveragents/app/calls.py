@@ -6,6 +6,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from cleveragents.domain.caller import CallerIdentity
+
 Notify = Callable[[str, dict[str, Any]], None]
 
 
@@ -37,7 +39,7 @@ class CallContext:
     ``push`` says the transport sends a live stream after the response (a
     subscription's events); ``attach_stream`` is how an in-process caller of
     ``respond`` takes such a stream; ``editor`` makes plan changes through the
-    client's editor. All are unset for in-process callers.
+    client's editor; ``caller`` is who is calling. All are unset for in-process callers.
     """
 
     method: str
@@ -60,3 +62,6 @@ class CallContext:
     activated_extensions: tuple[str, ...] = ()
     # The caller's W3C Trace Context headers (traceparent, tracestate), when tracing is on.
     trace_headers: dict[str, str] | None = None
+    # Who is calling, when the transport authenticated the call (HTTP with credentials):
+    # an OAuth2 token's subject, client and scopes, or the configured secret's scheme.
+    caller: CallerIdentity | None = None

@@ -50,6 +50,7 @@ from cleveragents.domain.actor import (
     Turn,
     Usage,
 )
+from cleveragents.domain.caller import CallerIdentity
 from cleveragents.domain.errors import (
     BudgetExceededError,
     BusinessRuleViolation,
@@ -147,10 +148,11 @@ class TaskService:
     # -- sending -------------------------------------------------------------------
     async def send(self, message: Message, *, blocking: bool = True, history_length: int | None = None,
                    push_config: PushConfig | None = None, metadata: dict[str, Any] | None = None,
-                   ) -> Task | Message:
+                   caller: CallerIdentity | None = None) -> Task | Message:
         """Start (or resume) a task. Blocking waits until it is terminal or needs input;
-        a caller that goes away cancels the task."""
-        run, _, drive = await self._start(message, push_config, metadata, here=blocking)
+        a caller that goes away cancels the task. ``caller`` (who sent the message)
+        is on the actor's turn."""
+        run, _, drive = await self._start(message, push_config, metadata, here=blocking, caller=caller)
         if isinstance(run, Message):  # the actor answered with a message: no task
             return run
         if drive is not None:
@@ -163,11 +165,12 @@ class TaskService:
         return run.task.trimmed(history_length)
 
     async def stream(self, message: Message, *, push_config: PushConfig | None = None,
-                     metadata: dict[str, Any] | None = None) -> AsyncIterator[StreamEvent]:
+                     metadata: dict[str, Any] | None = None,
+                     caller: CallerIdentity | None = None) -> AsyncIterator[StreamEvent]:
         """The task, then its updates until it is terminal or needs input. Closing the
         iterator early (the client went away) leaves the task running, within its own
         limits; ``subscribe`` follows it again, and ``cancel`` stops it."""
-        run, queue, _ = await self._start(message, push_config, metadata, listen=True)
+        run, queue, _ = await self._start(message, push_config, metadata, listen=True, caller=caller)
         if isinstance(run, Message):  # the actor answered with a message: that is the stream
             return only(run)
         assert queue is not None
@@ -193,7 +196,7 @@ class TaskService:
         return self._subscribers.watch(task, last_event_id)
 
     async def _start(self, message: Message, push_config: PushConfig | None, metadata: dict[str, Any] | None,
-                     listen: bool = False, here: bool = False,
+                     listen: bool = False, here: bool = False, caller: CallerIdentity | None = None,
                      ) -> tuple[TaskRun | Message, asyncio.Queue[Any] | None, Coroutine[Any, Any, None] | None]:
         """Store the new (or resumed) task and start its work: in a task of its own, or
         with ``here``, as the coroutine returned for the caller to await itself. An actor
@@ -224,7 +227,7 @@ class TaskService:
             if replies_directly(actor) and (here or listen):
                 primed = await FirstEvent.read(actor, Turn(
                     task_id, context_id, message, (), tuple(self._tools()),
-                    choice.context if choice is not None else {}, self._invoker))
+                    choice.context if choice is not None else {}, self._invoker, caller))
                 if (reply := primed.reply) is not None:
                     await primed.aclose()
                     return answer_message(reply, context_id), None, None
@@ -278,7 +281,7 @@ class TaskService:
         if resumed:
             self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status), listeners=False)
         turn = Turn(task.id, task.context_id, message, task.history[:-1], tuple(self._tools()),
-                    choice.context if choice is not None else {}, self._invoker)
+                    choice.context if choice is not None else {}, self._invoker, caller)
         answering = PrimedActor(primed) if primed is not None else None
         if here:
             return run, queue, self._drive(run, turn, choice, here=True, actor=answering)

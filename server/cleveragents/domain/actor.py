@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from cleveragents.domain.caller import CallerIdentity
 from cleveragents.domain.errors import BusinessRuleViolation
 from cleveragents.domain.records import record
 from cleveragents.domain.task import Artifact, Message, Part, Role
@@ -139,6 +140,9 @@ class Turn:
     # service's tiers), "guidance" (list of str), "files" ({path: text}), "agent".
     context: Mapping[str, Any] = field(default_factory=dict)
     invoke: ToolInvoker | None = None
+    # Who sent the message, when the transport authenticated the call (HTTP with
+    # credentials); None otherwise.
+    caller: CallerIdentity | None = None
 
 
 class Actor(Protocol):

@@ -40,7 +40,7 @@ from cleveragents.a2a.facade import CallContext
 from cleveragents.a2a.version import EMPTY_HEADER_VERSION
 from cleveragents.config import Settings
 from cleveragents.transports import redaction
-from cleveragents.transports.http.auth import HttpAuth
+from cleveragents.transports.http.auth import Caller, HttpAuth
 from cleveragents.transports.http.cards import CARD_V03_PATH, CARD_V1_PATH, CardRoutes
 from cleveragents.transports.http.guards import GuardPolicy, HttpGuard
 from cleveragents.transports.http.jsonrpc import JsonRpcEndpoint
@@ -109,11 +109,12 @@ class A2AHttpApp:
                    oauth2=self.auth.oauth2.scheme if self.auth.oauth2 is not None else None)
         self.card_modified = time.time()
 
-    def call_context(self, request: Request, method: str, msg_id: Any) -> CallContext:
+    def call_context(self, request: Request, method: str, msg_id: Any, caller: Caller | None = None) -> CallContext:
         # An empty A2A-Version header means 0.3 (the A2A specification).
         version = request.headers.get(VERSION_HEADER, "").strip() or EMPTY_HEADER_VERSION
         context = CallContext(method=method, dialect="", request_id=msg_id, a2a_version=version, transport="http",
-                              extensions=requested_extensions(request.headers))
+                              extensions=requested_extensions(request.headers),
+                              caller=caller.identity if caller is not None else None)
         if tracing.on():  # the caller's trace, which the request's span joins
             context.trace_headers = {k: v for k in TRACE_HEADERS if (v := request.headers.get(k)) is not None}
         return context

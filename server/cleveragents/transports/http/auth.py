@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from cleveragents.transports.http.oauth import JwtVerifier
 
 from cleveragents.a2a.cards import API_KEY_SCHEME, BEARER_SCHEME
+from cleveragents.a2a.facade import CallerIdentity
 
 BEARER_PREFIX = "bearer "
 DEFAULT_API_KEY_HEADER = "X-API-Key"
@@ -38,13 +39,20 @@ RETRY_AFTER_SECONDS = "10"
 @dataclass(frozen=True, slots=True)
 class Caller:
     """Who got in. ``scopes`` is ``None`` for a caller that may call every method (a
-    configured secret, or no auth at all)."""
+    configured secret, or no auth at all); ``identity`` is what the services and the
+    agent's turns see of it (``None`` without auth)."""
 
     scopes: frozenset[str] | None = None
-    subject: str | None = None
+    identity: CallerIdentity | None = None
+
+    @property
+    def subject(self) -> str | None:
+        return self.identity.subject if self.identity is not None else None
 
 
 EVERYONE = Caller()
+BY_TOKEN = Caller(identity=CallerIdentity(BEARER_SCHEME))
+BY_API_KEY = Caller(identity=CallerIdentity(API_KEY_SCHEME))
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,17 +105,17 @@ class HttpAuth:
         """The caller the request's credentials let in, or why they don't."""
         if not self.enabled:
             return EVERYONE
-        ok = presented = False
+        by_token = by_key = presented = False
         bearer: str | None = None
         authorization = headers.get("authorization", "")
         if (self.tokens or self.oauth2) and authorization[: len(BEARER_PREFIX)].lower() == BEARER_PREFIX:
             presented, bearer = True, authorization[len(BEARER_PREFIX):].strip()
-            ok |= bool(self.tokens) and _matches(bearer, self.tokens)
+            by_token = bool(self.tokens) and _matches(bearer, self.tokens)
         if self.api_keys and (key := headers.get(self.api_key_header.lower())) is not None:
             presented = True
-            ok |= _matches(key.strip(), self.api_keys)
-        if ok:
-            return EVERYONE
+            by_key = _matches(key.strip(), self.api_keys)
+        if by_token or by_key:
+            return BY_TOKEN if by_token else BY_API_KEY
         if bearer and self.oauth2 is not None:
             return await self._oauth2_caller(self.oauth2, bearer)
         if not presented:
@@ -129,7 +137,7 @@ class HttpAuth:
                                         "could not be read; try again later",
                                         {"schemes": self.schemes(), "reason": "keys_unavailable"})
             return Refusal(503, error, {"Retry-After": RETRY_AFTER_SECONDS})
-        return Caller(verified.scopes, verified.subject)
+        return Caller(verified.scopes, CallerIdentity.from_claims(verified.claims, verified.scopes))
 
     def authorize(self, caller: Caller, method: str) -> Refusal | None:
         """Why ``caller`` may not call ``method`` (a 403), or ``None``."""

@@ -129,10 +129,10 @@ class JsonRpcEndpoint:
             return self.refused(request, message, refusal)
         facade = await self.app.facade(request)
         if kind == "notification":
-            self._run_in_background(facade, message, self.app.call_context(request, message["method"], None))
+            self._run_in_background(facade, message, self.app.call_context(request, message["method"], None, caller))
             return Response(status_code=202)
         spec = methods.get(message["method"])
-        context = self.app.call_context(request, message["method"], message.get("id"))
+        context = self.app.call_context(request, message["method"], message.get("id"), caller)
         try:
             if spec is not None and spec.streaming:
                 message = resuming(message, request.headers, spec.resume_param)
@@ -164,8 +164,9 @@ class JsonRpcEndpoint:
         refusal = caller if isinstance(caller, Refusal) else self.app.auth.authorize(caller, methods.EVENT_FEED)
         if refusal is not None:
             return self.refused(request, message, refusal)
+        assert isinstance(caller, Caller)
         facade = await self.app.facade(request)
-        context = self.app.call_context(request, message["method"], message["id"])
+        context = self.app.call_context(request, message["method"], message["id"], caller)
         spec = methods.METHODS[methods.EVENT_FEED]
         return await self._followed(request, facade, resuming(message, request.headers, spec.resume_param), context)
 

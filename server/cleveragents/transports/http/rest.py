@@ -25,7 +25,7 @@ from cleveragents.a2a.errors import (
     error_payload,
     internal_error_payload,
 )
-from cleveragents.transports.http.auth import Refusal
+from cleveragents.transports.http.auth import Caller, Refusal
 from cleveragents.transports.http.cards import extended_card_headers
 from cleveragents.transports.http.jsonrpc import JSON_TYPES, BodyTooLarge, is_json, read_body
 from cleveragents.transports.http.media import json_answer
@@ -180,7 +180,8 @@ class RestBinding:
                     return error_response(request, ParseError("The body must be a JSON object"), version=version)
         message = {"jsonrpc": "2.0", "id": "rest", "method": method, "params": route.params(request, body or {})}
         facade = await self.app.facade(request)
-        context = self.app.call_context(request, method, "rest")
+        assert isinstance(caller, Caller)
+        context = self.app.call_context(request, method, "rest", caller)
         spec = methods.get(method)
         try:
             if spec is not None and spec.streaming:
