@@ -136,15 +136,22 @@ def configured_oauth2(settings: Settings) -> OAuth2 | None:
     if settings.oauth2 is not None:
         return settings.oauth2
     from cleveragents.config import OAuth2
+
+    table = oauth2_file_table(settings)
+    return OAuth2(**table) if table else None
+
+
+def oauth2_file_table(settings: Settings) -> dict[str, Any]:
+    """The configuration files' ``[oauth2]`` table (read only when a file exists);
+    empty when there is none or a file is bad."""
     from cleveragents.infra.config_file import ConfigError, user_config_path, workspace_config_path
 
     if not (user_config_path().is_file() or workspace_config_path(settings.resolved_workspace).is_file()):
-        return None
+        return {}
     try:
-        table = load_configuration(settings).oauth2
+        return dict(load_configuration(settings).oauth2)
     except ConfigError:
-        return None
-    return OAuth2(**table) if table else None
+        return {}
 
 
 def _guard_policy(policy: GuardPolicy, workspace: Path, state_dir: Path,

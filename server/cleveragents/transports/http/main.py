@@ -80,6 +80,9 @@ def add_http_arguments(parser: argparse.ArgumentParser) -> None:
                        help="an idle connection is closed after this long (default: %(default)s)")
     group.add_argument("--max-connections", type=int, default=defaults.max_connections, metavar="N",
                        help="open connections at most (default: %(default)s)")
+    from cleveragents.transports.http.oauth_options import add_oauth2_arguments
+
+    add_oauth2_arguments(parser)
 
 
 def _listed(args: argparse.Namespace, name: str) -> tuple[str, ...] | None:
@@ -87,6 +90,14 @@ def _listed(args: argparse.Namespace, name: str) -> tuple[str, ...] | None:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
+    """The settings of the flags and the environment; ``ValueError`` (one line) for a
+    bad OAuth2 flag or variable."""
+    from cleveragents.transports.http.oauth_options import with_oauth2_options
+
+    return with_oauth2_options(_settings(args), args)
+
+
+def _settings(args: argparse.Namespace) -> Settings:
     return Settings.from_env(
         workspace=getattr(args, "workspace", None), state_dir=getattr(args, "state_dir", None),
         memory=getattr(args, "memory", False) or None, store=getattr(args, "store", None),
