@@ -24,7 +24,8 @@ from typing import Any
 import pytest
 
 SDK03_VERSION = "0.3.26"
-REQUIREMENT = f"a2a-sdk=={SDK03_VERSION}"
+# With its signing extra (PyJWT): the card signature tests run its verifier.
+REQUIREMENT = f"a2a-sdk[signing]=={SDK03_VERSION}"
 DRIVER = Path(__file__).with_name("sdk03_driver.py")
 INSTALL_TIMEOUT = 600
 RUN_TIMEOUT = 120

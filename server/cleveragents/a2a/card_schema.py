@@ -8,13 +8,20 @@ are not signed. Default values are left out, as ProtoJSON leaves them out: empty
 strings, lists and objects anywhere, and ``false`` where the field has no presence.
 That is the form the official SDK canonicalizes, so cards signed by either verify on
 the other. A test checks this table against the SDK's ``a2a.proto`` descriptors.
+
+A 0.3 card (``/.well-known/agent.json``) is read two ways, so its signatures cover
+both: as a 0.3 reader canonicalizes it (``v03_signing_view``: the 0.3 fields without
+their defaults), and as a 1.0 reader maps it into the 1.0 schema (``v1_reading``, then
+``signing_view``).
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
+_ABSENT = object()
 STRUCT = "struct"  # google.protobuf.Struct: any JSON object, kept whole
 PLAIN_BOOL = "bool"  # a bool without presence: false is its default, left out
 _SCOPES = ("map", "string")
@@ -106,3 +113,63 @@ def _clean(value: Any) -> Any:
 
 def _is_empty(value: Any) -> bool:
     return value is None or (isinstance(value, (str, list, dict)) and not value)
+
+
+# -- the 0.3 card -------------------------------------------------------------------
+# 0.3 card fields whose value here is the 0.3 schema's default, which a 0.3 reader's
+# canonical form leaves out (a security scheme's `type` is a constant: always left out).
+V03_DEFAULTS = {"protocolVersion": "0.3.0", "preferredTransport": "JSONRPC"}
+_V03_SCHEME_TYPES = {"apiKey": "apiKeySecurityScheme", "http": "httpAuthSecurityScheme",
+                     "oauth2": "oauth2SecurityScheme", "openIdConnect": "openIdConnectSecurityScheme",
+                     "mutualTLS": "mtlsSecurityScheme"}
+
+
+def v03_signing_view(card: Mapping[str, Any]) -> dict[str, Any]:
+    """What a 0.3 reader canonicalizes of a 0.3 card: the card without ``signatures``,
+    its default values and the schemes' constant ``type``, and without empty strings,
+    lists and objects."""
+    view = {k: v for k, v in card.items() if k != "signatures" and V03_DEFAULTS.get(k, _ABSENT) != v}
+    schemes = view.get("securitySchemes")
+    if isinstance(schemes, dict):
+        view["securitySchemes"] = {name: {k: v for k, v in s.items() if k != "type"} if isinstance(s, dict) else s
+                                   for name, s in schemes.items()}
+    cleaned = _clean(view)
+    return cleaned if isinstance(cleaned, dict) else {}
+
+
+def v1_reading(card: Mapping[str, Any]) -> dict[str, Any]:
+    """A 0.3 card as a 1.0 reader takes it in (A2A 1.0's mapping of the 0.3 fields):
+    ``url``, ``preferredTransport``, ``protocolVersion`` and ``additionalInterfaces``
+    become ``supportedInterfaces``, ``security`` ``securityRequirements``, a scheme's
+    ``type`` its one-of wrapper, ``supportsAuthenticatedExtendedCard`` the capability.
+    A 1.0 card comes back as it is (a copy)."""
+    read = copy.deepcopy(dict(card))
+    if read.pop("supportsAuthenticatedExtendedCard", None) and isinstance(read.setdefault("capabilities", {}), dict):
+        read["capabilities"].setdefault("extendedAgentCard", True)
+    url, transport = read.pop("url", None), read.pop("preferredTransport", "JSONRPC")
+    version, others = read.pop("protocolVersion", "0.3.0"), read.pop("additionalInterfaces", None) or []
+    if "supportedInterfaces" not in read and url:
+        read["supportedInterfaces"] = [{"url": url, "protocolBinding": transport, "protocolVersion": version}] + [
+            {"url": i.get("url"), "protocolBinding": i.get("transport"), "protocolVersion": version}
+            for i in others if isinstance(i, dict)]
+    _requirements_of(read)
+    for skill in read.get("skills") or ():
+        if isinstance(skill, dict):
+            _requirements_of(skill)
+    schemes = read.get("securitySchemes")
+    if isinstance(schemes, dict):
+        for name, scheme in schemes.items():
+            kind = scheme.get("type") if isinstance(scheme, dict) else None
+            if isinstance(kind, str) and (wrapper := _V03_SCHEME_TYPES.get(kind)) is not None:
+                body = {k: v for k, v in scheme.items() if k != "type"}
+                if wrapper == "apiKeySecurityScheme" and "in" in body:
+                    body["location"] = body.pop("in")
+                schemes[name] = {wrapper: body}
+    return read
+
+
+def _requirements_of(holder: dict[str, Any]) -> None:
+    security = holder.pop("security", None)
+    if "securityRequirements" not in holder and isinstance(security, list):
+        holder["securityRequirements"] = [{"schemes": {name: {"list": scopes} for name, scopes in entry.items()}}
+                                          for entry in security if isinstance(entry, dict)]

@@ -62,7 +62,7 @@ class AgentCardService:
         self.spec = spec
         self.callback = callback
         self.details = details
-        # Signs the 1.0 cards (public and extended); the 0.3 card carries no signature.
+        # Signs the cards, 1.0 and 0.3, public and extended.
         self.signer = signer
         # What requests may activate (and must, when required); binding never changes it.
         self.extensions = ExtensionSet(spec.extensions)
@@ -91,8 +91,13 @@ class AgentCardService:
         return cls(spec, details=details, signer=signer)
 
     def bind(self, url: str | None = None, *, bearer: bool | None = None,
-             api_key_header: str | None = None, oauth2: OAuth2Scheme | None = None) -> None:
-        """Say where the agent is served and how callers authenticate (HTTP mode)."""
+             api_key_header: str | None = None, oauth2: OAuth2Scheme | None = None,
+             jwks_url: str | None = None) -> None:
+        """Say where the agent is served and how callers authenticate (HTTP mode), and
+        where the signing keys are published: the signatures' ``jku``, unless one was
+        configured."""
+        if jwks_url is not None and self.signer is not None and self.signer.jku is None:
+            self.signer = self.signer.with_jku(jwks_url)
         changes: dict[str, Any] = {}
         if url is not None:
             changes["url"] = url
@@ -126,11 +131,18 @@ class AgentCardService:
         if version == BOTH:
             return self._signed(card_both(self.spec))
         if version.startswith("0.3"):
-            return card_v03(self.spec, extended=extended)
+            return self._signed_v03(card_v03(self.spec, extended=extended))
         return self._signed(card_v1(self.spec, extended=extended))
 
     def _signed(self, card: dict[str, Any]) -> dict[str, Any]:
         return self.signer.sign(card) if self.signer is not None else card
+
+    def _signed_v03(self, card: dict[str, Any]) -> dict[str, Any]:
+        return self.signer.sign_v03(card) if self.signer is not None else card
+
+    def jwks(self) -> dict[str, Any] | None:
+        """The signing keys' public JWK Set, or None when cards are not signed."""
+        return self.signer.jwks() if self.signer is not None else None
 
     async def extended_card(self, context: CallContext | None = None, **_: Any) -> dict[str, Any]:
         if not self.spec.extended_card:
@@ -147,8 +159,9 @@ class AgentCardService:
             elif changed is not None:
                 logger.warning("extended_agent_card_callback returned a %s, not a dict or None: the card it was "
                                "given is served", type(changed).__name__)
-        if version == "1.0" and self.signer is not None:  # what the details and the callback added is signed too
-            card = self._signed({k: v for k, v in card.items() if k != "signatures"})
+        if self.signer is not None:  # what the details and the callback added is signed too
+            unsigned = {k: v for k, v in card.items() if k != "signatures"}
+            card = self._signed(unsigned) if version == "1.0" else self._signed_v03(unsigned)
         return card
 
     def _add_details(self, card: dict[str, Any]) -> None:

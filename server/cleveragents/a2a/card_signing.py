@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from cleveragents.a2a.card_keys import CardKey, CardKeyError, keys_from_jwks, load_signing_keys, load_trusted_keys
-from cleveragents.a2a.card_schema import signing_view
+from cleveragents.a2a.card_schema import signing_view, v03_signing_view, v1_reading
 from cleveragents.a2a.errors import InvalidAgentResponseError
 
 if TYPE_CHECKING:
@@ -52,7 +52,8 @@ class CardSignatureError(InvalidAgentResponseError):
 
 def canonical_payloads(card: Mapping[str, Any]) -> list[bytes]:
     """The bytes a signature of ``card`` may cover: its signed view first, then the
-    card as sent without ``signatures`` (when that differs)."""
+    card as sent without ``signatures``, then, for a 0.3 card, its views for 1.0 and
+    0.3 readers (each once)."""
     import rfc8785
 
     payloads = [rfc8785.dumps(signing_view(card))]
@@ -60,9 +61,21 @@ def canonical_payloads(card: Mapping[str, Any]) -> list[bytes]:
         whole = rfc8785.dumps({k: v for k, v in card.items() if k != "signatures"})
     except (rfc8785.CanonicalizationError, RecursionError, TypeError, ValueError):
         return payloads
-    if whole != payloads[0]:
-        payloads.append(whole)
-    return payloads
+    payloads.append(whole)
+    if "supportedInterfaces" not in card and "url" in card:
+        payloads += v03_payloads(card)
+    return list(dict.fromkeys(payloads))
+
+
+def v03_payloads(card: Mapping[str, Any]) -> list[bytes]:
+    """What readers of a 0.3 card canonicalize: a 1.0 reader its 1.0 reading (JCS), a
+    0.3 reader the 0.3 view (JCS, and the sorted, ASCII-escaped JSON the 0.3 SDK makes,
+    which differs from JCS only for non-ASCII text)."""
+    import rfc8785
+
+    view = v03_signing_view(card)
+    ascii_json = json.dumps(view, separators=(",", ":"), sort_keys=True).encode("ascii")
+    return list(dict.fromkeys([rfc8785.dumps(signing_view(v1_reading(card))), rfc8785.dumps(view), ascii_json]))
 
 
 def _b64(data: bytes) -> str:
@@ -94,14 +107,37 @@ class CardSigner:
         if (known := self._signed.get(payload)) is not None:
             return known
         made = [self._sign(payload, key) for key in self.keys]
+        self._remember(payload, made)
+        return made
+
+    def _remember(self, payload: bytes, made: list[dict[str, Any]]) -> None:
         if len(self._signed) >= 16:  # bounded: cards change rarely; an extended card callback may vary
             self._signed.pop(next(iter(self._signed)))
         self._signed[payload] = made
-        return made
+
+    def jwks(self) -> dict[str, Any]:
+        """The public keys, as the JWK Set to publish (at the ``jku``)."""
+        from cleveragents.a2a.card_keys import public_jwk
+
+        return {"keys": [public_jwk(key) for key in self.keys]}
 
     def sign(self, card: Mapping[str, Any]) -> dict[str, Any]:
         """``card`` with its ``signatures``."""
         return {**card, "signatures": self.signatures(card)}
+
+    def sign_v03(self, card: Mapping[str, Any]) -> dict[str, Any]:
+        """A 0.3 card with its ``signatures``: per key, one over each view its readers
+        canonicalize (``v03_payloads``); a reader accepts the card when one verifies."""
+        payloads = v03_payloads({k: v for k, v in card.items() if k != "signatures"})
+        key = b"\0".join(payloads)
+        if (known := self._signed.get(key)) is None:
+            known = [self._sign(payload, k) for k in self.keys for payload in payloads]
+            self._remember(key, known)
+        return {**card, "signatures": known}
+
+    def with_jku(self, jku: str) -> CardSigner:
+        """The same keys, their signatures naming ``jku``."""
+        return CardSigner(self.keys, jku)
 
     def _sign(self, payload: bytes, key: CardKey) -> dict[str, Any]:
         from jwt import api_jws

@@ -116,13 +116,15 @@ class A2A:
         return self._signer
 
     def agent_card(self, version: str = "1.0") -> dict[str, Any]:
-        """The public agent card in the A2A ``version`` (1.0 or 0.3) wire form; the 1.0
-        card is signed when ``signing_keys`` were given."""
+        """The public agent card in the A2A ``version`` (1.0 or 0.3) wire form, signed
+        when ``signing_keys`` were given."""
         render = {"1.0": card_v1, "0.3": card_v03}.get(version)
         if render is None:
             raise ValueError(f"agent cards come in A2A 1.0 or 0.3, not {version!r}")
         card = render(self.card_spec())
-        return self._signer.sign(card) if self._signer is not None and version == "1.0" else card
+        if self._signer is None:
+            return card
+        return self._signer.sign(card) if version == "1.0" else self._signer.sign_v03(card)
 
     def serve_stdio(self, *, log_level: str = "WARNING", **settings: Any) -> int:
         """Serve on this process's stdio (LSP framing) until the client exits; returns

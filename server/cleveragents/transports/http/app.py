@@ -41,7 +41,7 @@ from cleveragents.a2a.version import EMPTY_HEADER_VERSION
 from cleveragents.config import Settings
 from cleveragents.transports import redaction
 from cleveragents.transports.http.auth import Caller, HttpAuth
-from cleveragents.transports.http.cards import CARD_V03_PATH, CARD_V1_PATH, CardRoutes
+from cleveragents.transports.http.cards import CARD_V03_PATH, CARD_V1_PATH, JWKS_PATH, CardRoutes
 from cleveragents.transports.http.guards import GuardPolicy, HttpGuard
 from cleveragents.transports.http.jsonrpc import JsonRpcEndpoint
 from cleveragents.transports.http.media import json_answer
@@ -104,9 +104,12 @@ class A2AHttpApp:
         # root_path: where a parent app mounted this one (set by the app, not the client).
         root = bound_url(request.scope) + request.scope.get("root_path", "").rstrip("/")
         url = self.public_url or root + self.prefix + JSONRPC_PATH
+        # The keys are served beside the JSON-RPC endpoint (under the prefix), and at the root.
+        base = url.removesuffix(JSONRPC_PATH) if url.endswith(JSONRPC_PATH) else root
         cards.bind(url, bearer=bool(self.auth.tokens),
                    api_key_header=self.auth.api_key_header if self.auth.api_keys else None,
-                   oauth2=self.auth.oauth2.scheme if self.auth.oauth2 is not None else None)
+                   oauth2=self.auth.oauth2.scheme if self.auth.oauth2 is not None else None,
+                   jwks_url=base + JWKS_PATH)
         self.card_modified = time.time()
 
     def call_context(self, request: Request, method: str, msg_id: Any, caller: Caller | None = None) -> CallContext:
@@ -221,7 +224,8 @@ def build_app(container: Any = None, *, settings: Settings | None = None,
     ]
     for base in dict.fromkeys([p, ""]):
         routes += [Route(base + CARD_V1_PATH, cards.card_v1, methods=["GET"]),
-                   Route(base + CARD_V03_PATH, cards.card_v03, methods=["GET"])]
+                   Route(base + CARD_V03_PATH, cards.card_v03, methods=["GET"]),
+                   Route(base + JWKS_PATH, cards.jwks, methods=["GET"])]
     routes += RestBinding(shared).routes(p)
     routes = [AnySlashRoute(r.path, r.endpoint, methods=r.methods, name=r.name) for r in routes]
     policy = GuardPolicy(public_url=public_url, allowed_hosts=source.allowed_hosts,

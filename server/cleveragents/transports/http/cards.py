@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 CARD_V1_PATH = "/.well-known/agent-card.json"
 CARD_V03_PATH = "/.well-known/agent.json"
+# The public keys that sign the cards, as a JWK Set; the signatures' jku names it.
+JWKS_PATH = "/.well-known/jwks.json"
 CACHE_CONTROL = "public, max-age=300"
 # The extended card is the caller's own: no shared cache keeps it, and a private one
 # keeps it per credential.
@@ -60,13 +62,23 @@ class CardRoutes:
     async def card_v03(self, request: Request) -> Response:
         return await self._serve(request, "0.3")
 
+    async def jwks(self, request: Request) -> Response:
+        """The card signing keys' JWK Set; 404 when the cards are not signed."""
+        facade = await self.app.facade(request)
+        keys = facade.cards.jwks() if facade.cards is not None else None
+        if keys is None:
+            return Response(status_code=404)
+        return self._answer(request, keys)
+
     async def _serve(self, request: Request, version: str) -> Response:
         facade = await self.app.facade(request)
         cards = facade.cards
         if cards is None:
             return Response(status_code=404)
-        card: dict[str, Any] = cards.card(version)
-        body = json.dumps(card, separators=(",", ":"), sort_keys=True).encode("utf-8")
+        return self._answer(request, cards.card(version))
+
+    def _answer(self, request: Request, document: dict[str, Any]) -> Response:
+        body = json.dumps(document, separators=(",", ":"), sort_keys=True).encode("utf-8")
         etag = etag_of(body)
         modified = self.app.card_modified
         headers = {"Cache-Control": CACHE_CONTROL, "ETag": etag,
