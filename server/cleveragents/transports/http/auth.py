@@ -45,10 +45,6 @@ class Caller:
     scopes: frozenset[str] | None = None
     identity: CallerIdentity | None = None
 
-    @property
-    def subject(self) -> str | None:
-        return self.identity.subject if self.identity is not None else None
-
 
 EVERYONE = Caller()
 BY_TOKEN = Caller(identity=CallerIdentity(BEARER_SCHEME))
