@@ -96,3 +96,37 @@ async def test_a_configured_secret_names_its_scheme_and_no_one(server):
 
 def test_without_authentication_there_is_no_caller():
     assert json.loads(Agent(name="WhoAmI", handler=whoami).start("who?")) is None
+
+
+def plan_actor(text: str, turn: Turn) -> str:
+    """A session's actor: a plan's edit step asks it, and it says for whom it edits."""
+    return f"edited for {turn.caller.subject if turn.caller is not None else 'no one'}"
+
+
+async def test_a_plan_steps_actor_sees_who_executed_the_plan(issuer, tmp_path):
+    from cleveragents.config import Settings
+    from cleveragents.transports.http.app import build_app
+
+    (tmp_path / "README.md").write_text("hello\n")
+    oauth2 = OAuth2(issuer=ISSUER, audience=AUDIENCE, jwks_url=issuer.jwks_url, token_url=TOKEN_URL)
+    server = UvicornServer(build_app(settings=Settings(workspace=tmp_path, memory=True, oauth2=oauth2)))
+    await server.start()
+
+    async def call(method: str, **params):
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        answer = await http.post("/a2a", json=body, headers={"Authorization": f"Bearer {token}"})
+        assert "result" in answer.json(), answer.text
+        return answer.json()["result"]
+
+    token = issuer.mint(sub="planner-3")
+    try:
+        async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+            session = await call("session.create", actor_name=f"python/{__name__}:plan_actor")
+            plan = await call("_cleveragents/plan/use", action_name="edit", session_id=session["session_id"],
+                              arguments={"instruction": "Add a title", "glob": "*.md"})
+            await call("_cleveragents/plan/execute", plan_id=plan["plan_id"])
+            tree = await call("_cleveragents/plan/tree", plan_id=plan["plan_id"])
+    finally:
+        await server.stop()
+    assert tree["roots"][0]["tool"] == "actor.edit"
+    assert tree["roots"][0]["summary"] == "edited for planner-3"

@@ -24,6 +24,7 @@ from cleveragents.app.step_actor import StepActor
 from cleveragents.app.workspace import PlanOverlay, PlanWorkspace
 from cleveragents.domain import events
 from cleveragents.domain.actor import Budget, ToolCall
+from cleveragents.domain.caller import CallerIdentity
 from cleveragents.domain.errors import BudgetExceededError, PlanError, StructuredError
 from cleveragents.domain.plan import Decision, Plan
 from cleveragents.domain.plan_files import OverlayRecord, PlanArtifact
@@ -46,6 +47,7 @@ class Execution:
     plan: Plan
     cancelled: threading.Event = field(default_factory=threading.Event)
     task: asyncio.Task[Any] | None = None
+    caller: CallerIdentity | None = None  # who started it (execute, correct): its steps' actor turns carry it
 
     def cancel(self) -> None:
         self.cancelled.set()
@@ -128,7 +130,7 @@ class PlanRunner:
         started = time.perf_counter()
         actor = await self._step_actor(execution)
         context = ToolContext(view=overlay, workspace=self._workspace.root, cancelled=execution.cancelled,
-                              guidance=guidance, settings=self._tool_settings, actor=actor)
+                              guidance=guidance, settings=self._tool_settings, actor=actor, caller=execution.caller)
         if actor is not None:
             actor.check = context.check_cancelled  # the step's time limit holds while it waits on its actor
         try:

@@ -295,7 +295,7 @@ class PlanLifecycleService:
                       context: CallContext | None, steps_used: int, corrected: str | None = None) -> Execution:
         """Start the execution (under the plan's lock); the caller waits for it after
         releasing the lock, so cancel and prompt reach a running plan."""
-        execution = Execution(plan)
+        execution = Execution(plan, caller=context.caller if context is not None else None)
         self._running[plan.plan_id] = execution
         try:
             plan = await self._move(plan, Phase.EXECUTE, State.RUNNING, None, corrected_from=corrected)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from cleveragents.domain.caller import CallerIdentity
 from cleveragents.domain.errors import BudgetExceededError
 
 
@@ -81,6 +82,8 @@ class ToolContext:
     deadline: float | None = None
     time_limit: float | None = None
     tool: str = ""  # the name of the tool being called, for the time limit's error
+    # Who asked for the execution (CallContext.caller): an actor's turn carries it.
+    caller: CallerIdentity | None = None
 
     def check_cancelled(self) -> None:
         """``ToolCancelled`` once the call is cancelled, ``ToolTimeoutError`` once its

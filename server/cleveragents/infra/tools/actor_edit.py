@@ -68,7 +68,7 @@ class ActorEditTool(ModelTool[ActorEditArguments]):
         message = Message(new_id(), Role.USER, (Part.of_text(arguments.instruction),))
         turn = Turn(new_id(), new_id(), message, (), toolbox.infos(), {
             "instructions": EDIT_INSTRUCTIONS, "guidance": list(context.guidance), "files": files,
-        }, toolbox.invoker(lambda: dataclasses.replace(context), seen))
+        }, toolbox.invoker(lambda: dataclasses.replace(context), seen), caller=context.caller)
         try:
             events = context.actor.run(turn)
         except BudgetExceededError:
