@@ -358,7 +358,8 @@ class Container:
             router=PlanGates(self.plan_service), selector=None if actor is not None else self.session_actors,
             invoker=None if actor is not None else toolbox.invoker(tool_context), may_repair=self._owns_state,
             events=self.stores.events, peers=getattr(self.store, "peers", None),
-            shared_events=self.store.events if self.settings.store is not None else None)  # type: ignore[arg-type]
+            shared_events=self.store.events if self.settings.store is not None else None,  # type: ignore[arg-type]
+            reply_as=getattr(card, "reply_as", None))
         from cleveragents.a2a.card_signing import signer_from_settings
 
         self.agent_card_service: AgentCardService = AgentCardService.for_backend(
