@@ -169,11 +169,12 @@ class Container:
 
     ``actor`` replaces the default local actor for agent tasks (a published
     ``Agent``); ``card`` is what describes the agent (``cleveragents.A2A``), giving
-    the card's name, skills and extended-card callback.
+    the card's name, skills and extended-card callback. ``max_message_size``: the
+    largest message (bytes) the transport serving it reads, for the extended card.
     """
 
     def __init__(self, settings: Settings | None = None, *, actor: Actor | None = None,
-                 card: CardSource | None = None):
+                 card: CardSource | None = None, max_message_size: int | None = None):
         from cleveragents.a2a.events import A2AEventQueue, EventBusBridge
         from cleveragents.app.health import HealthService
         from cleveragents.app.ports import Stores
@@ -203,6 +204,7 @@ class Container:
         self.health_service: HealthService = HealthService(
             self.stores.health, self.workspace, [self.settings.default_actor], ACTOR_PROVIDERS
         )
+        self.max_message_size = max_message_size
         self._build_plans()
         self._build_tasks(actor, card)
         self._build_registries(card)
@@ -382,6 +384,8 @@ class Container:
                   "maxTerminalTasks": settings.max_terminal_tasks, "eventBuffer": settings.event_buffer,
                   "toolTimeoutSeconds": settings.tool_timeout, "actorTimeoutSeconds": settings.actor_timeout,
                   "maxToolRounds": settings.max_tool_rounds}
+        if self.max_message_size is not None:  # in process, no transport limits the messages
+            limits["maxMessageSize"] = self.max_message_size
         budgets = {"sessionMaxTokens": settings.session_max_tokens, "sessionMaxCost": settings.session_max_cost,
                    "planMaxTokens": settings.plan_max_tokens, "planMaxCost": settings.plan_max_cost}
         limits.update({key: value for key, value in budgets.items() if value is not None})

@@ -128,15 +128,19 @@ class A2A:
         card = render(self.card_spec())
         return self._signer.sign(card) if self._signer is not None and version == "1.0" else card
 
-    def serve_stdio(self, *, log_level: str = "WARNING", **settings: Any) -> int:
+    def serve_stdio(self, *, log_level: str = "WARNING", max_message_size: int | None = None,
+                    **settings: Any) -> int:
         """Serve on this process's stdio (LSP framing) until the client exits; returns
         the exit code. ``settings`` are ``cleveragents.config.Settings`` fields
-        (``workspace`` defaults to the current directory, ``memory=True`` writes nothing)."""
+        (``workspace`` defaults to the current directory, ``memory=True`` writes nothing);
+        ``max_message_size``: the largest message read, in bytes (default 16 MiB)."""
         from cleveragents.transports.lsp.main import (
             serve_stdio,  # the transport loads only to serve
         )
+        from cleveragents.transports.serving import DEFAULT_MAX_MESSAGE_SIZE
 
-        return serve_stdio(Settings.from_env(**settings), actor=self._actor, card=self, log_level=log_level)
+        return serve_stdio(Settings.from_env(**settings), actor=self._actor, card=self, log_level=log_level,
+                           max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE)
 
     def asgi_app(self, **settings: Any) -> Any:
         """The ASGI app (Starlette) serving this agent: JSON-RPC at ``{prefix}/a2a``,
