@@ -4,7 +4,9 @@ Each block of these pages is marked: ``<!-- docs:run -->`` blocks are run (Pytho
 script, a shell block with bash, a TOML block as a workspace's configuration file
 whose default actor must answer, a Lua block as Neovim's init.lua), a
 ``<!-- docs:output -->`` block after one is what it must print, and
-``<!-- docs:skip: why -->`` blocks say why they can't run here."""
+``<!-- docs:skip: why -->`` blocks say why they can't run here. A run block marked
+``<!-- docs:run: example NAME -->`` is also an example that other tests import by
+``NAME`` (``examples(page)``) and serve."""
 
 from __future__ import annotations
 
@@ -40,6 +42,12 @@ class Block:
     def id(self) -> str:
         return f"{self.page}:{self.line}"
 
+    @property
+    def example(self) -> str | None:
+        """The name a run block is marked with as an example, if any."""
+        words = self.reason.split()
+        return words[1] if self.mark == "run" and len(words) == 2 and words[0] == "example" else None
+
 
 def blocks(page: str) -> list[Block]:
     text = (REPO / "docs" / page).read_text(encoding="utf-8")
@@ -56,6 +64,16 @@ def blocks(page: str) -> list[Block]:
         elif block.mark == "run":
             runnable.append(block)
     return found
+
+
+def examples(page: str) -> dict[str, Block]:
+    """The blocks of ``page`` marked as examples, by name."""
+    named: dict[str, Block] = {}
+    for block in blocks(page):
+        if block.example is not None:
+            assert block.example not in named, f"{block.id}: a second example named {block.example!r}"
+            named[block.example] = block
+    return named
 
 
 ALL = [block for page in PAGES for block in blocks(page)]
