@@ -11,15 +11,16 @@ from typing import TYPE_CHECKING, Any
 from cleveragents.publish.server import A2A
 
 if TYPE_CHECKING:
-    from cleveragents.a2a.client import A2AClient
+    from cleveragents import A2AClient
 
 __all__ = ["A2A", "A2AClient"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "A2AClient":
-        from cleveragents.a2a.client import A2AClient
+        import cleveragents  # its lazy attribute: the client's module loads here, once
 
-        globals()[name] = A2AClient
-        return A2AClient
+        client = cleveragents.A2AClient
+        globals()[name] = client
+        return client
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
