@@ -1,7 +1,8 @@
 """CleverAgents: an A2A backend that editors start like a language server.
 
 The publishing API (``Agent``, ``AgentTeam``, ``Task``, ``A2A``, ``AgentExtension``,
-``AgentProvider``, ``OAuth2``, ``tool``, and the parts and artifacts a handler answers with; for handlers
+``AgentProvider``, ``OAuth2``, ``tool``, ``AgentReply`` (what ``Agent.start``
+answers), and the parts and artifacts a handler answers with; for handlers
 ``InputRequired``, ``Message``, ``ReplyAs``, ``TaskRejected``; for a handler's annotations ``Turn``
 and ``CallerIdentity``, who is calling) loads on first use, so
 ``import cleveragents`` stays cheap. ``A2AClient`` (the outbound client,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
         Agent,
         AgentExtension,
         AgentProvider,
+        AgentReply,
         AgentTeam,
         Artifact,
         DataPart,
@@ -43,19 +45,18 @@ if TYPE_CHECKING:
         tool,
     )
 
-_PUBLISHED = frozenset({"A2A", "Agent", "AgentExtension", "AgentProvider", "AgentTeam", "InputRequired", "Message",
-                        "ReplyAs", "Task",
-                        "TaskRejected", "TeamTask", "tool", "TextPart", "FilePart", "DataPart", "Artifact",
-                        "create_a2ui_part", "is_a2ui_part", "A2UI_MIME_TYPE", "OAuth2"})
+_PUBLISHED = frozenset({"A2A", "Agent", "AgentExtension", "AgentProvider", "AgentReply", "AgentTeam",
+                        "InputRequired", "Message", "ReplyAs", "Task", "TaskRejected", "TeamTask", "tool",
+                        "TextPart", "FilePart", "DataPart", "Artifact", "create_a2ui_part", "is_a2ui_part",
+                        "A2UI_MIME_TYPE", "OAuth2"})
 
 # What a handler reads: the turn, and who sent its message.
 _HANDLER_TYPES = {"Turn": "cleveragents.domain.actor", "CallerIdentity": "cleveragents.domain.caller"}
 
-__all__ = ["A2A", "A2AClient", "A2UI_MIME_TYPE", "Agent", "CallerIdentity", "Turn",
-           "AgentExtension", "AgentProvider", "AgentTeam", "Artifact",
-           "DataPart",
-           "FilePart", "InputRequired", "Message", "OAuth2", "ReplyAs", "Task", "TaskRejected", "TeamTask", "TextPart",
-           "__version__", "create_a2ui_part", "is_a2ui_part", "tool"]
+__all__ = ["A2A", "A2AClient", "A2UI_MIME_TYPE", "Agent", "AgentExtension", "AgentProvider", "AgentReply",
+           "AgentTeam", "Artifact", "CallerIdentity", "DataPart", "FilePart", "InputRequired", "Message", "OAuth2",
+           "ReplyAs", "Task", "TaskRejected", "TeamTask", "TextPart", "Turn", "__version__", "create_a2ui_part",
+           "is_a2ui_part", "tool"]
 
 
 def __getattr__(name: str) -> Any:

@@ -176,11 +176,12 @@ class Container:
 
     ``actor`` replaces the default local actor for agent tasks (a published
     ``Agent``); ``card`` is what describes the agent (``cleveragents.A2A``), giving
-    the card's name, skills and extended-card callback.
+    the card's name, skills and extended-card callback. ``max_message_size``: the
+    largest message (bytes) the transport serving it reads, for the extended card.
     """
 
     def __init__(self, settings: Settings | None = None, *, actor: Actor | None = None,
-                 card: CardSource | None = None):
+                 card: CardSource | None = None, max_message_size: int | None = None):
         from cleveragents.a2a.events import A2AEventQueue, EventBusBridge
         from cleveragents.app.health import HealthService
         from cleveragents.app.ports import Stores
@@ -210,6 +211,7 @@ class Container:
         self.health_service: HealthService = HealthService(
             self.stores.health, self.workspace, [self.settings.default_actor], ACTOR_PROVIDERS
         )
+        self.max_message_size = max_message_size
         self._build_plans()
         self._build_tasks(actor, card)
         self._build_registries(card)
@@ -365,7 +367,8 @@ class Container:
             router=PlanGates(self.plan_service), selector=None if actor is not None else self.session_actors,
             invoker=None if actor is not None else toolbox.invoker(tool_context), may_repair=self._owns_state,
             events=self.stores.events, peers=getattr(self.store, "peers", None),
-            shared_events=self.store.events if self.settings.store is not None else None)  # type: ignore[arg-type]
+            shared_events=self.store.events if self.settings.store is not None else None,  # type: ignore[arg-type]
+            reply_as=getattr(card, "reply_as", None))
         from cleveragents.a2a.card_signing import signer_from_settings
 
         self.agent_card_service: AgentCardService = AgentCardService.for_backend(
@@ -388,6 +391,8 @@ class Container:
                   "maxTerminalTasks": settings.max_terminal_tasks, "eventBuffer": settings.event_buffer,
                   "toolTimeoutSeconds": settings.tool_timeout, "actorTimeoutSeconds": settings.actor_timeout,
                   "maxToolRounds": settings.max_tool_rounds}
+        if self.max_message_size is not None:  # in process, no transport limits the messages
+            limits["maxMessageSize"] = self.max_message_size
         budgets = {"sessionMaxTokens": settings.session_max_tokens, "sessionMaxCost": settings.session_max_cost,
                    "planMaxTokens": settings.plan_max_tokens, "planMaxCost": settings.plan_max_cost}
         limits.update({key: value for key, value in budgets.items() if value is not None})

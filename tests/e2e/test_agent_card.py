@@ -16,6 +16,7 @@ from a2a.utils.errors import PushNotificationNotSupportedError, UnsupportedOpera
 from cleveragents.config import Settings
 from cleveragents.transports.http.app import build_app
 from cleveragents.transports.http.auth import HttpAuth
+from cleveragents.transports.http.jsonrpc import MAX_BODY_BYTES
 from tests.contract.runners import UvicornServer
 from tests.e2e.agent_server import AgentServer
 from tests.e2e.agents.card_agent import build
@@ -87,6 +88,8 @@ def test_stdio_still_answers_what_the_card_offers(stdio):
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     extended = stdio.call("GetExtendedAgentCard", {})["result"]
     assert [s["id"] for s in extended["skills"]][-1] == "audit"
+    ours = next(e for e in extended["capabilities"]["extensions"] if e["uri"] == EXTENSION)
+    assert ours["params"]["limits"]["maxMessageSize"] == 8 * 1024 * 1024  # the transport's, as served
 
 
 # -- HTTP ---------------------------------------------------------------------------------
@@ -129,6 +132,7 @@ async def test_the_sdk_reads_what_the_publisher_set(agent_server, http, binding)
     assert "SendMessage" in names["1.0"] and not set(names["1.0"]) & (STREAMING_METHODS | PUSH_METHODS)
     assert ours.params["actors"][0]["name"] == "Quiet" and ours.params["actors"][0]["kind"] == "published"
     assert ours.params["limits"]["maxJsonDepth"] >= 8
+    assert ours.params["limits"]["maxMessageSize"] == MAX_BODY_BYTES
     public = next(e for e in card.capabilities.extensions if e.uri == EXTENSION)
     assert "methodNames" not in public.params and "_cleveragents/plan/*" in list(public.params["methods"])
 

@@ -4,7 +4,12 @@ Each block of these pages is marked: ``<!-- docs:run -->`` blocks are run (Pytho
 script, a shell block with bash, a TOML block as a workspace's configuration file
 whose default actor must answer, a Lua block as Neovim's init.lua), a
 ``<!-- docs:output -->`` block after one is what it must print, and
-``<!-- docs:skip: why -->`` blocks say why they can't run here."""
+``<!-- docs:skip: why -->`` blocks say why they can't run here. A run block marked
+``<!-- docs:run: example NAME -->`` is also an example that other tests import by
+``NAME`` (``examples(page)``) and serve. A block marked ``<!-- docs:run: http-server -->``
+serves HTTP on port 8000 until stopped: it runs on a free port instead, and must
+publish its card and answer a message (with the token it was given or made) before
+it is stopped."""
 
 from __future__ import annotations
 
@@ -40,6 +45,12 @@ class Block:
     def id(self) -> str:
         return f"{self.page}:{self.line}"
 
+    @property
+    def example(self) -> str | None:
+        """The name a run block is marked with as an example, if any."""
+        words = self.reason.split()
+        return words[1] if self.mark == "run" and len(words) == 2 and words[0] == "example" else None
+
 
 def blocks(page: str) -> list[Block]:
     text = (REPO / "docs" / page).read_text(encoding="utf-8")
@@ -56,6 +67,16 @@ def blocks(page: str) -> list[Block]:
         elif block.mark == "run":
             runnable.append(block)
     return found
+
+
+def examples(page: str) -> dict[str, Block]:
+    """The blocks of ``page`` marked as examples, by name."""
+    named: dict[str, Block] = {}
+    for block in blocks(page):
+        if block.example is not None:
+            assert block.example not in named, f"{block.id}: a second example named {block.example!r}"
+            named[block.example] = block
+    return named
 
 
 ALL = [block for page in PAGES for block in blocks(page)]
@@ -138,6 +159,58 @@ def check_init_lua(block: Block, workspace: Path) -> None:
     assert done.returncode == 0 and "session " in done.stdout, done.stdout + done.stderr
 
 
+def check_http_server(block: Block, workspace: Path) -> None:
+    """The script serves until it is stopped: on a free port in place of 8000 (in
+    ``port=8000`` and the URLs alike), its card is public, a call without the token it
+    was given (``auth_token=``) or made (printed on stderr) is refused, and with it a
+    message is answered."""
+    import socket
+    import time
+
+    import httpx
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    prefix = (re.search(r'prefix="([^"]*)"', block.text) or [None, ""])[1]
+    given = re.search(r'auth_token="([^"]+)"', block.text)
+    errors = workspace / "stderr.txt"
+    with errors.open("w") as stderr:
+        server = subprocess.Popen([sys.executable, "-c", block.text.replace("8000", str(port))], cwd=workspace,
+                                  env=environment(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=stderr)
+    base = f"http://localhost:{port}{prefix}"
+    try:
+        with httpx.Client(timeout=10) as http:
+            deadline = time.monotonic() + TIMEOUT
+            while True:
+                assert server.poll() is None, f"{block.id} exited:\n{errors.read_text()}"
+                assert time.monotonic() < deadline, f"{block.id} never served its card"
+                try:
+                    card = http.get(base + "/.well-known/agent-card.json")
+                    if card.status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                time.sleep(0.1)
+            made = re.search(r"token: (\S+)", errors.read_text())
+            token = given[1] if given else made[1] if made else None
+            body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                    "params": {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "hello"}]}}}
+            headers = {"A2A-Version": "1.0"}
+            if token is not None:
+                assert http.post(base + "/a2a", json=body, headers=headers).status_code == 401
+                headers["Authorization"] = f"Bearer {token}"
+            answer = http.post(base + "/a2a", json=body, headers=headers).json()
+            assert "result" in answer, answer
+            result = answer["result"]
+            assert "message" in result or result["task"]["status"]["state"] == "TASK_STATE_COMPLETED", result
+            assert f'"{card.json()["name"]}"' in block.text
+    finally:
+        server.terminate()
+        server.wait(TIMEOUT)
+
+
 @pytest.mark.parametrize("block", RUN, ids=[b.id for b in RUN])
 def test_the_block_runs(block: Block, tmp_path: Path):
     if block.language == "toml":
@@ -145,6 +218,9 @@ def test_the_block_runs(block: Block, tmp_path: Path):
         return
     if block.language == "lua":
         check_init_lua(block, tmp_path)
+        return
+    if block.reason == "http-server":
+        check_http_server(block, tmp_path)
         return
     from tests.fakes.openai_server import FakeOpenAI, Reply
 

@@ -120,3 +120,10 @@ async def test_concurrent_idempotent_creates_make_one_session(container):
     assert sorted(r.result["status"] for r in responses).count("created") == 1
     listed = await facade.dispatch(A2ARequest(method="session.list"))
     assert listed.result["total"] == 1
+
+
+def test_outside_an_event_loop_a_request_runs_though_its_answer_is_never_read(container):
+    facade = A2ALocalFacade(container)
+    facade.dispatch(A2ARequest(method="session.create", params={"actor_name": "local/default"}))  # not read
+    listed = facade.dispatch(A2ARequest(method="session.list")).result
+    assert len(listed["sessions"]) == 1, listed

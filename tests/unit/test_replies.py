@@ -30,8 +30,9 @@ def message(text: str, version: str = "1.0", **extra: Any) -> dict[str, Any]:
 async def serve(workspace):
     opened: list[Container] = []
 
-    def serve(agent: Any):
-        container = Container(Settings(workspace=workspace, memory=True), actor=agent, card=A2A(agent=agent))
+    def serve(agent: Any, reply_as: str | None = None):
+        container = Container(Settings(workspace=workspace, memory=True), actor=agent,
+                              card=A2A(agent=agent, reply_as=reply_as))
         opened.append(container)
         facade = A2ALocalFacade(container)
 
@@ -118,6 +119,8 @@ async def test_reply_as_message_puts_the_text_before_a_question_in_the_question(
 def test_reply_as_takes_only_the_three_choices():
     with pytest.raises(ValueError, match="'artifact', 'message', 'both'"):
         Agent(name="Bad", handler=lambda text: text, reply_as="email")
+    with pytest.raises(ValueError, match="'artifact', 'message', 'both'"):
+        A2A(agent=Agent(name="Good", handler=lambda text: text), reply_as="email")
     assert AgentTeam([Agent(name="One")], reply_as="both").reply_as is ReplyAs.BOTH
 
 
@@ -243,3 +246,21 @@ async def test_any_actor_chooses_with_a_reply_as_attribute(serve):
 
 def test_start_returns_the_text_of_a_message_reply():
     assert Agent(name="Greeter", handler=lambda text: Message("hi there")).start("hello") == "hi there"
+
+
+@pytest.mark.parametrize(("endpoint", "as_artifact", "as_message"), [
+    (None, True, True), ("artifact", True, False), ("message", False, True), ("both", True, True)])
+async def test_the_endpoint_chooses_over_the_agent(serve, endpoint, as_artifact, as_message):
+    """``A2A(reply_as=...)`` delivers every text reply its way; unset, the agent's ``both`` holds."""
+    agent = Agent(name="Both", handler=lambda text: f"echo {text}", reply_as="both")
+    task = (await serve(agent, endpoint)("SendMessage", **message("hi")))["result"]["task"]
+    assert [a["name"] for a in task.get("artifacts", [])] == (["response"] if as_artifact else [])
+    assert ("message" in task["status"]) is as_message
+    assert texts(task["history"][-1]["parts"]) == "echo hi"
+
+
+async def test_the_endpoint_chooses_for_a_team(serve):
+    team = AgentTeam([Agent(name="One", handler=lambda text: "first"), Agent(name="Two", handler=lambda text: "last")])
+    task = (await serve(team, "message")("SendMessage", **message("go")))["result"]["task"]
+    assert texts(task["status"]["message"]["parts"]) == "last"
+    assert [a["name"] for a in task["artifacts"]] == ["One"]

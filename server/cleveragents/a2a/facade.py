@@ -95,8 +95,9 @@ def _field_errors(exc: pydantic.ValidationError) -> list[dict[str, Any]]:
 
 class PendingResponse:
     """What ``dispatch`` returns: await it for the A2AResponse. Outside a running
-    event loop its attributes (``result``, ``error``, ...) resolve synchronously, so
-    synchronous callers may use it as the response itself."""
+    event loop the request runs at once (a call whose answer is never read, such as a
+    plan's execute, still happens), and the attributes (``result``, ``error``, ...) are
+    the response's, so synchronous callers may use it as the response itself."""
 
     __slots__ = ("_facade", "_request", "_context", "_response")
 
@@ -105,6 +106,10 @@ class PendingResponse:
         self._request = request
         self._context = context
         self._response: A2AResponse | None = None
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            self._response = facade.dispatch_sync(request)
 
     def __await__(self) -> Generator[Any, None, A2AResponse]:
         if self._response is None:

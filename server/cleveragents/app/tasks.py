@@ -58,7 +58,7 @@ from cleveragents.domain.errors import (
     ValidationError,
     failure_reason,
 )
-from cleveragents.domain.replies import TaskRejected, reply_as_of
+from cleveragents.domain.replies import ReplyAs, TaskRejected, reply_as_of
 from cleveragents.domain.task import (
     INTERRUPTED_STATES,
     Artifact,
@@ -94,9 +94,11 @@ class TaskService:
                  push: PushDispatcher | None = None, router: ContextRouter | None = None,
                  selector: ActorSelector | None = None, invoker: ToolInvoker | None = None,
                  may_repair: Callable[[], bool] | None = None, events: TaskEventLogs | None = None,
-                 peers: PeerSignals | None = None, shared_events: SharedTaskEvents | None = None):
+                 peers: PeerSignals | None = None, shared_events: SharedTaskEvents | None = None,
+                 reply_as: ReplyAs | None = None):
         """``push_configs`` and ``events`` default to ``tasks`` when that keeps them too
-        (a whole store)."""
+        (a whole store). ``reply_as``: how every text reply is delivered, whatever the
+        actor's own choice (the endpoint's, ``A2A(reply_as=...)``)."""
         if push_configs is None:
             if not isinstance(tasks, PushConfigRepository):
                 raise TypeError("push_configs is needed: the task repository doesn't keep push configs")
@@ -109,6 +111,7 @@ class TaskService:
         self._push_configs = push_configs
         self._events = events
         self.actor = actor
+        self._reply_as = reply_as
         self._selector = selector
         self._invoker = invoker
         self._tools = tools or (lambda: [])
@@ -354,7 +357,7 @@ class TaskService:
         held: str | None = None
         used = Usage()
         # Asked of the actor itself: a primed one stands in for it.
-        delivery = reply_as_of(choice.actor if choice is not None else self.actor)
+        delivery = self._reply_as or reply_as_of(choice.actor if choice is not None else self.actor)
         if actor is None:
             actor = choice.actor if choice is not None else self.actor
         try:

@@ -18,6 +18,7 @@ from cleveragents.a2a.cards import SkillSpec
 from cleveragents.a2a.extensions import AgentExtension
 from cleveragents.domain.actor import (
     ActorEvent,
+    ArtifactChunk,
     DirectReply,
     InputRequired,
     TextChunk,
@@ -26,10 +27,11 @@ from cleveragents.domain.actor import (
 )
 from cleveragents.domain.errors import BusinessRuleViolation
 from cleveragents.domain.replies import ReplyAs
-from cleveragents.domain.task import Message, Part, Role
+from cleveragents.domain.task import Artifact, Message, Part, Role
 from cleveragents.ids import new_id
 from cleveragents.infra.actors.handlers import handler_events, runs_on_loop, streams, takes_turn
 from cleveragents.infra.actors.local import tool_call_from_text
+from cleveragents.publish.reply import AgentReply, collect_artifact
 from cleveragents.publish.script_actors import resolve_for_script
 from cleveragents.publish.tools import FunctionTool, as_tool, render, to_jsonable
 
@@ -112,15 +114,16 @@ class Agent:
         return self._deterministic(turn)
 
     # -- one turn run locally (``agent.start``) ----------------------------------------
-    def start(self, text: str) -> str:
-        """Answer ``text`` and return the reply (the question, if the agent asks one)."""
+    def start(self, text: str) -> AgentReply:
+        """Answer ``text`` and return the reply: its text (the question, if the agent
+        asks one), which is an ``AgentReply`` carrying the artifacts and parts too."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             return asyncio.run(self.astart(text))
         raise RuntimeError("start() can't run inside an event loop: use `await agent.astart(text)`")
 
-    async def astart(self, text: str) -> str:
+    async def astart(self, text: str) -> AgentReply:
         """``start`` inside an event loop. The actor named ``provider/model`` (with none,
         the configured default actor) is resolved once, from the environment and the
         configuration files, as a server would; a ``TaskRejected`` from the handler
@@ -136,19 +139,26 @@ class Agent:
         else:
             events = self.respond(turn)
         reply: list[str] = []
+        artifacts: list[Artifact] = []
+        message: Message | None = None
+        question: InputRequired | None = None
         try:
             async for event in events:
                 if isinstance(event, TextChunk):
                     reply.append(event.text)
+                elif isinstance(event, ArtifactChunk):
+                    collect_artifact(artifacts, event)
                 elif isinstance(event, DirectReply):  # a handler's Message: its text is the reply
                     reply.append(event.message.text())
+                    message = message or event.message
                 elif isinstance(event, InputRequired):
                     reply.append(event.prompt)
+                    question = event
                     break
         finally:  # an actor left early closes what it opened (an HTTP stream)
             if (aclose := getattr(events, "aclose", None)) is not None:
                 await aclose()
-        return "".join(reply)
+        return AgentReply("".join(reply), artifacts=artifacts, message=message, input_required=question)
 
     # -- the three ways to answer ------------------------------------------------------
     def _from_handler(self, turn: Turn) -> AsyncIterator[ActorEvent]:

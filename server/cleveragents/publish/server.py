@@ -1,7 +1,8 @@
 """``A2A``: serve an ``Agent`` or an ``AgentTeam`` as an A2A endpoint.
 
 It holds what the agent card says (name, description, url, version, provider,
-documentation, media types, skills, capabilities, extensions, auth) and hands the
+documentation, media types, skills, capabilities, extensions, auth), how the
+endpoint delivers text replies (``reply_as``, over the agent's own choice), and hands the
 actor and itself (as the card's source) to a transport: stdio (``serve_stdio``) or
 HTTP (``serve``; ``asgi_app`` to mount in any ASGI app, ``get_router`` to include in
 a FastAPI app).
@@ -22,6 +23,7 @@ from cleveragents.a2a.cards import AgentCardSpec, AgentProvider, SkillSpec, card
 from cleveragents.a2a.extensions import AgentExtension
 from cleveragents.config import OAuth2, Settings
 from cleveragents.domain.actor import Actor
+from cleveragents.domain.replies import ReplyAs
 
 if TYPE_CHECKING:
     from cleveragents.a2a.card_signing import CardSigner
@@ -40,11 +42,13 @@ class A2A:
                  documentation_url: str | None = None, default_input_modes: Iterable[str] = DEFAULT_MODES,
                  default_output_modes: Iterable[str] = DEFAULT_MODES, streaming: bool = True,
                  push_notifications: bool = True, signing_keys: str | Iterable[str] | None = None,
-                 signing_jku: str | None = None):
+                 signing_jku: str | None = None, reply_as: ReplyAs | str | None = None):
         actor = agent if agent is not None else agents  # given both, the single agent wins
         if actor is None:
             raise TypeError("A2A needs agent=... (an Agent) or agents=... (an AgentTeam)")
         self._actor = actor
+        # How this endpoint delivers text replies; None: as the agent (or team) says.
+        self.reply_as: ReplyAs | None = None if reply_as is None else ReplyAs.parse(reply_as)
         self.name = name or actor.name
         self.description = description if description is not None else getattr(actor, "description", "")
         # Without a url, the card names wherever the server is reached.
@@ -126,15 +130,19 @@ class A2A:
             return card
         return self._signer.sign(card) if version == "1.0" else self._signer.sign_v03(card)
 
-    def serve_stdio(self, *, log_level: str = "WARNING", **settings: Any) -> int:
+    def serve_stdio(self, *, log_level: str = "WARNING", max_message_size: int | None = None,
+                    **settings: Any) -> int:
         """Serve on this process's stdio (LSP framing) until the client exits; returns
         the exit code. ``settings`` are ``cleveragents.config.Settings`` fields
-        (``workspace`` defaults to the current directory, ``memory=True`` writes nothing)."""
+        (``workspace`` defaults to the current directory, ``memory=True`` writes nothing);
+        ``max_message_size``: the largest message read, in bytes (default 16 MiB)."""
         from cleveragents.transports.lsp.main import (
             serve_stdio,  # the transport loads only to serve
         )
+        from cleveragents.transports.serving import DEFAULT_MAX_MESSAGE_SIZE
 
-        return serve_stdio(Settings.from_env(**settings), actor=self._actor, card=self, log_level=log_level)
+        return serve_stdio(Settings.from_env(**settings), actor=self._actor, card=self, log_level=log_level,
+                           max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE)
 
     def asgi_app(self, **settings: Any) -> Any:
         """The ASGI app (Starlette) serving this agent: JSON-RPC at ``{prefix}/a2a``,

@@ -1,1 +1,2 @@
-"""User-interface payloads an agent may send: ``cleveragents.ui.a2ui``."""
+"""The user-facing side of A2A: ``cleveragents.ui.a2a`` (serve an agent, call one)
+and ``cleveragents.ui.a2ui`` (A2UI payloads an agent may send)."""

@@ -1,6 +1,7 @@
 """An agent whose card says who provides it, where its documentation is, which media
 types it takes and gives, and that it neither streams nor sends push notifications;
-an extended-card callback adds a skill for authenticated callers."""
+an extended-card callback adds a skill for authenticated callers. On stdio it reads
+messages of up to 8 MiB."""
 
 import sys
 
@@ -21,4 +22,4 @@ def build(**options) -> A2A:
 
 
 if __name__ == "__main__":
-    build().serve_stdio(memory="--memory" in sys.argv)
+    build().serve_stdio(memory="--memory" in sys.argv, max_message_size=8 * 1024 * 1024)

@@ -43,7 +43,7 @@ from cleveragents.transports import redaction
 from cleveragents.transports.http.auth import Caller, HttpAuth
 from cleveragents.transports.http.cards import CARD_V03_PATH, CARD_V1_PATH, JWKS_PATH, CardRoutes
 from cleveragents.transports.http.guards import GuardPolicy, HttpGuard
-from cleveragents.transports.http.jsonrpc import JsonRpcEndpoint
+from cleveragents.transports.http.jsonrpc import MAX_BODY_BYTES, JsonRpcEndpoint
 from cleveragents.transports.http.media import json_answer
 from cleveragents.transports.http.rest import RestBinding, status_body
 from cleveragents.transports.runtime import ServiceRuntime
@@ -200,7 +200,9 @@ def build_app(container: Any = None, *, settings: Settings | None = None,
     if auth is None:
         auth = HttpAuth.of(source.auth_tokens, source.api_keys, source.api_key_header, configured_oauth2(source))
     redaction.register((*auth.tokens, *auth.api_keys))
-    runtime = ServiceRuntime(container, settings=settings, container_options=container_options)
+    # The extended card tells authenticated callers how large a request may be.
+    options = {"max_message_size": MAX_BODY_BYTES, **(container_options or {})}
+    runtime = ServiceRuntime(container, settings=settings, container_options=options)
     shared = A2AHttpApp(runtime, auth=auth, prefix=prefix, public_url=public_url)
     jsonrpc = JsonRpcEndpoint(shared)
     cards = CardRoutes(shared)

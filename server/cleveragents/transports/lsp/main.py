@@ -65,7 +65,7 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
         return await _serve_agent_client(args, reader, head, writer, settings, container_options)
     frames: framing.Frames = framing.FrameReader(reader, args.max_message_size, pending=head)
     first = await frames.next()
-    options = container_options or {}
+    options = {**(container_options or {}), "max_message_size": args.max_message_size}
     card = options.get("card")
     agent_card = card.agent_card("1.0") if card is not None else None
     if settings is None:
