@@ -31,6 +31,12 @@ class AgentSession:
     cancel_requested: bool = False
     # "Always" answers to permission requests, by kind of step: True allows, False rejects.
     always: dict[str, bool] = field(default_factory=dict)
+    # Kept with the session (``lifecycle``): what survives a restart.
+    mcp_servers: list[str] = field(default_factory=list)
+    title: str | None = None
+    forked_from: dict[str, Any] | None = None  # {"sessionId", "before"}: the parent's turns up to the fork
+    command_turns: list[dict[str, Any]] = field(default_factory=list)
+    saving: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def mode_state(self) -> dict[str, Any]:
         return {"currentModeId": self.mode, "availableModes": [dict(mode) for mode in MODES]}
@@ -59,6 +65,12 @@ class SessionTable:
                                    "create it with session/new or load it with session/load",
                                    {"field": "sessionId", "sessionId": session_id})
         return session
+
+    def find(self, session_id: Any) -> AgentSession | None:
+        return self._sessions.get(session_id) if isinstance(session_id, str) else None
+
+    def remove(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
 
     def running(self) -> list[asyncio.Task[Any]]:
         return [s.turn for s in self._sessions.values() if s.turn is not None]
