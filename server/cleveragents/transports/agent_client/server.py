@@ -106,6 +106,7 @@ class AgentClientServer:
             await asyncio.wait(set(self._requests), timeout=EOF_GRACE_SECONDS)
         for task in list(self._requests):
             task.cancel()
+        await self.sessions.close_all()
         await self.runtime.aclose()
 
     # -- methods -------------------------------------------------------------------
@@ -140,9 +141,15 @@ class AgentClientServer:
         names = sessions.mcp_server_names(params)
         await self._use_workspace(cwd)
         session_id = new_id()
-        await self._call("session.create", {"session_id": session_id, "metadata": {
-            sessions.METADATA_KEY: {"cwd": str(cwd), "mode": sessions.DEFAULT_MODE, "mcpServers": names}}})
-        session = self.sessions.add(sessions.AgentSession(session_id, cwd, mcp_servers=names))
+        mcp = await self.session_methods.connect_mcp(params, cwd)
+        try:
+            await self._call("session.create", {"session_id": session_id, "metadata": {
+                sessions.METADATA_KEY: {"cwd": str(cwd), "mode": sessions.DEFAULT_MODE, "mcpServers": names}}})
+        except BaseException:
+            if mcp is not None:
+                await mcp.close()
+            raise
+        session = self.sessions.add(sessions.AgentSession(session_id, cwd, mcp_servers=names, mcp=mcp))
         self._announce_commands(session_id)
         return {"sessionId": session_id, "modes": session.mode_state()}
 
@@ -211,7 +218,7 @@ class AgentClientServer:
         facade = self.runtime.ready or await self.runtime.facade()
         msg_id = f"agent-client-{new_id()}"
         context = CallContext(method="SendStreamingMessage", dialect="", request_id=msg_id, transport="stdio",
-                              notify=lambda *_: None, cancel_ends_task=True, push=True)
+                              notify=lambda *_: None, cancel_ends_task=True, push=True, tools=session.mcp)
         call = await facade.open({"jsonrpc": "2.0", "id": msg_id, "method": "SendStreamingMessage", "params": {
             "message": {"role": "ROLE_USER", "messageId": new_id(), "contextId": session.session_id,
                         "parts": [{"text": text}]}}}, context)

@@ -60,6 +60,7 @@ class SessionMethods:
                                                                           "reason": "prompt_running"})
         session = lifecycle.restore(session_id, cwd, record.get("metadata") or {})
         session.mcp_servers = names
+        session.mcp = await self.connect_mcp(params, cwd)
         self._server.sessions.add(session)
         if replay:
             for update in lifecycle.replay(session_id, await self.turns_of(session), session.command_turns):
@@ -119,6 +120,8 @@ class SessionMethods:
             session.turn.cancel()
             await asyncio.wait({session.turn}, timeout=CLOSE_GRACE_SECONDS)
         self._server.sessions.remove(session_id)
+        if session.mcp is not None:
+            await session.mcp.close()
         return {}
 
     async def fork(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -140,9 +143,16 @@ class SessionMethods:
         if isinstance(metadata.get("budget"), dict):
             create["budget"] = metadata["budget"]
         await self._server._call("session.create", create)
+        fork.mcp = await self.connect_mcp(params, cwd)
         self._server.sessions.add(fork)
         self._server._announce_commands(fork.session_id)
         return {"sessionId": fork.session_id, "modes": fork.mode_state()}
+
+    async def connect_mcp(self, params: dict[str, Any], cwd: Any) -> Any:
+        """The stdio MCP servers of ``params``, connected for the session's actor."""
+        from cleveragents.transports.agent_client import mcp_tools
+
+        return await mcp_tools.McpTools.connect(mcp_tools.stdio_servers(params), str(cwd))
 
     async def after_turn(self, session: sessions.AgentSession, prompt: str,
                          recorder: lifecycle.TurnRecorder | None) -> None:
