@@ -163,3 +163,4 @@ async def test_a_fork_starts_from_its_parent_and_goes_its_own_way(workspace):
         assert users == ["shared turn", "/actions", "fork turn"]
         listed = {s.session_id: s for s in (await conn.list_sessions()).sessions}
         assert listed[fork.session_id].title == listed[parent.session_id].title == "shared turn"
+        assert listed[parent.session_id].updated_at > listed[fork.session_id].updated_at  # its last prompt

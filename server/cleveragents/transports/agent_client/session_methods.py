@@ -157,14 +157,14 @@ class SessionMethods:
     async def after_turn(self, session: sessions.AgentSession, prompt: str,
                          recorder: lifecycle.TurnRecorder | None) -> None:
         """Keeps what the turn changed: a command turn (for ``session/load``), the
-        "always" answers given in it, the title the first prompt gives."""
-        titled = session.title is None
-        if titled:
+        "always" answers given in it, the title the first prompt gives; the write is the
+        session's last activity (``updatedAt`` in ``session/list``)."""
+        if session.title is None:
             session.title = lifecycle.title_of(prompt)
         try:
             if recorder is not None:
                 await self._server.keeper.add_turn(session, recorder.turn)
-            elif titled:
+            else:
                 await self._server.keeper.save_state(session)
         except AgentClientError as exc:  # the turn's answer still goes out; the log says what was not kept
             logger.warning("could not keep the turn of session %s: %s", session.session_id, exc.message)
