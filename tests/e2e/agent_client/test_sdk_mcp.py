@@ -63,3 +63,10 @@ async def test_a_server_that_does_not_start_is_a_clear_error(workspace):
             await conn.new_session(cwd=str(workspace), mcp_servers=[calc("broken", str(workspace / "no-such"))])
         assert refused.value.code == -32602
         assert refused.value.data["field"] == "mcpServers[0]" and refused.value.data["name"] == "broken"
+        assert (await conn.list_sessions()).sessions == []  # nothing was stored
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        with pytest.raises(RequestError) as refused:
+            await conn.fork_session(session_id=session.session_id, cwd=str(workspace),
+                                    mcp_servers=[calc("broken", str(workspace / "no-such"))])
+        assert refused.value.code == -32602
+        assert [s.session_id for s in (await conn.list_sessions()).sessions] == [session.session_id]

@@ -142,8 +142,13 @@ class SessionMethods:
                                                lifecycle.TURNS_KEY: fork.command_turns}}
         if isinstance(metadata.get("budget"), dict):
             create["budget"] = metadata["budget"]
-        await self._server._call("session.create", create)
-        fork.mcp = await self.connect_mcp(params, cwd)
+        fork.mcp = await self.connect_mcp(params, cwd)  # before the fork is stored: a refusal leaves nothing
+        try:
+            await self._server._call("session.create", create)
+        except BaseException:
+            if fork.mcp is not None:
+                await fork.mcp.close()
+            raise
         self._server.sessions.add(fork)
         self._server._announce_commands(fork.session_id)
         return {"sessionId": fork.session_id, "modes": fork.mode_state()}
