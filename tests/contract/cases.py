@@ -136,6 +136,23 @@ async def session_create_and_close(runner):
 
 
 @case
+async def session_update_merges_metadata(runner):
+    created = result_of(await runner.call("session.create", {"metadata": {"keep": 1, "drop": 2}}))
+    session_id = created["session_id"]
+    updated = result_of(await runner.call("session.update", {
+        "session_id": session_id, "metadata": {"drop": None, "title": "first", "nested": {"a": [1, 2]}}}))
+    assert updated["metadata"] == {"keep": 1, "title": "first", "nested": {"a": [1, 2]}}
+    assert updated["updated_at"] >= updated["created_at"]
+    assert result_of(await runner.call("session.get", {"session_id": session_id}))["metadata"] == updated["metadata"]
+
+    budget = error_of(await runner.call("session.update", {"session_id": session_id,
+                                                           "metadata": {"budget": {"max_tokens": 10**9}}}))
+    assert budget["code"] == -32602 and budget["data"]["errors"][0]["loc"] == ["metadata", "budget"]
+    missing = error_of(await runner.call("session.update", {"session_id": "no-such-session", "metadata": {}}))
+    assert missing["code"] == -32001 and missing["data"] == {"session_id": "no-such-session"}
+
+
+@case
 async def session_defaults_to_the_local_actor(runner):
     created = result_of(await runner.call("session.create", {}))
     assert created["actor_name"] == "local/default"

@@ -43,3 +43,16 @@ async def slow_words(text: str, turn: Any):
     for word in text.split():
         await asyncio.sleep(0.2)
         yield word + " "
+
+
+async def tool_caller(text: str, turn: Any):
+    """Lists the turn's tools when asked ``tools``; else calls the tool named first with
+    ``name=value`` arguments (digits as integers), as a model would."""
+    words = text.split()
+    if words == ["tools"]:
+        yield " ".join(sorted(info.name for info in turn.tools))
+        return
+    arguments = {key: int(value) if value.isdigit() else value
+                 for key, _, value in (word.partition("=") for word in words[1:])}
+    result = await turn.invoke(words[0], arguments)
+    yield f"{words[0]} -> {result['summary']}"

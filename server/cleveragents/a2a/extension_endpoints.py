@@ -77,6 +77,9 @@ class SessionEndpoint:
     async def get(self, session_id: str) -> dict[str, Any]:
         return wire.session(await self.service.get(session_id))
 
+    async def update(self, session_id: str, metadata: dict[str, Any]) -> dict[str, Any]:
+        return wire.session(await self.service.update(session_id, metadata))
+
     async def list(self, status: SessionStatus | None = None, limit: int = 100,
                    cursor: str | None = None) -> dict[str, Any]:
         return wire.session_page(await self.service.list(status, limit, cursor))

@@ -140,6 +140,10 @@ _ext("session.close", "SessionIdParams", "session_service", "close",
      _NOT_FOUND, {"session_id": _ULID})
 _ext("session.get", "SessionIdParams", "session_service", "get", "One session.",
      "Session", _NOT_FOUND, {"session_id": _ULID})
+_ext("session.update", "SessionUpdateParams", "session_service", "update",
+     "Set or remove keys of a session's metadata; the other keys are kept. `budget` is set at creation only.",
+     "Session", _NOT_FOUND + ("ValidationError",),
+     {"session_id": _ULID, "metadata": {"title": "Refactor the parser"}})
 _ext("session.list", "SessionListParams", "session_service", "list",
      "Sessions, newest first, with cursor pagination.", "{sessions, next_cursor}", (),
      {"status": "active", "limit": 20})

@@ -70,6 +70,11 @@ class SessionIdParams(ExtensionParams):
     session_id: Identifier = Field(description="The session's id")
 
 
+class SessionUpdateParams(SessionIdParams):
+    metadata: dict[str, Any] = Field(
+        description="Keys to set in the session's metadata (a null value removes the key); other keys are kept")
+
+
 class SessionListParams(PageParams):
     status: Literal["active", "closed"] | None = Field(default=None, description="Only sessions in this status")
 

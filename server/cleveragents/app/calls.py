@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -31,6 +31,18 @@ class Editor(Protocol):
         """``(applied, reason)``: ``reason`` says why the editor did not apply it."""
 
 
+class CallerTools(Protocol):
+    """Tools the caller brings for the turns it starts (an ACP client's MCP servers),
+    offered to the actor beside the backend's own."""
+
+    def infos(self) -> Sequence[Mapping[str, Any]]:
+        """The tools, each ``{"name", "description", "input_schema"}`` (a JSON schema)."""
+
+    async def invoke(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Runs one of them; the result as the actor reads it (``summary`` and more).
+        A refusal is a ``StructuredError``, as for the backend's own tools."""
+
+
 @dataclass(slots=True)
 class CallContext:
     """Built by the facade for each call; transports fill in what they can do.
@@ -52,6 +64,7 @@ class CallContext:
     attach_stream: Callable[[str, Any], None] | None = None
     push: bool = False
     editor: Editor | None = None
+    tools: CallerTools | None = None  # offered to the actor of a message this call sends
     # A cancelled request cancels the task its stream follows. Over stdio the stream is
     # the editor's own (its Cancel is $/cancelRequest); over HTTP a dropped stream
     # leaves the task running, for the client to subscribe to again.

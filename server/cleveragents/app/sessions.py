@@ -8,6 +8,7 @@ within that session's budget. Any other message gets the default actor.
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,7 +18,12 @@ from cleveragents.app.paging import page, parse_cursor
 from cleveragents.app.ports import SessionRepository, TaskRepository
 from cleveragents.domain import events
 from cleveragents.domain.actor import Actor, Budget, Usage
-from cleveragents.domain.errors import BudgetExceededError, DuplicateEntityError, ResourceNotFoundError
+from cleveragents.domain.errors import (
+    BudgetExceededError,
+    DuplicateEntityError,
+    ResourceNotFoundError,
+    ValidationError,
+)
 from cleveragents.domain.session import DEFAULT_ACTOR, Session, SessionCreated, SessionPage, SessionStatus
 from cleveragents.ids import new_id, utc_now
 
@@ -30,6 +36,7 @@ class SessionService:
         self.default_actor = default_actor
         # Checks an actor name (a ValidationError naming the known providers); no I/O.
         self._resolve = resolve
+        self._updating = asyncio.Lock()  # a metadata update reads, merges and writes the record
 
     async def create(
         self, actor_name: str | None = None, actor: str | None = None,
@@ -91,6 +98,16 @@ class SessionService:
 
     async def get(self, session_id: str) -> Session:
         return await self._require(session_id)
+
+    async def update(self, session_id: str, metadata: dict[str, Any]) -> Session:
+        """Merges ``metadata`` into the session's (``None`` removes a key). The budget
+        is the session's limit, fixed at creation: it is not changed here."""
+        if "budget" in metadata:
+            raise ValidationError.for_field(["metadata", "budget"], "the budget is set when the session is created")
+        async with self._updating:
+            session = (await self._require(session_id)).with_metadata(metadata, utc_now())
+            await self._sessions.save_session(session)
+        return session
 
     async def list(
         self, status: SessionStatus | None = None, limit: int = 100, cursor: str | None = None

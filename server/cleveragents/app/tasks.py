@@ -16,12 +16,13 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
-from collections.abc import AsyncIterator, Callable, Collection, Coroutine
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
 from cleveragents import tracing
+from cleveragents.app.calls import CallerTools
 from cleveragents.app.direct_replies import FirstEvent, PrimedActor, answer_message, replies_directly
 from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
@@ -52,6 +53,7 @@ from cleveragents.domain.actor import (
 )
 from cleveragents.domain.caller import CallerIdentity
 from cleveragents.domain.errors import (
+    AuthorizationError,
     BudgetExceededError,
     BusinessRuleViolation,
     TaskNotFoundError,
@@ -169,11 +171,13 @@ class TaskService:
 
     async def stream(self, message: Message, *, push_config: PushConfig | None = None,
                      metadata: dict[str, Any] | None = None,
-                     caller: CallerIdentity | None = None) -> AsyncIterator[StreamEvent]:
+                     caller: CallerIdentity | None = None,
+                     caller_tools: CallerTools | None = None) -> AsyncIterator[StreamEvent]:
         """The task, then its updates until it is terminal or needs input. Closing the
         iterator early (the client went away) leaves the task running, within its own
         limits; ``subscribe`` follows it again, and ``cancel`` stops it."""
-        run, queue, _ = await self._start(message, push_config, metadata, listen=True, caller=caller)
+        run, queue, _ = await self._start(message, push_config, metadata, listen=True, caller=caller,
+                                          caller_tools=caller_tools)
         if isinstance(run, Message):  # the actor answered with a message: that is the stream
             return only(run)
         assert queue is not None
@@ -200,11 +204,13 @@ class TaskService:
 
     async def _start(self, message: Message, push_config: PushConfig | None, metadata: dict[str, Any] | None,
                      listen: bool = False, here: bool = False, caller: CallerIdentity | None = None,
+                     caller_tools: CallerTools | None = None,
                      ) -> tuple[TaskRun | Message, asyncio.Queue[Any] | None, Coroutine[Any, Any, None] | None]:
         """Store the new (or resumed) task and start its work: in a task of its own, or
         with ``here``, as the coroutine returned for the caller to await itself. An actor
         that answers with a message alone gives that message, and no task is stored."""
         await self._ready()
+        tools, invoker = self._turn_tools(caller_tools)
         if not message.parts:
             raise ValidationError.for_field(["message", "parts"], "a message needs at least one part", "too_short")
         if push_config is not None and self._push is not None:
@@ -229,8 +235,8 @@ class TaskService:
             # for the task at once (a non-blocking send).
             if replies_directly(actor) and (here or listen):
                 primed = await FirstEvent.read(actor, Turn(
-                    task_id, context_id, message, (), tuple(self._tools()),
-                    choice.context if choice is not None else {}, self._invoker, caller))
+                    task_id, context_id, message, (), tools,
+                    choice.context if choice is not None else {}, invoker, caller))
                 if (reply := primed.reply) is not None:
                     await primed.aclose()
                     return answer_message(reply, context_id), None, None
@@ -283,13 +289,34 @@ class TaskService:
             return run, queue, None
         if resumed:
             self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status), listeners=False)
-        turn = Turn(task.id, task.context_id, message, task.history[:-1], tuple(self._tools()),
-                    choice.context if choice is not None else {}, self._invoker, caller)
+        turn = Turn(task.id, task.context_id, message, task.history[:-1], tools,
+                    choice.context if choice is not None else {}, invoker, caller)
         answering = PrimedActor(primed) if primed is not None else None
         if here:
             return run, queue, self._drive(run, turn, choice, here=True, actor=answering)
         run.runner = asyncio.ensure_future(self._drive(run, turn, choice, actor=answering))
         return run, queue, None
+
+    def _turn_tools(self, caller: CallerTools | None) -> tuple[tuple[ToolInfo, ...], ToolInvoker | None]:
+        """The tools a turn offers: the backend's, and those its caller brings (which
+        win a clash of names: the caller chose them for this turn)."""
+        own = tuple(self._tools())
+        brought = tuple(ToolInfo(str(i["name"]), str(i.get("description", "")), dict(i.get("input_schema") or {}))
+                        for i in (caller.infos() if caller is not None else ()))
+        if caller is None or not brought:
+            return own, self._invoker
+        names = {info.name for info in brought}
+        base = self._invoker
+
+        async def invoke(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+            if name in names:
+                return await caller.invoke(name, arguments)
+            if base is None:
+                raise AuthorizationError(f"{name} is not available to this actor here",
+                                         {"tool": name, "available": sorted(names)})
+            return await base(name, arguments)
+
+        return tuple(i for i in own if i.name not in names) + brought, invoke
 
     async def _resumable(self, message: Message) -> Task | None:
         """The input-required task this message answers, if it answers one."""

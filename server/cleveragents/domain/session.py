@@ -31,6 +31,14 @@ class Session:
             return self
         return replace(self, status="closed", closed_at=now, updated_at=now)
 
+    def with_metadata(self, changes: dict[str, Any], now: str) -> Session:
+        """This session with ``changes`` merged into its metadata: a ``None`` value
+        removes its key, every other key is kept."""
+        metadata = {**self.metadata, **{k: v for k, v in changes.items() if v is not None}}
+        for key in (k for k, v in changes.items() if v is None):
+            metadata.pop(key, None)
+        return replace(self, metadata=metadata, updated_at=now)
+
     def require_open(self) -> None:
         if not self.is_open:
             raise BusinessRuleViolation(

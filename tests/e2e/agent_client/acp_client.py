@@ -33,6 +33,10 @@ RESULTS = {
     "session/load": schema.LoadSessionResponse,
     "session/prompt": schema.PromptResponse,
     "session/set_mode": schema.SetSessionModeResponse,
+    "session/list": schema.ListSessionsResponse,
+    "session/close": schema.CloseSessionResponse,
+    "session/resume": schema.ResumeSessionResponse,
+    "session/fork": schema.ForkSessionResponse,
 }
 
 

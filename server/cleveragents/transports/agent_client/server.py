@@ -17,13 +17,12 @@ from typing import Any
 from cleveragents._version import __version__
 from cleveragents.config import Settings
 from cleveragents.ids import new_id
-from cleveragents.transports.agent_client import commands, sessions, updates
+from cleveragents.transports.agent_client import commands, lifecycle, sessions, updates
 from cleveragents.transports.agent_client.wire import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
-    RESOURCE_NOT_FOUND,
     AgentClientError,
     Connection,
 )
@@ -33,7 +32,6 @@ logger = logging.getLogger("cleveragents.agent_client")
 
 PROTOCOL_VERSION = 1  # ACP's major version, as the official SDKs speak it
 EOF_GRACE_SECONDS = 5.0
-_PAGE = 100
 
 
 class AgentClientServer:
@@ -46,6 +44,7 @@ class AgentClientServer:
         self._initialized = False
         self.client_capabilities: dict[str, Any] = {}
         self.sessions = sessions.SessionTable()
+        self.keeper = lifecycle.Keeper(self._call)
         self._requests: set[asyncio.Task[None]] = set()
         self._handlers = {
             "initialize": self.initialize,
@@ -55,6 +54,10 @@ class AgentClientServer:
             "session/prompt": self.prompt,
             "session/set_mode": self.set_mode,
         }
+        from cleveragents.transports.agent_client.session_methods import SessionMethods
+
+        self.session_methods = SessionMethods(self)
+        self._handlers.update(self.session_methods.handlers())
 
     # -- the connection ------------------------------------------------------------
     async def serve(self) -> int:
@@ -103,6 +106,7 @@ class AgentClientServer:
             await asyncio.wait(set(self._requests), timeout=EOF_GRACE_SECONDS)
         for task in list(self._requests):
             task.cancel()
+        await self.sessions.close_all()
         await self.runtime.aclose()
 
     # -- methods -------------------------------------------------------------------
@@ -122,6 +126,7 @@ class AgentClientServer:
                 "loadSession": True,
                 "promptCapabilities": dict(updates.PROMPT_CAPABILITIES),
                 "mcpCapabilities": {"http": False, "sse": False},
+                "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "fork": {}},
             },
             "authMethods": [],
             "agentInfo": {"name": self._agent_name, "title": "CleverAgents", "version": __version__},
@@ -136,9 +141,15 @@ class AgentClientServer:
         names = sessions.mcp_server_names(params)
         await self._use_workspace(cwd)
         session_id = new_id()
-        await self._call("session.create", {"session_id": session_id, "metadata": {
-            sessions.METADATA_KEY: {"cwd": str(cwd), "mode": sessions.DEFAULT_MODE, "mcpServers": names}}})
-        session = self.sessions.add(sessions.AgentSession(session_id, cwd))
+        mcp = await self.session_methods.connect_mcp(params, cwd)
+        try:
+            await self._call("session.create", {"session_id": session_id, "metadata": {
+                sessions.METADATA_KEY: {"cwd": str(cwd), "mode": sessions.DEFAULT_MODE, "mcpServers": names}}})
+        except BaseException:
+            if mcp is not None:
+                await mcp.close()
+            raise
+        session = self.sessions.add(sessions.AgentSession(session_id, cwd, mcp_servers=names, mcp=mcp))
         self._announce_commands(session_id)
         return {"sessionId": session_id, "modes": session.mode_state()}
 
@@ -149,39 +160,17 @@ class AgentClientServer:
         asyncio.get_running_loop().call_soon(self.connection.notify, "session/update", update)
 
     async def load_session(self, params: dict[str, Any]) -> dict[str, Any]:
-        session_id = sessions.require_str(params, "sessionId")
-        cwd = sessions.working_directory(params)
-        sessions.mcp_server_names(params)
-        await self._use_workspace(cwd)
-        try:
-            record = await self._call("session.get", {"session_id": session_id})
-        except AgentClientError as exc:
-            if exc.code in (RESOURCE_NOT_FOUND, -32001, INVALID_PARAMS):
-                raise AgentClientError(RESOURCE_NOT_FOUND, "Resource not found: no such session",
-                                       {"sessionId": session_id}) from None
-            raise
-        started = (record.get("metadata") or {}).get(sessions.METADATA_KEY) or {}
-        mode = str(started["mode"]) if started.get("mode") in sessions.MODE_IDS else sessions.DEFAULT_MODE
-        session = self.sessions.add(sessions.AgentSession(session_id, cwd, mode))
-        for update in updates.history_updates(session_id, await self._turns(session_id)):
-            self.connection.notify("session/update", update)
-        self._announce_commands(session_id)
-        return {"modes": session.mode_state()}
-
-    async def _turns(self, session_id: str) -> list[dict[str, Any]]:
-        """The session's tasks, oldest first."""
-        tasks: list[dict[str, Any]] = []
-        page: dict[str, Any] = {"contextId": session_id, "pageSize": _PAGE}
-        while True:
-            result = await self._call("ListTasks", page)
-            tasks += result.get("tasks") or []
-            if not (token := result.get("nextPageToken")):
-                return tasks[::-1]
-            page = {**page, "pageToken": token}
+        """The session as it was kept, its turns replayed (``session_methods``)."""
+        return await self.session_methods.open(params, replay=True)
 
     async def set_mode(self, params: dict[str, Any]) -> dict[str, Any]:
         session = self.sessions.get(params.get("sessionId"))
-        session.mode = sessions.requested_mode(params)
+        mode, session.mode = session.mode, sessions.requested_mode(params)
+        try:
+            await self.keeper.save_state(session)  # the mode outlives the process
+        except AgentClientError:
+            session.mode = mode
+            raise
         self.connection.notify("session/update", {"sessionId": session.session_id, "update": {
             "sessionUpdate": "current_mode_update", "currentModeId": session.mode}})
         return {}
@@ -196,12 +185,17 @@ class AgentClientServer:
         stream = updates.TurnStream(session.session_id)
         session.cancel_requested = False
         command = commands.command_of(text)
-        session.turn = asyncio.ensure_future(self._run_turn(session, text, stream) if command is None
-                                             else self._command_runner().run(session, *command))
+        recorder = None
+        if command is None:
+            session.turn = asyncio.ensure_future(self._run_turn(session, text, stream))
+        else:  # a command's updates are recorded, for session/load to replay
+            recorder = lifecycle.TurnRecorder(self.connection, text)
+            session.turn = asyncio.ensure_future(self._command_runner(recorder).run(session, *command))
         try:
             await asyncio.wait({session.turn})
         finally:
             turn, session.turn = session.turn, None
+        await self.session_methods.after_turn(session, text, recorder)
         if turn.cancelled() or session.cancel_requested:
             return {"stopReason": "cancelled"}
         turn.result()  # raises what the turn raised
@@ -210,12 +204,13 @@ class AgentClientServer:
                                    {"taskId": stream.task_id, "state": stream.state})
         return {"stopReason": reason}
 
-    def _command_runner(self) -> commands.CommandRunner:
+    def _command_runner(self, connection: Any = None) -> commands.CommandRunner:
         settings = self.runtime.settings
         root = Path(settings.workspace if settings is not None and settings.workspace else Path.cwd()).resolve()
         from cleveragents.transports.agent_client.client_files import client_writes_files
 
-        return commands.CommandRunner(self.connection, self._call, root, client_writes_files(self.client_capabilities))
+        return commands.CommandRunner(connection or self.connection, self._call, root,
+                                      client_writes_files(self.client_capabilities))
 
     async def _run_turn(self, session: sessions.AgentSession, text: str, stream: updates.TurnStream) -> None:
         from cleveragents.a2a.facade import CallContext
@@ -223,7 +218,7 @@ class AgentClientServer:
         facade = self.runtime.ready or await self.runtime.facade()
         msg_id = f"agent-client-{new_id()}"
         context = CallContext(method="SendStreamingMessage", dialect="", request_id=msg_id, transport="stdio",
-                              notify=lambda *_: None, cancel_ends_task=True, push=True)
+                              notify=lambda *_: None, cancel_ends_task=True, push=True, tools=session.mcp)
         call = await facade.open({"jsonrpc": "2.0", "id": msg_id, "method": "SendStreamingMessage", "params": {
             "message": {"role": "ROLE_USER", "messageId": new_id(), "contextId": session.session_id,
                         "parts": [{"text": text}]}}}, context)

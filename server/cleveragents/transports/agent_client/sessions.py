@@ -31,6 +31,13 @@ class AgentSession:
     cancel_requested: bool = False
     # "Always" answers to permission requests, by kind of step: True allows, False rejects.
     always: dict[str, bool] = field(default_factory=dict)
+    # Kept with the session (``lifecycle``): what survives a restart.
+    mcp_servers: list[str] = field(default_factory=list)
+    title: str | None = None
+    forked_from: dict[str, Any] | None = None  # {"sessionId", "before"}: the parent's turns up to the fork
+    command_turns: list[dict[str, Any]] = field(default_factory=list)
+    saving: asyncio.Lock = field(default_factory=asyncio.Lock)
+    mcp: Any = None  # the client's MCP servers, connected (``mcp_tools.McpTools``), while open here
 
     def mode_state(self) -> dict[str, Any]:
         return {"currentModeId": self.mode, "availableModes": [dict(mode) for mode in MODES]}
@@ -43,13 +50,14 @@ class SessionTable:
         self._sessions: dict[str, AgentSession] = {}
 
     def add(self, session: AgentSession) -> AgentSession:
-        self._sessions.pop(session.session_id, None)
+        if (before := self._sessions.pop(session.session_id, None)) is not None and before.mcp is not session.mcp:
+            _release(before)
         self._sessions[session.session_id] = session
         while len(self._sessions) > MAX_SESSIONS:
             idle = next((sid for sid, s in self._sessions.items() if s.turn is None), None)
             if idle is None:
                 break
-            del self._sessions[idle]
+            _release(self._sessions.pop(idle))
         return session
 
     def get(self, session_id: Any) -> AgentSession:
@@ -60,8 +68,26 @@ class SessionTable:
                                    {"field": "sessionId", "sessionId": session_id})
         return session
 
+    def find(self, session_id: Any) -> AgentSession | None:
+        return self._sessions.get(session_id) if isinstance(session_id, str) else None
+
+    def remove(self, session_id: str) -> AgentSession | None:
+        return self._sessions.pop(session_id, None)
+
+    async def close_all(self) -> None:
+        """Ends every session's MCP servers (the connection is over)."""
+        for session in list(self._sessions.values()):
+            if session.mcp is not None:
+                await session.mcp.close()
+
     def running(self) -> list[asyncio.Task[Any]]:
         return [s.turn for s in self._sessions.values() if s.turn is not None]
+
+
+def _release(session: AgentSession) -> None:
+    """A session this connection no longer holds: its MCP servers end."""
+    if session.mcp is not None:
+        asyncio.ensure_future(session.mcp.close())
 
 
 def require_str(params: dict[str, Any], name: str) -> str:

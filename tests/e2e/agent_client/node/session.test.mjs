@@ -25,6 +25,10 @@ const RESULTS = {
   "session/load": zod.zLoadSessionResponse,
   "session/prompt": zod.zPromptResponse,
   "session/set_mode": zod.zSetSessionModeResponse,
+  "session/list": zod.zListSessionsResponse,
+  "session/close": zod.zCloseSessionResponse,
+  "session/resume": zod.zResumeSessionResponse,
+  "session/fork": zod.zForkSessionResponse,
 };
 const ORIGINAL = "first TODO\r\nsecond line: TODO";
 
@@ -205,6 +209,48 @@ test("load after a restart replays the history", async () => {
     await second.conn.loadSession({ sessionId, cwd: root, mcpServers: [] });
     assert.deepEqual(second.recorder.updates.filter((u) => u.content).map((u) => [u.sessionUpdate, u.content.text]),
       [["user_message_chunk", "hello there"], ["agent_message_chunk", "hello there "]]);
+  } finally {
+    await second.close();
+  }
+});
+
+test("what a session keeps across restarts; list, close, resume and fork", async () => {
+  const root = workspace();
+  let first = await connect(root);
+  let sessionId;
+  try {
+    ({ sessionId } = await first.conn.newSession({ cwd: root, mcpServers: [] }));
+    await first.conn.setSessionMode({ sessionId, modeId: "manual" });
+    first.recorder.permissionAnswers.push("allow_always", "reject_always");
+    await first.conn.prompt({ sessionId, prompt: text(PLAN) });
+    assert.equal(first.recorder.permissionRequests.length, 2);
+    await first.conn.prompt({ sessionId, prompt: text("/actions") });
+  } finally {
+    await first.close();
+  }
+  const second = await connect(root);
+  try {
+    const loaded = await second.conn.loadSession({ sessionId, cwd: root, mcpServers: [] });
+    assert.equal(loaded.modes.currentModeId, "manual");
+    const users = second.recorder.of("user_message_chunk").map((u) => u.content.text);
+    assert.deepEqual(users, [PLAN, "/actions"]);
+    assert.ok(second.recorder.of("tool_call").some((c) => c.kind === "edit" && c.content?.length));
+    await second.conn.prompt({ sessionId, prompt: text(PLAN) });
+    assert.equal(second.recorder.permissionRequests.length, 0); // both "always" answers were kept
+    assert.equal(readFileSync(join(root, "notes.txt"), "utf8"), ORIGINAL);
+
+    const listed = await second.conn.listSessions({ cwd: root });
+    assert.deepEqual(listed.sessions.map((s) => [s.sessionId, s.title]), [[sessionId, PLAN]]);
+    const fork = await second.conn.unstable_forkSession({ sessionId, cwd: root, mcpServers: [] });
+    assert.notEqual(fork.sessionId, sessionId);
+    assert.equal(fork.modes.currentModeId, "manual");
+    await second.conn.closeSession({ sessionId });
+    await assert.rejects(second.conn.prompt({ sessionId, prompt: text("x") }), (e) => e.code === -32602);
+    second.recorder.updates.length = 0;
+    const resumed = await second.conn.resumeSession({ sessionId, cwd: root, mcpServers: [] });
+    assert.equal(resumed.modes.currentModeId, "manual");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(second.recorder.of("user_message_chunk").length, 0); // resume replays nothing
   } finally {
     await second.close();
   }
