@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 Notify = Callable[[str, dict[str, Any]], None]
+# Told as each plan step starts and ends (``{"event": "started" | "ended", ...}``, see
+# ``progress.Progress.step_started``), on the event loop: a client that shows a plan live.
+StepListener = Callable[[dict[str, Any]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +40,8 @@ class CallContext:
     ``push`` says the transport sends a live stream after the response (a
     subscription's events); ``attach_stream`` is how an in-process caller of
     ``respond`` takes such a stream; ``editor`` makes plan changes through the
-    client's editor. All are unset for in-process callers.
+    client's editor; ``on_step`` hears each plan step start and end. All are unset for
+    in-process callers.
     """
 
     method: str
@@ -50,6 +54,7 @@ class CallContext:
     attach_stream: Callable[[str, Any], None] | None = None
     push: bool = False
     editor: Editor | None = None
+    on_step: StepListener | None = None
     # A cancelled request cancels the task its stream follows. Over stdio the stream is
     # the editor's own (its Cancel is $/cancelRequest); over HTTP a dropped stream
     # leaves the task running, for the client to subscribe to again.
