@@ -214,8 +214,10 @@ class AgentClientServer:
         settings = self.runtime.settings
         root = Path(settings.workspace if settings is not None and settings.workspace else Path.cwd()).resolve()
         from cleveragents.transports.agent_client.client_files import client_writes_files
+        from cleveragents.transports.agent_client.terminals import client_has_terminals
 
-        return commands.CommandRunner(self.connection, self._call, root, client_writes_files(self.client_capabilities))
+        return commands.CommandRunner(self.connection, self._call, root, client_writes_files(self.client_capabilities),
+                                      client_has_terminals(self.client_capabilities))
 
     async def _run_turn(self, session: sessions.AgentSession, text: str, stream: updates.TurnStream) -> None:
         from cleveragents.a2a.facade import CallContext
@@ -265,12 +267,14 @@ class AgentClientServer:
                                    {"field": "cwd", "cwd": str(cwd), "workspace": str(root)})
         self.runtime.start()
 
-    async def _call(self, method: str, params: dict[str, Any], editor: Any = None) -> dict[str, Any]:
-        """A facade call; ``editor`` (an ``app.calls.Editor``) writes a plan's files."""
+    async def _call(self, method: str, params: dict[str, Any], editor: Any = None, **fields: Any) -> dict[str, Any]:
+        """A facade call; ``editor`` (an ``app.calls.Editor``) writes a plan's files;
+        ``fields`` set more of the call's ``CallContext`` (``on_step``, ...)."""
         from cleveragents.a2a.facade import CallContext
 
         facade = self.runtime.ready or await self.runtime.facade()
-        context = None if editor is None else CallContext(method=method, dialect="", transport="stdio", editor=editor)
+        context = None if editor is None and not fields else CallContext(
+            method=method, dialect="", transport="stdio", editor=editor, **fields)
         request = {"jsonrpc": "2.0", "id": 0, "method": method, "params": params}
         response = (await facade.respond(request, context)).to_wire()
         if "error" in response:
