@@ -40,11 +40,13 @@ from cleveragents.app.ports import (
 from cleveragents.app.task_runs import TaskRun, add_usage, agent_message, only, with_budget_error
 from cleveragents.app.task_subscribers import TaskSubscribers
 from cleveragents.domain.actor import (
+    TOOL_CALL_KEY,
     Actor,
     ArtifactChunk,
     DirectReply,
     InputRequired,
     TextChunk,
+    ToolCall,
     ToolInfo,
     ToolInvoker,
     Turn,
@@ -381,6 +383,8 @@ class TaskService:
                         state = TaskState.AUTH_REQUIRED if event.auth else TaskState.INPUT_REQUIRED
                         await self._finish(run, state, prompt)
                         return
+                    elif isinstance(event, ToolCall):
+                        await self._tool_called(run, event)
                     elif isinstance(event, Usage):
                         await self._update(run, partial(add_usage, usage=event), broadcast=False, persist=False)
                         used = used + event
@@ -412,6 +416,14 @@ class TaskService:
         except Exception as exc:
             logger.warning("task %s failed", run.task.id, exc_info=exc)
             await self._finish(run, TaskState.FAILED, failure_reason(exc))
+
+    async def _tool_called(self, run: TaskRun, call: ToolCall) -> None:
+        """Tell the stream's listeners that the actor called a tool: a working status
+        update whose metadata holds the call. Not stored: the reply says what it did."""
+        if run.heard and not run.task.terminal:
+            shown = await asyncio.to_thread(call.shown, new_id())  # a big result is cut off the loop
+            self._emit(run, TaskStatusUpdate(run.task.id, run.task.context_id, run.task.status, final=False,
+                                             metadata={TOOL_CALL_KEY: shown}))
 
     async def _artifact(self, run: TaskRun, artifact_id: str, text: str, append: bool, last: bool) -> None:
         artifact = Artifact(artifact_id, (Part.of_text(text),), name="response")
