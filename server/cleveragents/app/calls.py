@@ -32,6 +32,14 @@ class Editor(Protocol):
         """``(applied, reason)``: ``reason`` says why the editor did not apply it."""
 
 
+class FileReader(Protocol):
+    """The caller's editor, when it reads files for the agent (ACP ``fs/read_text_file``):
+    a plan then sees its unsaved buffers."""
+
+    async def read_text(self, path: str) -> str | None:
+        """The editor's text of ``path`` (absolute); ``None`` when it has none to give."""
+
+
 @dataclass(slots=True)
 class CallContext:
     """Built by the facade for each call; transports fill in what they can do.
@@ -40,7 +48,8 @@ class CallContext:
     ``push`` says the transport sends a live stream after the response (a
     subscription's events); ``attach_stream`` is how an in-process caller of
     ``respond`` takes such a stream; ``editor`` makes plan changes through the
-    client's editor; ``on_step`` hears each plan step start and end. All are unset for
+    client's editor; ``reader`` reads files through it (``FileReader``); ``on_step``
+    hears each plan step start and end. All are unset for
     in-process callers.
     """
 
@@ -55,6 +64,7 @@ class CallContext:
     push: bool = False
     editor: Editor | None = None
     on_step: StepListener | None = None
+    reader: FileReader | None = None
     # A cancelled request cancels the task its stream follows. Over stdio the stream is
     # the editor's own (its Cancel is $/cancelRequest); over HTTP a dropped stream
     # leaves the task running, for the client to subscribe to again.
