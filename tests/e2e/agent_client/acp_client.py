@@ -64,6 +64,7 @@ class Recorder:
         self.reads: list[str] = []  # fs/read_text_file calls: their paths
         self.terminals: dict[str, dict[str, Any]] = {}  # terminal/create calls by id, with what they printed
         self.released: list[str] = []
+        self.before_permission: Any = None  # called before a permission request is answered
 
     async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any:
         """As an editor that saves at once: the file on disk gets the content."""
@@ -132,6 +133,8 @@ class Recorder:
     async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any) -> Any:
         self.permission_requests.append(schema.RequestPermissionRequest(
             session_id=session_id, tool_call=tool_call, options=options))
+        if self.before_permission is not None:
+            self.before_permission()
         kind = self.permission_answers.pop(0) if self.permission_answers else "reject_once"
         option = next(o for o in options if o.kind == kind)
         return schema.RequestPermissionResponse(outcome=schema.AllowedOutcome(outcome="selected",

@@ -52,12 +52,13 @@ class CommandRunner:
     """Runs one session's slash commands through the facade (``call``)."""
 
     def __init__(self, connection: Connection, call: Call, root: Path, writes_files: bool = False,
-                 terminals: bool = False):
+                 terminals: bool = False, reads_files: bool = False):
         self._connection = connection
         self._call = call
         self._root = root
         self._writes_files = writes_files  # the client declared fs.writeTextFile
-        self._terminals = terminals  # ... and terminal
+        self._terminals = terminals  # ... terminal
+        self._reads_files = reads_files  # ... fs.readTextFile
 
     def _editor(self, session: AgentSession) -> Any:
         if not self._writes_files:
@@ -65,6 +66,14 @@ class CommandRunner:
         from cleveragents.transports.agent_client.client_files import ClientFiles
 
         return ClientFiles(self._connection, session.session_id)
+
+    def _reading(self, session: AgentSession) -> dict[str, Any]:
+        """The call's ``reader`` (``app.calls.FileReader``) when the client reads files."""
+        if not self._reads_files:
+            return {}
+        from cleveragents.transports.agent_client.client_files import ClientFiles
+
+        return {"reader": ClientFiles(self._connection, session.session_id)}
 
     def say(self, session: AgentSession, text: str) -> None:
         self._connection.notify("session/update", text_update(session.session_id, "agent_message_chunk", text))
@@ -153,7 +162,8 @@ class CommandRunner:
                 return
             self._update(session, {"sessionUpdate": "tool_call_update", "toolCallId": gate_id, "status": "completed"})
         try:  # each step shows as it starts and ends (steps.on_step)
-            executed = await self._call("_cleveragents/plan/execute", {"plan_id": plan_id}, on_step=steps.on_step)
+            executed = await self._call("_cleveragents/plan/execute", {"plan_id": plan_id}, on_step=steps.on_step,
+                                        **self._reading(session))
         finally:
             await steps.settle()
         tree = await self._call("_cleveragents/plan/tree", {"plan_id": plan_id})
@@ -169,9 +179,10 @@ class CommandRunner:
         if executed.get("state") == "failed":
             self.say(session, f"The plan {plan_id} failed: {executed.get('reason') or 'see its steps'}.")
             return
-        diff = await self._call("_cleveragents/plan/diff", {"plan_id": plan_id})
+        reading = self._reading(session)
+        diff = await self._call("_cleveragents/plan/diff", {"plan_id": plan_id}, **reading)
         changes_id = f"{plan_id}-changes"
-        contents = await diffs.diff_contents(self._root, diff)
+        contents = await diffs.diff_contents(self._root, diff, reading.get("reader"))
         self._update(session, {"sessionUpdate": "tool_call", "toolCallId": changes_id,
                                "title": f"Changes of the plan {action}", "kind": "edit",
                                "status": "pending", "content": contents,
@@ -184,7 +195,7 @@ class CommandRunner:
             self._update(session, {"sessionUpdate": "tool_call_update", "toolCallId": changes_id, "status": "failed"})
             self.say(session, f"The plan {plan_id} was not applied; its changes stay in its overlay.")
             return
-        await self._call("_cleveragents/plan/apply", {"plan_id": plan_id}, self._editor(session))
+        await self._call("_cleveragents/plan/apply", {"plan_id": plan_id}, self._editor(session), **reading)
         self._update(session, {"sessionUpdate": "tool_call_update", "toolCallId": changes_id, "status": "completed"})
         self.say(session, f"Applied the plan {plan_id} ({len(contents)} file(s)). /rollback undoes it.")
 

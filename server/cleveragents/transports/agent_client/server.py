@@ -213,11 +213,12 @@ class AgentClientServer:
     def _command_runner(self) -> commands.CommandRunner:
         settings = self.runtime.settings
         root = Path(settings.workspace if settings is not None and settings.workspace else Path.cwd()).resolve()
-        from cleveragents.transports.agent_client.client_files import client_writes_files
+        from cleveragents.transports.agent_client.client_files import client_reads_files, client_writes_files
         from cleveragents.transports.agent_client.terminals import client_has_terminals
 
-        return commands.CommandRunner(self.connection, self._call, root, client_writes_files(self.client_capabilities),
-                                      client_has_terminals(self.client_capabilities))
+        capabilities = self.client_capabilities
+        return commands.CommandRunner(self.connection, self._call, root, client_writes_files(capabilities),
+                                      client_has_terminals(capabilities), client_reads_files(capabilities))
 
     async def _run_turn(self, session: sessions.AgentSession, text: str, stream: updates.TurnStream) -> None:
         from cleveragents.a2a.facade import CallContext
