@@ -33,6 +33,7 @@ from cleveragents.infra.workspace.globs import compile_glob, literal_prefix
 from cleveragents.infra.workspace.text import decode_text, editor_or_disk
 
 NEW_FILE_MODE = 0o644
+MAX_EDITOR_READS = 256  # files one overlay asks the caller's editor for; the disk answers past it
 
 
 # Reads a file through the caller's editor (its unsaved buffer): the text as UTF-8
@@ -58,6 +59,7 @@ class Overlay:
         self._lock = threading.RLock()
         self._read_through = read_through
         self._read: dict[str, bytes] = {}  # what the editor gave, by path, where it differs from the disk
+        self._asked: set[str] = set()  # the paths the editor was asked for
 
     # -- paths -------------------------------------------------------------------
 
@@ -116,11 +118,16 @@ class Overlay:
 
     def _editor_text(self, relative: str, disk: bytes) -> bytes:
         """The editor's text of a file the plan has not written (its disk bytes are
-        ``disk``), when there is an editor to ask and the file is text."""
+        ``disk``), when there is an editor to ask and the file is text. Each file is
+        asked once, and at most ``MAX_EDITOR_READS`` of them: an editor may open a
+        buffer for each, and a search over a big tree must not open thousands."""
         with self._lock:
             if relative in self._read:
                 return self._read[relative]
-        if self._read_through is None or decode_text(disk) is None:
+            if self._read_through is None or relative in self._asked or len(self._asked) >= MAX_EDITOR_READS:
+                return disk
+            self._asked.add(relative)
+        if decode_text(disk) is None:
             return disk
         editor = self._read_through(relative)
         if editor is None or len(editor) > self.policy.max_read_bytes:
