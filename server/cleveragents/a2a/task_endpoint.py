@@ -64,7 +64,8 @@ class TaskEndpoint:
         request = _with_dialect(codec.decode_send(q.message, q.configuration, q.metadata), codec)
         try:
             events = await self.service.stream(request.message, push_config=request.push_config,
-                                               metadata=request.metadata)
+                                               metadata=request.metadata,
+                                               reader=context.reader if context is not None else None)
         except PushTargetRefused as exc:
             raise exc.at(_send_url_loc(q.configuration)) from None
         return self._items(events, codec, context, ends_task=True)

@@ -22,7 +22,9 @@ from functools import partial
 from typing import Any
 
 from cleveragents import tracing
+from cleveragents.app.calls import FileReader
 from cleveragents.app.direct_replies import FirstEvent, PrimedActor, answer_message, replies_directly
+from cleveragents.app.editor_reads import turn_reading
 from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
 from cleveragents.app.peer_cancel import RUNNING_STATES, cancel_through_peer, follow_elsewhere
@@ -165,11 +167,14 @@ class TaskService:
         return run.task.trimmed(history_length)
 
     async def stream(self, message: Message, *, push_config: PushConfig | None = None,
-                     metadata: dict[str, Any] | None = None) -> AsyncIterator[StreamEvent]:
+                     metadata: dict[str, Any] | None = None, reader: FileReader | None = None,
+                     ) -> AsyncIterator[StreamEvent]:
         """The task, then its updates until it is terminal or needs input. Closing the
         iterator early (the client went away) leaves the task running, within its own
-        limits; ``subscribe`` follows it again, and ``cancel`` stops it."""
-        run, queue, _ = await self._start(message, push_config, metadata, listen=True)
+        limits; ``subscribe`` follows it again, and ``cancel`` stops it. ``reader``: the
+        caller's editor, which the turn's tools read files through."""
+        with turn_reading(reader):  # the turn's asyncio task starts inside, and keeps it
+            run, queue, _ = await self._start(message, push_config, metadata, listen=True)
         if isinstance(run, Message):  # the actor answered with a message: that is the stream
             return only(run)
         assert queue is not None

@@ -87,3 +87,14 @@ async def test_a_buffer_that_differs_only_in_line_endings_keeps_the_files(worksp
         await plan_in_autonomous_mode(conn, recorder)
         assert the_diff(recorder).old_text == "one TODO\r\ntwo\r\n"
         assert notes.read_bytes() == b"one DONE\r\ntwo\r\n"
+
+
+async def test_a_prompts_tools_read_the_unsaved_buffer(workspace):
+    notes = workspace / "notes.txt"
+    notes.write_text(DISK)
+    async with agent(workspace, capabilities=capabilities(write=False)) as (conn, recorder):
+        recorder.buffers[str(notes)] = BUFFER
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=text("fs.read path=notes.txt"))
+        assert recorder.reads == [str(notes)]
+        assert "an unsaved TODO" in "".join(recorder.texts())

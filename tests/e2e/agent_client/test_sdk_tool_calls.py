@@ -64,3 +64,21 @@ async def test_the_local_actors_tool_is_a_tool_call(workspace):
         assert started.title.startswith("fs.search pattern=TODO glob=**/*")
         assert (started.kind, ended.status) == ("search", "completed")
         assert "notes.txt" in str(ended.raw_output)
+
+
+async def test_a_models_tool_reads_the_clients_buffer(workspace, fake):
+    from acp import schema
+
+    notes = workspace / "notes.txt"
+    notes.write_text("on disk\n")
+    (workspace / ".cleveragents").mkdir()
+    (workspace / ".cleveragents" / "config.toml").write_text('[defaults]\ndefault_actor = "openai/gpt-4o"\n')
+    fake.reply(Reply(tool_calls=[{"name": "fs__read", "arguments": {"path": "notes.txt"}}]), Reply(text="Done."))
+    reads = schema.ClientCapabilities(fs=schema.FileSystemCapabilities(read_text_file=True))
+    async with agent(workspace, capabilities=reads) as (conn, recorder):
+        recorder.buffers[str(notes)] = "in the unsaved buffer\n"
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=text("Read my notes"))
+        _, ended = tool_updates(recorder)
+        assert "in the unsaved buffer" in str(ended.raw_output) and "on disk" not in str(ended.raw_output)
+        assert "in the unsaved buffer" in str(fake.requests[1]["messages"])  # what the model was given

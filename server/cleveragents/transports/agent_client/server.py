@@ -225,8 +225,13 @@ class AgentClientServer:
 
         facade = self.runtime.ready or await self.runtime.facade()
         msg_id = f"agent-client-{new_id()}"
+        from cleveragents.transports.agent_client.client_files import ClientFiles, client_reads_files
+
+        # A client that reads files is the turn's file reader: its tools see unsaved buffers.
+        reader = ClientFiles(self.connection, session.session_id) if client_reads_files(
+            self.client_capabilities) else None
         context = CallContext(method="SendStreamingMessage", dialect="", request_id=msg_id, transport="stdio",
-                              notify=lambda *_: None, cancel_ends_task=True, push=True)
+                              notify=lambda *_: None, cancel_ends_task=True, push=True, reader=reader)
         call = await facade.open({"jsonrpc": "2.0", "id": msg_id, "method": "SendStreamingMessage", "params": {
             "message": {"role": "ROLE_USER", "messageId": new_id(), "contextId": session.session_id,
                         "parts": [{"text": text}]}}}, context)
