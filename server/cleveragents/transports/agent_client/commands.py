@@ -164,8 +164,13 @@ class CommandRunner:
         try:  # each step shows as it starts and ends (steps.on_step)
             executed = await self._call("_cleveragents/plan/execute", {"plan_id": plan_id}, on_step=steps.on_step,
                                         **self._reading(session))
-        finally:
+        except asyncio.CancelledError:
+            steps.abandon()  # a terminal may wait on the client: the cancel goes first
+            raise
+        except AgentClientError:  # a step failed: the outputs of those that ran still show
             await steps.settle()
+            raise
+        await steps.settle()
         tree = await self._call("_cleveragents/plan/tree", {"plan_id": plan_id})
         for decision in tree.get("decisions") or ():
             if decision.get("kind") == "step":

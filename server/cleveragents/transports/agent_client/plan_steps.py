@@ -92,6 +92,11 @@ class LiveSteps:
         if self._outputs:
             await asyncio.gather(*self._outputs, return_exceptions=True)
 
+    def abandon(self) -> None:
+        """The run was cancelled: stop showing outputs (a terminal may wait on the client)."""
+        for task in self._outputs:
+            task.cancel()
+
     async def _command_output(self, call_id: str, decision_id: str) -> None:
         try:
             artifacts = (await self._call("_cleveragents/plan/artifacts", {"plan_id": self.plan_id})).get("artifacts")
