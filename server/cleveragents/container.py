@@ -289,11 +289,14 @@ class Container:
         return is_local_actor(name, self.config.declared_actors().get(name))
 
     def _local_actor(self, name: str) -> Actor:
+        from cleveragents.app.editor_reads import turn_read_through
         from cleveragents.infra.actors.local import LocalActor
 
         tools = self.tool_registry
-        return LocalActor(tools=lambda: [tools.get(n) for n in tools.names()], view=self.plan_workspace.overlay,
-                          workspace=str(self.workspace), name=name, runner=self.tool_runner)
+        root = str(self.workspace)
+        return LocalActor(tools=lambda: [tools.get(n) for n in tools.names()],
+                          view=lambda: self.plan_workspace.overlay(None, turn_read_through(root)),
+                          workspace=root, name=name, runner=self.tool_runner)
 
     def _remote_client(self, url: str) -> A2AClient:
         return remote_client(self.settings, url, self.card_verifier)
@@ -319,6 +322,7 @@ class Container:
         from cleveragents.a2a.card_service import AgentCardService
         from cleveragents.a2a.push import PushSender
         from cleveragents.app.context import ContextService
+        from cleveragents.app.editor_reads import turn_read_through
         from cleveragents.app.plan_gates import PlanGates
         from cleveragents.app.sessions import SessionActors
         from cleveragents.app.tasks import TaskService
@@ -347,7 +351,9 @@ class Container:
             return infos
 
         def tool_context() -> ToolContext:
-            return ToolContext(view=self.plan_workspace.overlay(), workspace=str(self.workspace))
+            # In a turn whose caller's editor reads files, the tools read its buffers.
+            through = turn_read_through(str(self.workspace))
+            return ToolContext(view=self.plan_workspace.overlay(None, through), workspace=str(self.workspace))
 
         async def session_context(session_id: str) -> dict[str, Any]:
             shown = await self.context_service.show(session_id=session_id)

@@ -108,7 +108,7 @@ BINDINGS: dict[tuple[str, str], Binding[Any, Any]] = {
                                 lambda h, q, c: h.explain(q.plan_id, q.decision_id)),
     (_PLAN, "correct"): _bind(PlanEndpoint, p.PlanCorrectParams, lambda h, q, c: h.correct(
         q.plan_id, q.decision_id, q.guidance, q.arguments, q.wait, c)),
-    (_PLAN, "diff"): _bind(PlanEndpoint, p.PlanIdParams, lambda h, q, c: h.diff(q.plan_id)),
+    (_PLAN, "diff"): _bind(PlanEndpoint, p.PlanIdParams, lambda h, q, c: h.diff(q.plan_id, c)),
     (_PLAN, "artifacts"): _bind(PlanEndpoint, p.PlanIdParams, lambda h, q, c: h.artifacts(q.plan_id)),
     (_PLAN, "prompt"): _bind(PlanEndpoint, p.PlanPromptParams, lambda h, q, c: h.prompt(q.plan_id, q.guidance)),
     (_PLAN, "rollback"): _bind(PlanEndpoint, p.PlanRollbackParams,

@@ -31,6 +31,7 @@ from cleveragents.a2a.errors import A2AVersionMismatchError
 from cleveragents.a2a.version import A2AVersionNegotiator
 from cleveragents.domain.actor import CLI_CLIENT as CLI_CLIENT  # re-exported: the CLI doesn't import the domain
 from cleveragents.domain.actor import CLIENT_KEY as CLIENT_KEY
+from cleveragents.domain.actor import TOOL_CALL_KEY as TOOL_CALL_KEY  # re-exported for the transports
 from cleveragents.domain.errors import ValidationError
 from cleveragents.domain.records import record
 from cleveragents.domain.task import (

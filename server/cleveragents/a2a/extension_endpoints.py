@@ -36,8 +36,8 @@ class PlanEndpoint:
     async def explain(self, plan_id: str, decision_id: str) -> dict[str, Any]:
         return wire.decision_explained(await self.service.explain(plan_id, decision_id))
 
-    async def diff(self, plan_id: str) -> dict[str, Any]:
-        return wire.plan_diff(await self.service.diff(plan_id))
+    async def diff(self, plan_id: str, context: CallContext | None = None) -> dict[str, Any]:
+        return wire.plan_diff(await self.service.diff(plan_id, context))
 
     async def artifacts(self, plan_id: str) -> dict[str, Any]:
         return wire.plan_artifacts(await self.service.artifacts(plan_id))

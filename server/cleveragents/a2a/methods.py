@@ -176,7 +176,7 @@ _ext("_cleveragents/plan/correct", "PlanCorrectParams", _PLAN, "correct",
      with_context=True)
 _ext("_cleveragents/plan/diff", "PlanIdParams", _PLAN, "diff",
      "The overlay against the workspace: a unified diff and per-file hunks.",
-     "{plan_id, diff, files}", _PLAN_STATE, {"plan_id": _ULID}, bulk=True)
+     "{plan_id, diff, files}", _PLAN_STATE, {"plan_id": _ULID}, with_context=True, bulk=True)
 _ext("_cleveragents/plan/artifacts", "PlanIdParams", _PLAN, "artifacts", "The plan's artifacts.",
      "{plan_id, artifacts}", _NOT_FOUND, {"plan_id": _ULID}, bulk=True)
 _ext("_cleveragents/plan/prompt", "PlanPromptParams", _PLAN, "prompt",

@@ -70,7 +70,8 @@ class TaskEndpoint:
         try:
             events = await self.service.stream(request.message, push_config=request.push_config,
                                                metadata=request.metadata, caller=caller_of(context),
-                                               caller_tools=context.tools if context is not None else None)
+                                               caller_tools=context.tools if context is not None else None,
+                                               reader=context.reader if context is not None else None)
         except PushTargetRefused as exc:
             raise exc.at(_send_url_loc(q.configuration)) from None
         return self._items(events, codec, context, ends_task=True)

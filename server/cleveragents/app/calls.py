@@ -9,6 +9,9 @@ from typing import Any, Protocol
 from cleveragents.domain.caller import CallerIdentity
 
 Notify = Callable[[str, dict[str, Any]], None]
+# Told as each plan step starts and ends (``{"event": "started" | "ended", ...}``, see
+# ``progress.Progress.step_started``), on the event loop: a client that shows a plan live.
+StepListener = Callable[[dict[str, Any]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +46,14 @@ class CallerTools(Protocol):
         A refusal is a ``StructuredError``, as for the backend's own tools."""
 
 
+class FileReader(Protocol):
+    """The caller's editor, when it reads files for the agent (ACP ``fs/read_text_file``):
+    a plan then sees its unsaved buffers."""
+
+    async def read_text(self, path: str) -> str | None:
+        """The editor's text of ``path`` (absolute); ``None`` when it has none to give."""
+
+
 @dataclass(slots=True)
 class CallContext:
     """Built by the facade for each call; transports fill in what they can do.
@@ -51,7 +62,9 @@ class CallContext:
     ``push`` says the transport sends a live stream after the response (a
     subscription's events); ``attach_stream`` is how an in-process caller of
     ``respond`` takes such a stream; ``editor`` makes plan changes through the
-    client's editor; ``caller`` is who is calling. All are unset for in-process callers.
+    client's editor; ``reader`` reads files through it (``FileReader``); ``on_step``
+    hears each plan step start and end; ``caller`` is who is calling. All are unset for
+    in-process callers.
     """
 
     method: str
@@ -65,6 +78,8 @@ class CallContext:
     push: bool = False
     editor: Editor | None = None
     tools: CallerTools | None = None  # offered to the actor of a message this call sends
+    on_step: StepListener | None = None
+    reader: FileReader | None = None
     # A cancelled request cancels the task its stream follows. Over stdio the stream is
     # the editor's own (its Cancel is $/cancelRequest); over HTTP a dropped stream
     # leaves the task running, for the client to subscribe to again.

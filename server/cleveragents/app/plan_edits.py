@@ -13,6 +13,7 @@ file that is not UTF-8 text, a mode change) is written by the server.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from cleveragents.app.calls import Editor, FileChange
@@ -26,21 +27,24 @@ EDITOR_RESTART_REASON = ("the server stopped while the editor was making the {op
 
 
 async def apply_files(workspace: PlanWorkspace, plan_id: str, records: list[OverlayRecord], force: bool,
-                      editor: Editor | None, label: str) -> tuple[Checkpoint, str]:
-    """Apply the overlay; returns the checkpoint and who wrote the files."""
+                      editor: Editor | None, label: str,
+                      current: Mapping[str, bytes] | None = None) -> tuple[Checkpoint, str]:
+    """Apply the overlay; returns the checkpoint and who wrote the files. ``current``:
+    files as the caller's editor has them, checked instead of the disk."""
 
     def prepare() -> tuple[Checkpoint, list[dict[str, Any]] | None]:
         overlay = workspace.overlay(records)
         if editor is None:
-            return workspace.apply(plan_id, overlay, force), None
-        checkpoint = workspace.prepare_apply(plan_id, overlay, force)
+            return workspace.apply(plan_id, overlay, force, current), None
+        checkpoint = workspace.prepare_apply(plan_id, overlay, force, current)
         return checkpoint, workspace.editor_changes(checkpoint, "post")
 
     checkpoint, changes = await asyncio.to_thread(prepare)
     if editor is None:
         return checkpoint, SERVER
     if not changes or not editor.can_apply(_file_changes(changes)):
-        return await asyncio.to_thread(lambda: workspace.apply(plan_id, workspace.overlay(records), force)), SERVER
+        return await asyncio.to_thread(
+            lambda: workspace.apply(plan_id, workspace.overlay(records), force, current)), SERVER
     await _through_editor(workspace, editor, "apply", checkpoint, changes, label)
     return checkpoint, EDITOR
 

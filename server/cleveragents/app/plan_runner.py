@@ -102,6 +102,7 @@ class PlanRunner:
             guidance = corrections + plan.guidance
             execution.plan = replace(plan, guidance=())
             progress.report(f"step {index + 1}/{total}: {step.tool}", index, total)
+            progress.step_started(plan.plan_id, index, total, step.id, step.tool)
             attributes = {tracing.PLAN_ID: plan.plan_id, tracing.STEP_ID: step.id, tracing.STEP_INDEX: index,
                           tracing.TOOL: step.tool} if tracing.on() else None
             with tracing.span("plan.step", "internal", attributes) as span:
@@ -110,12 +111,14 @@ class PlanRunner:
                                                                 guidance)
                 except StepFailed as failed:
                     tracing.failed(span, failed.error.message, getattr(failed.error, "code", None))
+                    progress.step_ended(plan.plan_id, index, total, failed.decision)
                     raise
                 span.set_attribute(tracing.OUTCOME, decision.outcome)
             parent_id = decision.decision_id
             records = await asyncio.to_thread(overlay.to_records)
             await self._plans.save_plan_state(execution.plan, [decision, *calls], records)
             progress.report(f"step {index + 1}/{total}: {decision.summary or decision.outcome}", index + 1, total)
+            progress.step_ended(plan.plan_id, index, total, decision)
         return overlay
 
     async def _step(self, execution: Execution, step: Any, overlay: PlanOverlay, before: list[OverlayRecord],

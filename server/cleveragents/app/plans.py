@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from cleveragents.app.calls import CallContext
+from cleveragents.app.editor_reads import editor_texts, read_through, reader_of
 from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
 from cleveragents.app.plan_edits import EDITOR_RESTART_REASON, apply_files, rollback_files
@@ -191,13 +192,18 @@ class PlanLifecycleService:
         step_index = next((i for i, s in enumerate(plan.steps) if s.id == decision.step_id), None)
         return DecisionExplained(plan, decision, step_index)
 
-    async def diff(self, plan_id: str) -> PlanDiff:
+    async def diff(self, plan_id: str, context: CallContext | None = None) -> PlanDiff:
+        """Against the workspace now; where the caller's editor reads files
+        (``context.reader``), against its buffers."""
         plan = await self._require(plan_id)
         records = await self._plans.load_overlay(plan_id)
         checkpoint = await self._plans.get_checkpoint(plan_id) if plan.phase in (Phase.APPLY, Phase.ROLLBACK) else None
+        reader = reader_of(context)
+        current = None if reader is None or checkpoint is not None else await editor_texts(
+            reader, self._workspace.root, [record.path for record in records])
 
         def compute() -> dict[str, Any]:
-            return self._workspace.diff(self._workspace.overlay(records), checkpoint)
+            return self._workspace.diff(self._workspace.overlay(records), checkpoint, current)
 
         return PlanDiff(plan, await asyncio.to_thread(compute))
 
@@ -299,7 +305,10 @@ class PlanLifecycleService:
         self._running[plan.plan_id] = execution
         try:
             plan = await self._move(plan, Phase.EXECUTE, State.RUNNING, None, corrected_from=corrected)
-            overlay = await asyncio.to_thread(self._workspace.overlay, records)
+            reader = reader_of(context)
+            through = None if reader is None else read_through(reader, self._workspace.root,
+                                                               asyncio.get_running_loop())
+            overlay = await asyncio.to_thread(self._workspace.overlay, records, through)
         except BaseException:
             self._running.pop(plan.plan_id, None)
             raise
@@ -364,9 +373,12 @@ class PlanLifecycleService:
             before = plan
             plan = await self._move(plan, Phase.APPLY, State.RUNNING)
             editor = context.editor if context is not None else None
+            reader = reader_of(context)
+            current = None if reader is None else await editor_texts(
+                reader, self._workspace.root, [record.path for record in records])
             try:
                 checkpoint, written_by = await self._write_files(plan, before, "apply", lambda: apply_files(
-                    self._workspace, plan_id, records, force, editor, f"Apply plan {plan.action_name}"))
+                    self._workspace, plan_id, records, force, editor, f"Apply plan {plan.action_name}", current))
             finally:
                 progress.end()
             await self._plans.put_checkpoint(plan_id, checkpoint)

@@ -17,6 +17,7 @@ class Progress:
     def __init__(self, context: CallContext | None, title: str):
         self._token = context.progress_token if context is not None else None
         self._notify = context.notify if context is not None else None
+        self._on_step = context.on_step if context is not None else None
         self._title = title
         self._open = False
 
@@ -46,3 +47,16 @@ class Progress:
         if self._open:
             self._open = False
             self._send({"kind": "end", "message": message})
+
+    # -- plan steps, for a caller that follows them (``CallContext.on_step``) --------
+    def step_started(self, plan_id: str, index: int, total: int, step_id: str, tool: str) -> None:
+        if self._on_step is not None:
+            self._on_step({"event": "started", "plan_id": plan_id, "index": index, "total": total,
+                           "step_id": step_id, "tool": tool})
+
+    def step_ended(self, plan_id: str, index: int, total: int, decision: Any) -> None:
+        """``decision`` is the step's ``domain.plan.Decision``, given as plain data."""
+        if self._on_step is not None:
+            self._on_step({"event": "ended", "plan_id": plan_id, "index": index, "total": total,
+                           "step_id": decision.step_id, "tool": decision.tool, "decision_id": decision.decision_id,
+                           "outcome": decision.outcome, "summary": decision.summary, "output": decision.output})

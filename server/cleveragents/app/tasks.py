@@ -22,8 +22,9 @@ from functools import partial
 from typing import Any
 
 from cleveragents import tracing
-from cleveragents.app.calls import CallerTools
+from cleveragents.app.calls import CallerTools, FileReader
 from cleveragents.app.direct_replies import FirstEvent, PrimedActor, answer_message, replies_directly
+from cleveragents.app.editor_reads import turn_reading
 from cleveragents.app.once import RunOnce
 from cleveragents.app.paging import page, parse_cursor
 from cleveragents.app.peer_cancel import RUNNING_STATES, cancel_through_peer, follow_elsewhere
@@ -41,11 +42,13 @@ from cleveragents.app.ports import (
 from cleveragents.app.task_runs import TaskRun, add_usage, agent_message, only, with_budget_error
 from cleveragents.app.task_subscribers import TaskSubscribers
 from cleveragents.domain.actor import (
+    TOOL_CALL_KEY,
     Actor,
     ArtifactChunk,
     DirectReply,
     InputRequired,
     TextChunk,
+    ToolCall,
     ToolInfo,
     ToolInvoker,
     Turn,
@@ -172,12 +175,15 @@ class TaskService:
     async def stream(self, message: Message, *, push_config: PushConfig | None = None,
                      metadata: dict[str, Any] | None = None,
                      caller: CallerIdentity | None = None,
-                     caller_tools: CallerTools | None = None) -> AsyncIterator[StreamEvent]:
+                     caller_tools: CallerTools | None = None,
+                     reader: FileReader | None = None) -> AsyncIterator[StreamEvent]:
         """The task, then its updates until it is terminal or needs input. Closing the
         iterator early (the client went away) leaves the task running, within its own
-        limits; ``subscribe`` follows it again, and ``cancel`` stops it."""
-        run, queue, _ = await self._start(message, push_config, metadata, listen=True, caller=caller,
-                                          caller_tools=caller_tools)
+        limits; ``subscribe`` follows it again, and ``cancel`` stops it. ``reader``: the
+        caller's editor, which the turn's tools read files through."""
+        with turn_reading(reader):  # the turn's asyncio task starts inside, and keeps it
+            run, queue, _ = await self._start(message, push_config, metadata, listen=True, caller=caller,
+                                              caller_tools=caller_tools)
         if isinstance(run, Message):  # the actor answered with a message: that is the stream
             return only(run)
         assert queue is not None
@@ -414,6 +420,8 @@ class TaskService:
                         state = TaskState.AUTH_REQUIRED if event.auth else TaskState.INPUT_REQUIRED
                         await self._finish(run, state, prompt)
                         return
+                    elif isinstance(event, ToolCall):
+                        await self._tool_called(run, event)
                     elif isinstance(event, Usage):
                         await self._update(run, partial(add_usage, usage=event), broadcast=False, persist=False)
                         used = used + event
@@ -445,6 +453,14 @@ class TaskService:
         except Exception as exc:
             logger.warning("task %s failed", run.task.id, exc_info=exc)
             await self._finish(run, TaskState.FAILED, failure_reason(exc))
+
+    async def _tool_called(self, run: TaskRun, call: ToolCall) -> None:
+        """Tell the stream's listeners that the actor called a tool: a working status
+        update whose metadata holds the call. Not stored: the reply says what it did."""
+        if run.heard and not run.task.terminal:
+            shown = await asyncio.to_thread(call.shown, new_id())  # a big result is cut off the loop
+            self._emit(run, TaskStatusUpdate(run.task.id, run.task.context_id, run.task.status, final=False,
+                                             metadata={TOOL_CALL_KEY: shown}))
 
     async def _artifact(self, run: TaskRun, artifact_id: str, text: str, append: bool, last: bool) -> None:
         artifact = Artifact(artifact_id, (Part.of_text(text),), name="response")

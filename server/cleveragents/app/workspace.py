@@ -5,6 +5,7 @@ Every method blocks on the disk; the plan service calls them in a worker thread.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from cleveragents.domain.plan_files import Checkpoint, OverlayRecord, Recovery
@@ -18,20 +19,28 @@ class PlanOverlay(WorkspaceView, Protocol):
 class PlanWorkspace(Protocol):
     root: str
 
-    def overlay(self, records: list[OverlayRecord] | None = None) -> PlanOverlay:
-        """A fresh overlay, or one rebuilt from stored records."""
+    def overlay(self, records: list[OverlayRecord] | None = None,
+                read_through: Callable[[str], bytes | None] | None = None) -> PlanOverlay:
+        """A fresh overlay, or one rebuilt from stored records. ``read_through(path)``
+        gives a file's text as the caller's editor has it (``None``: ask the disk); the
+        overlay reads text files through it (called from worker threads)."""
 
-    def diff(self, overlay: PlanOverlay, checkpoint: Checkpoint | None = None) -> dict[str, Any]:
-        """The overlay against the workspace; after an apply, against the checkpoint's
+    def diff(self, overlay: PlanOverlay, checkpoint: Checkpoint | None = None,
+             current: Mapping[str, bytes] | None = None) -> dict[str, Any]:
+        """The overlay against the workspace (``current``: files as the editor has them,
+        by path, stand for the disk); after an apply, against the checkpoint's
         pre-images, so the change stays visible."""
 
-    def apply(self, plan_id: str, overlay: PlanOverlay, force: bool) -> Checkpoint:
-        """Write the overlay into the workspace; returns the checkpoint."""
+    def apply(self, plan_id: str, overlay: PlanOverlay, force: bool,
+              current: Mapping[str, bytes] | None = None) -> Checkpoint:
+        """Write the overlay into the workspace; returns the checkpoint. ``current``
+        stands for the disk in the conflict checks and the pre-images."""
 
     def rollback(self, checkpoint: Checkpoint, force: bool) -> list[str]: ...
 
     # An editor can make an apply's or a rollback's change instead (``CallContext.editor``).
-    def prepare_apply(self, plan_id: str, overlay: PlanOverlay, force: bool) -> Checkpoint:
+    def prepare_apply(self, plan_id: str, overlay: PlanOverlay, force: bool,
+                      current: Mapping[str, bytes] | None = None) -> Checkpoint:
         """The checks and the checkpoint of ``apply``, without writing a workspace file."""
 
     def editor_changes(self, checkpoint: Checkpoint, side: str) -> list[dict[str, Any]] | None:

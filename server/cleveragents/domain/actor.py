@@ -83,6 +83,23 @@ class ToolCall:
     rationale: str = ""
     failed: bool = False
 
+    def shown(self, call_id: str) -> dict[str, Any]:
+        """The call as a task's stream shows it (status-update metadata under
+        ``TOOL_CALL_KEY``): arguments and result (or error) cut to a bounded size."""
+        result = self.result.get("error", self.result) if self.failed and isinstance(self.result, Mapping) \
+            else self.result
+        return {"call_id": call_id, "name": self.name, "arguments": _cut(dict(self.arguments)), "result": _cut(result),
+                "rationale": self.rationale[:MAX_SHOWN_CHARS], "failed": self.failed}
+
+
+def _cut(value: Any) -> Any:
+    """``value``, or a preview of its JSON when that is over ``MAX_SHOWN_CHARS``."""
+    import json
+
+    text = json.dumps(value, default=str)
+    return value if len(text) <= MAX_SHOWN_CHARS else {"truncated": True, "size": len(text),
+                                                       "preview": text[:MAX_SHOWN_CHARS]}
+
 
 @record
 class Usage:
@@ -115,6 +132,10 @@ ActorEvent = TextChunk | ArtifactChunk | InputRequired | ToolCall | Usage | Dire
 # client's own commands: ``{CLIENT_KEY: CLI_CLIENT}`` from the `agents` command line.
 CLIENT_KEY = "cleveragents.client"
 CLI_CLIENT = "cli"
+# Status-update metadata that says the actor called a tool (``ToolCall.shown``): a
+# client can show the call (ACP's tool_call) while the task works.
+TOOL_CALL_KEY = "cleveragents.tool_call"
+MAX_SHOWN_CHARS = 8_000
 
 
 @record

@@ -25,6 +25,11 @@ CALLS = {
     "session/request_permission": schema.RequestPermissionRequest,
     "fs/read_text_file": schema.ReadTextFileRequest,
     "fs/write_text_file": schema.WriteTextFileRequest,
+    "terminal/create": schema.CreateTerminalRequest,
+    "terminal/output": schema.TerminalOutputRequest,
+    "terminal/wait_for_exit": schema.WaitForTerminalExitRequest,
+    "terminal/release": schema.ReleaseTerminalRequest,
+    "terminal/kill": schema.KillTerminalRequest,
 }
 # ... and its results, by the method of the client's request.
 RESULTS = {
@@ -59,6 +64,11 @@ class Recorder:
         self.permission_requests: list[schema.RequestPermissionRequest] = []
         self.writes: list[tuple[str, str]] = []  # fs/write_text_file calls: (path, content)
         self.refuse_writes = False
+        self.buffers: dict[str, str] = {}  # unsaved editor buffers by path: fs/read_text_file answers them
+        self.reads: list[str] = []  # fs/read_text_file calls: their paths
+        self.terminals: dict[str, dict[str, Any]] = {}  # terminal/create calls by id, with what they printed
+        self.released: list[str] = []
+        self.before_permission: Any = None  # called before a permission request is answered
 
     async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any:
         """As an editor that saves at once: the file on disk gets the content."""
@@ -69,12 +79,66 @@ class Recorder:
             file.write(content)
         return schema.WriteTextFileResponse()
 
+    async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None,
+                             **kwargs: Any) -> Any:
+        """As an editor: an open buffer's text, else the file on disk."""
+        self.reads.append(path)
+        if path in self.buffers:
+            content = self.buffers[path]
+        else:
+            try:
+                with open(path, encoding="utf-8", newline="") as file:
+                    content = file.read()
+            except OSError as exc:
+                raise RequestError(-32002, f"Resource not found: {exc.strerror}", {"uri": path}) from None
+        if line is not None or limit is not None:
+            lines = content.splitlines(keepends=True)[(line or 1) - 1:]
+            content = "".join(lines[:limit] if limit is not None else lines)
+        return schema.ReadTextFileResponse(content=content)
+
+    async def create_terminal(self, session_id: str, command: str, args: list[str] | None = None, env: Any = None,
+                              cwd: str | None = None, output_byte_limit: int | None = None, **kwargs: Any) -> Any:
+        """As an editor: runs the command and keeps what it prints."""
+        process = await asyncio.create_subprocess_exec(command, *(args or []), cwd=cwd, stdout=asyncio.subprocess.PIPE,
+                                                       stderr=asyncio.subprocess.STDOUT)
+        terminal_id = f"term-{len(self.terminals) + 1}"
+        self.terminals[terminal_id] = {"command": command, "args": args or [], "cwd": cwd, "process": process,
+                                       "output": None}
+        return schema.CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def _finished(self, terminal_id: str) -> dict[str, Any]:
+        terminal = self.terminals[terminal_id]
+        if terminal["output"] is None:
+            out, _ = await terminal["process"].communicate()
+            terminal["output"] = out.decode()
+        return terminal
+
+    async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        terminal = await self._finished(terminal_id)
+        return schema.TerminalOutputResponse(output=terminal["output"], truncated=False, exit_status=schema.TerminalExitStatus(
+            exit_code=terminal["process"].returncode))
+
+    async def wait_for_terminal_exit(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        terminal = await self._finished(terminal_id)
+        return schema.WaitForTerminalExitResponse(exit_code=terminal["process"].returncode)
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        await self._finished(terminal_id)
+        self.released.append(terminal_id)
+        return schema.ReleaseTerminalResponse()
+
+    async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        self.terminals[terminal_id]["process"].kill()
+        return schema.KillTerminalResponse()
+
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append((session_id, update))
 
     async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any) -> Any:
         self.permission_requests.append(schema.RequestPermissionRequest(
             session_id=session_id, tool_call=tool_call, options=options))
+        if self.before_permission is not None:
+            self.before_permission()
         kind = self.permission_answers.pop(0) if self.permission_answers else "reject_once"
         option = next(o for o in options if o.kind == kind)
         return schema.RequestPermissionResponse(outcome=schema.AllowedOutcome(outcome="selected",

@@ -30,7 +30,7 @@ import os
 import re
 import stat
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ from cleveragents.infra.workspace._fs import (
 )
 from cleveragents.infra.workspace.blobs import BlobStore
 from cleveragents.infra.workspace.conflicts import conflicts_error, file_conflict
+from cleveragents.infra.workspace.text import editor_or_disk
 
 logger = logging.getLogger(__name__)
 
@@ -109,19 +110,24 @@ class Applier:
         with self._lock, self._dirs() as dirs:
             return [entry.path for entry in entries if self._conflict(dirs, entry.path, entry.base, entry.base_mode)]
 
-    def apply(self, plan_id: str, entries: Iterable[OverlayRecord], *, force: bool = False) -> Checkpoint:
+    def apply(self, plan_id: str, entries: Iterable[OverlayRecord], *, force: bool = False,
+              current: Mapping[str, bytes] | None = None) -> Checkpoint:
+        """``current``: files as the caller's editor has them now (unsaved buffers), by
+        path; they stand for the disk's content in the checks and the pre-images."""
         with self._lock, self._dirs() as dirs:
-            checkpoint = self._prepare(dirs, plan_id, entries, force)
+            checkpoint = self._prepare(dirs, plan_id, entries, force, current)
             self._run(dirs, "apply", checkpoint)
             return checkpoint
 
-    def prepare(self, plan_id: str, entries: Iterable[OverlayRecord], *, force: bool = False) -> Checkpoint:
+    def prepare(self, plan_id: str, entries: Iterable[OverlayRecord], *, force: bool = False,
+                current: Mapping[str, bytes] | None = None) -> Checkpoint:
         """What ``apply`` checks and keeps (conflicts, pre-images), without writing a
         workspace file: for an editor to make the change."""
         with self._lock, self._dirs() as dirs:
-            return self._prepare(dirs, plan_id, entries, force)
+            return self._prepare(dirs, plan_id, entries, force, current)
 
-    def _prepare(self, dirs: _Walk, plan_id: str, entries: Iterable[OverlayRecord], force: bool) -> Checkpoint:
+    def _prepare(self, dirs: _Walk, plan_id: str, entries: Iterable[OverlayRecord], force: bool,
+                 current: Mapping[str, bytes] | None = None) -> Checkpoint:
         _check_plan_id(plan_id)
         self._refuse_unfinished(plan_id)
         entries = sorted(entries, key=lambda entry: entry.path)
@@ -129,6 +135,8 @@ class Applier:
         conflicts, planned, pre_images = [], [], []
         for entry in entries:
             data, mode = self._read(dirs, entry.path)
+            if current is not None and data is not None and (editor := current.get(entry.path)) is not None:
+                data = editor_or_disk(data, editor)
             digest = self._digest(data)
             if conflict := file_conflict(entry.path, entry.base, entry.base_mode, digest, mode):
                 conflicts.append(conflict)

@@ -15,7 +15,7 @@ import errno
 import os
 import stat
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeGuard
 
@@ -30,14 +30,26 @@ from cleveragents.infra.workspace._dirfd import Dirs, SymlinkInPath
 from cleveragents.infra.workspace._fs import NotRegularFile, TooLarge
 from cleveragents.infra.workspace.blobs import BlobStore
 from cleveragents.infra.workspace.globs import compile_glob, literal_prefix
+from cleveragents.infra.workspace.text import decode_text, editor_or_disk
 
 NEW_FILE_MODE = 0o644
+MAX_EDITOR_READS = 256  # files one overlay asks the caller's editor for; the disk answers past it
+
+
+# Reads a file through the caller's editor (its unsaved buffer): the text as UTF-8
+# bytes, or ``None`` when the editor has none. Called from worker threads.
+ReadThrough = Callable[[str], "bytes | None"]
 
 
 class Overlay:
-    """Implements ``domain.tools.WorkspaceView``; safe to use from worker threads."""
+    """Implements ``domain.tools.WorkspaceView``; safe to use from worker threads.
 
-    def __init__(self, root: Path, blobs: BlobStore, policy: GuardPolicy | None = None) -> None:
+    With ``read_through`` (the caller's editor reads files), a text file the plan has
+    not written is read from the editor, so the plan sees unsaved buffers; what it read
+    is the base of its first write there, so the apply checks against it."""
+
+    def __init__(self, root: Path, blobs: BlobStore, policy: GuardPolicy | None = None,
+                 read_through: ReadThrough | None = None) -> None:
         self.root = Path(root)
         self.blobs = blobs
         self.policy = policy or GuardPolicy()
@@ -45,6 +57,9 @@ class Overlay:
         self._entries: dict[str, OverlayRecord] = {}
         self._written = 0
         self._lock = threading.RLock()
+        self._read_through = read_through
+        self._read: dict[str, bytes] = {}  # what the editor gave, by path, where it differs from the disk
+        self._asked: set[str] = set()  # the paths the editor was asked for
 
     # -- paths -------------------------------------------------------------------
 
@@ -98,7 +113,30 @@ class Overlay:
                 raise _over("max_read_bytes", limit, relative, size=size)
             return self.blobs.get(entry.blob)
         with self._dirs() as dirs:
-            return self._read_disk(dirs, relative, limit)
+            data = self._read_disk(dirs, relative, limit)
+        return self._editor_text(relative, data)
+
+    def _editor_text(self, relative: str, disk: bytes) -> bytes:
+        """The editor's text of a file the plan has not written (its disk bytes are
+        ``disk``), when there is an editor to ask and the file is text. Each file is
+        asked once, and at most ``MAX_EDITOR_READS`` of them: an editor may open a
+        buffer for each, and a search over a big tree must not open thousands."""
+        with self._lock:
+            if relative in self._read:
+                return self._read[relative]
+            if self._read_through is None or relative in self._asked or len(self._asked) >= MAX_EDITOR_READS:
+                return disk
+            self._asked.add(relative)
+        if decode_text(disk) is None:
+            return disk
+        editor = self._read_through(relative)
+        if editor is None or len(editor) > self.policy.max_read_bytes:
+            return disk
+        shown = editor_or_disk(disk, editor)
+        if shown != disk:
+            with self._lock:
+                self._read[relative] = shown
+        return shown
 
     def _read_disk(self, dirs: Dirs, relative: str, limit: int | None) -> bytes:
         """A workspace file, refused when it is no regular file or over ``limit``."""
@@ -216,11 +254,12 @@ class Overlay:
 
     @classmethod
     def from_records(
-        cls, root: Path, blobs: BlobStore, policy: GuardPolicy | None, records: Iterable[OverlayRecord]
+        cls, root: Path, blobs: BlobStore, policy: GuardPolicy | None, records: Iterable[OverlayRecord],
+        read_through: ReadThrough | None = None,
     ) -> Overlay:
         """The overlay the records were taken from; each path passes the guards again
         (the records were stored, and a store is input like any other)."""
-        overlay = cls(root, blobs, policy)
+        overlay = cls(root, blobs, policy, read_through)
         for index, record in enumerate(records):
             try:
                 path = overlay.policy.check(record.path, write=True)
@@ -268,7 +307,8 @@ class Overlay:
             return entry.base, entry.base_mode, disk_mode
         if disk_mode is None:
             return None, None, None
-        return self.blobs.put(self._read_disk(dirs, relative, None)), disk_mode, disk_mode
+        read = self._read.get(relative)  # the editor's text the plan read: what the write changes
+        return self.blobs.put(read if read is not None else self._read_disk(dirs, relative, None)), disk_mode, disk_mode
 
     def _walk(self, prefix: list[str]) -> Iterable[str]:
         """Regular files on disk below the root, without entering protected or

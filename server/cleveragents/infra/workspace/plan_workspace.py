@@ -4,46 +4,67 @@ journaled apply and rollback, and the blob store, for one workspace root."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from cleveragents.domain.guards import GuardPolicy
 from cleveragents.domain.plan_files import Checkpoint, OverlayRecord, Recovery
+from cleveragents.infra.workspace._dirfd import Dirs
 from cleveragents.infra.workspace.blobs import BlobStore
 from cleveragents.infra.workspace.checkpoint import pre_images
 from cleveragents.infra.workspace.diff import diff_overlay
 from cleveragents.infra.workspace.journal import Applier
-from cleveragents.infra.workspace.overlay import NEW_FILE_MODE, Overlay
+from cleveragents.infra.workspace.overlay import NEW_FILE_MODE, Overlay, ReadThrough
+from cleveragents.infra.workspace.text import editor_or_disk
 
 
 class PlanWorkspace:
     def __init__(self, root: Path, state_dir: Path, policy: GuardPolicy | None = None, durable: bool = False):
         self._root = root
+        self._real_root = os.path.realpath(root)
         self.root = str(root)
         self.policy = policy or GuardPolicy()
         self.blobs = BlobStore(state_dir / "blobs")
         self._applier = Applier(root, self.blobs, state_dir / "journal", durable=durable, policy=self.policy)
 
-    def overlay(self, records: list[OverlayRecord] | None = None) -> Overlay:
+    def overlay(self, records: list[OverlayRecord] | None = None, read_through: ReadThrough | None = None) -> Overlay:
         if not records:
-            return Overlay(self._root, self.blobs, self.policy)
-        return Overlay.from_records(self._root, self.blobs, self.policy, records)
+            return Overlay(self._root, self.blobs, self.policy, read_through)
+        return Overlay.from_records(self._root, self.blobs, self.policy, records, read_through)
 
-    def diff(self, overlay: Overlay, checkpoint: Checkpoint | None = None) -> dict[str, Any]:
+    def diff(self, overlay: Overlay, checkpoint: Checkpoint | None = None,
+             current: Mapping[str, bytes] | None = None) -> dict[str, Any]:
         if checkpoint is None:
-            return diff_overlay(overlay, self._root, self.blobs)
+            against = self._as_editor_has_them(current) if current else None
+            return diff_overlay(overlay, self._root, self.blobs, against=against)
         return diff_overlay(overlay, self._root, self.blobs, against=pre_images(checkpoint, self.blobs),
                             against_modes=checkpoint.pre_modes())
 
-    def apply(self, plan_id: str, overlay: Overlay, force: bool) -> Checkpoint:
-        return self._applier.apply(plan_id, overlay.entries(), force=force)
+    def _as_editor_has_them(self, current: Mapping[str, bytes]) -> dict[str, bytes | None]:
+        """The files an editor has (``current``) as the diff's old side, where they exist
+        on disk (a buffer differing only in line endings keeps the disk's bytes)."""
+        against: dict[str, bytes | None] = {}
+        with Dirs(self._real_root) as dirs:
+            for path, editor in current.items():
+                try:
+                    found = dirs.read(path)
+                except (OSError, ValueError):
+                    continue
+                if found is not None:
+                    against[path] = editor_or_disk(found[0], editor)
+        return against
+
+    def apply(self, plan_id: str, overlay: Overlay, force: bool, current: Mapping[str, bytes] | None = None) -> Checkpoint:
+        return self._applier.apply(plan_id, overlay.entries(), force=force, current=current)
 
     def rollback(self, checkpoint: Checkpoint, force: bool) -> list[str]:
         return self._applier.rollback(checkpoint, force=force)
 
     # -- changes an editor makes ---------------------------------------------------
-    def prepare_apply(self, plan_id: str, overlay: Overlay, force: bool) -> Checkpoint:
-        return self._applier.prepare(plan_id, overlay.entries(), force=force)
+    def prepare_apply(self, plan_id: str, overlay: Overlay, force: bool,
+                      current: Mapping[str, bytes] | None = None) -> Checkpoint:
+        return self._applier.prepare(plan_id, overlay.entries(), force=force, current=current)
 
     def editor_changes(self, checkpoint: Checkpoint, side: str) -> list[dict[str, Any]] | None:
         """Each file's text now and on ``side`` ("post": after the apply, "pre": before

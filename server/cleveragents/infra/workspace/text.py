@@ -53,3 +53,12 @@ def split_lines(text: str) -> list[str]:
     if parts[-1]:
         lines.append(parts[-1])
     return lines
+
+
+def editor_or_disk(disk: bytes | None, editor: bytes) -> bytes:
+    """A file's content as an editor has it (``editor``, its buffer's text as UTF-8),
+    or the disk's bytes when the two differ only in line endings: editors hand out
+    ``\n`` where the file has ``\r\n``, and that is no change of the user's."""
+    if disk is not None and disk != editor and disk.replace(b"\r\n", b"\n") == editor:
+        return disk
+    return editor

@@ -1,5 +1,7 @@
-"""Plan changes written by the ACP client (``fs/write_text_file``), when it declares
-``fs.writeTextFile``: the editor's buffers follow, and it may show or save them.
+"""Files through the ACP client. Plan changes are written by it (``fs/write_text_file``)
+when it declares ``fs.writeTextFile``: the editor's buffers follow, and it may show or
+save them. Files are read through it (``fs/read_text_file``) when it declares
+``fs.readTextFile``: a plan then works on the editor's unsaved buffers.
 
 Implements ``app.calls.Editor``, as LSP's ``workspace/applyEdit`` does: the plan
 service keeps the checkpoint and the journal either way, so ``/rollback`` works.
@@ -23,6 +25,11 @@ def client_writes_files(capabilities: dict[str, Any]) -> bool:
     return isinstance(fs, dict) and fs.get("writeTextFile") is True
 
 
+def client_reads_files(capabilities: dict[str, Any]) -> bool:
+    fs = capabilities.get("fs")
+    return isinstance(fs, dict) and fs.get("readTextFile") is True
+
+
 class ClientFiles:
     def __init__(self, connection: Connection, session_id: str, timeout: float = WRITE_TIMEOUT_SECONDS):
         self._connection = connection
@@ -42,3 +49,14 @@ class ClientFiles:
                 done = f"; it wrote {written} of {len(changes)} files first" if written else ""
                 return False, f"the editor did not write {change.path}: {why}{done}"
         return True, None
+
+    async def read_text(self, path: str) -> str | None:
+        """``app.calls.FileReader``: the editor's text of ``path``, or ``None`` when it
+        refuses (no such file, not text) or gives no answer in time."""
+        try:
+            answer = await asyncio.wait_for(self._connection.request("fs/read_text_file", {
+                "sessionId": self._session_id, "path": path}), self._timeout)
+        except (AgentClientError, TimeoutError):
+            return None
+        content = answer.get("content") if isinstance(answer, dict) else None
+        return content if isinstance(content, str) else None

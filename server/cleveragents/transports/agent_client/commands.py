@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cleveragents.transports.agent_client import diffs
+from cleveragents.transports.agent_client.plan_steps import LiveSteps, tool_kind
 from cleveragents.transports.agent_client.sessions import AgentSession
 from cleveragents.transports.agent_client.updates import text_update
 from cleveragents.transports.agent_client.wire import AgentClientError, Connection
@@ -35,8 +36,6 @@ PERMISSION_OPTIONS = (
     {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
     {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
 )
-_TOOL_KINDS = {"fs.read": "read", "fs.glob": "search", "fs.search": "search", "shell.run": "execute",
-               "fs.delete": "delete", "fs.move": "move"}
 # A facade call: method, params, and the editor that writes a plan's files (or None).
 Call = Callable[..., Awaitable[dict[str, Any]]]
 
@@ -52,11 +51,14 @@ def command_of(text: str) -> tuple[str, str] | None:
 class CommandRunner:
     """Runs one session's slash commands through the facade (``call``)."""
 
-    def __init__(self, connection: Connection, call: Call, root: Path, writes_files: bool = False):
+    def __init__(self, connection: Connection, call: Call, root: Path, writes_files: bool = False,
+                 terminals: bool = False, reads_files: bool = False):
         self._connection = connection
         self._call = call
         self._root = root
         self._writes_files = writes_files  # the client declared fs.writeTextFile
+        self._terminals = terminals  # ... terminal
+        self._reads_files = reads_files  # ... fs.readTextFile
 
     def _editor(self, session: AgentSession) -> Any:
         if not self._writes_files:
@@ -64,6 +66,14 @@ class CommandRunner:
         from cleveragents.transports.agent_client.client_files import ClientFiles
 
         return ClientFiles(self._connection, session.session_id)
+
+    def _reading(self, session: AgentSession) -> dict[str, Any]:
+        """The call's ``reader`` (``app.calls.FileReader``) when the client reads files."""
+        if not self._reads_files:
+            return {}
+        from cleveragents.transports.agent_client.client_files import ClientFiles
+
+        return {"reader": ClientFiles(self._connection, session.session_id)}
 
     def say(self, session: AgentSession, text: str) -> None:
         self._connection.notify("session/update", text_update(session.session_id, "agent_message_chunk", text))
@@ -120,13 +130,15 @@ class CommandRunner:
             "action_name": action, "arguments": await self._arguments(action, words[1:]),
             "automation_profile": session.mode, "session_id": session.session_id})
         plan_id = plan["plan_id"]
-        steps = plan.get("steps") or []
-        entries = [{"content": f"{step['id']}: {step['tool']}" + (f" ({step['rationale']})" if step.get("rationale")
-                                                                    else ""), "priority": "medium", "status": "pending"}
-                   for step in steps]
-        self._update(session, {"sessionUpdate": "plan", "entries": entries})
+        terminals = None
+        if self._terminals:
+            from cleveragents.transports.agent_client.terminals import Terminals
+
+            terminals = Terminals(self._connection, session.session_id, session.cwd)
+        steps = LiveSteps(self._connection, session.session_id, plan, self._call, terminals)
+        steps.show_entries()
         try:
-            await self._execute_and_apply(session, plan, entries)
+            await self._execute_and_apply(session, plan, steps)
         except asyncio.CancelledError:
             await asyncio.shield(self._cancel(plan_id))
             raise
@@ -137,8 +149,7 @@ class CommandRunner:
         except AgentClientError:
             pass  # past the point a cancel applies (applied already): nothing to undo here
 
-    async def _execute_and_apply(self, session: AgentSession, plan: dict[str, Any],
-                                 entries: list[dict[str, Any]]) -> None:
+    async def _execute_and_apply(self, session: AgentSession, plan: dict[str, Any], steps: LiveSteps) -> None:
         plan_id, action = plan["plan_id"], plan.get("action_name", "")
         gate_id = f"{plan_id}-execute"
         if plan.get("state") == "input-required":  # the mode's gate before execute
@@ -150,27 +161,33 @@ class CommandRunner:
                 self.say(session, f"The plan {plan_id} was not run: you rejected it.")
                 return
             self._update(session, {"sessionUpdate": "tool_call_update", "toolCallId": gate_id, "status": "completed"})
-        for entry in entries:
-            entry["status"] = "in_progress"
-        self._update(session, {"sessionUpdate": "plan", "entries": entries})
-        executed = await self._call("_cleveragents/plan/execute", {"plan_id": plan_id})
+        try:  # each step shows as it starts and ends (steps.on_step)
+            executed = await self._call("_cleveragents/plan/execute", {"plan_id": plan_id}, on_step=steps.on_step,
+                                        **self._reading(session))
+        except asyncio.CancelledError:
+            steps.abandon()  # a terminal may wait on the client: the cancel goes first
+            raise
+        except AgentClientError:  # a step failed: the outputs of those that ran still show
+            await steps.settle()
+            raise
+        await steps.settle()
         tree = await self._call("_cleveragents/plan/tree", {"plan_id": plan_id})
         for decision in tree.get("decisions") or ():
+            if decision.get("kind") == "step":
+                continue  # shown live
+            # The tool calls an actor made inside a step, once the step is over.
             ok = decision.get("outcome") == "succeeded"
             self._update(session, {
                 "sessionUpdate": "tool_call", "toolCallId": f"{plan_id}-{decision['decision_id']}",
                 "title": f"{decision.get('tool')}: {decision.get('summary') or decision.get('outcome')}",
-                "kind": _TOOL_KINDS.get(str(decision.get("tool")), "edit" if decision.get("writes") else "other"),
-                "status": "completed" if ok else "failed"})
-        for entry in entries:
-            entry["status"] = "completed"
-        self._update(session, {"sessionUpdate": "plan", "entries": entries})
+                "kind": tool_kind(str(decision.get("tool"))), "status": "completed" if ok else "failed"})
         if executed.get("state") == "failed":
             self.say(session, f"The plan {plan_id} failed: {executed.get('reason') or 'see its steps'}.")
             return
-        diff = await self._call("_cleveragents/plan/diff", {"plan_id": plan_id})
+        reading = self._reading(session)
+        diff = await self._call("_cleveragents/plan/diff", {"plan_id": plan_id}, **reading)
         changes_id = f"{plan_id}-changes"
-        contents = await diffs.diff_contents(self._root, diff)
+        contents = await diffs.diff_contents(self._root, diff, reading.get("reader"))
         self._update(session, {"sessionUpdate": "tool_call", "toolCallId": changes_id,
                                "title": f"Changes of the plan {action}", "kind": "edit",
                                "status": "pending", "content": contents,
@@ -183,7 +200,7 @@ class CommandRunner:
             self._update(session, {"sessionUpdate": "tool_call_update", "toolCallId": changes_id, "status": "failed"})
             self.say(session, f"The plan {plan_id} was not applied; its changes stay in its overlay.")
             return
-        await self._call("_cleveragents/plan/apply", {"plan_id": plan_id}, self._editor(session))
+        await self._call("_cleveragents/plan/apply", {"plan_id": plan_id}, self._editor(session), **reading)
         self._update(session, {"sessionUpdate": "tool_call_update", "toolCallId": changes_id, "status": "completed"})
         self.say(session, f"Applied the plan {plan_id} ({len(contents)} file(s)). /rollback undoes it.")
 

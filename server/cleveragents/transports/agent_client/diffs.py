@@ -44,14 +44,18 @@ def _patched(old: str, hunks: list[dict[str, Any]]) -> str | None:
     return "\n".join(result + lines[at:])
 
 
-async def diff_contents(root: Path, diff: dict[str, Any]) -> list[dict[str, Any]]:
+async def diff_contents(root: Path, diff: dict[str, Any], reader: Any = None) -> list[dict[str, Any]]:
     """One ``diff`` content per text file the plan changes; a ``content`` line for the
-    files that can't be shown (binary, too large, truncated)."""
+    files that can't be shown (binary, too large, truncated). With ``reader`` (the
+    client reads files), the old text is the editor's, as the plan's diff was made
+    against it."""
     contents: list[dict[str, Any]] = []
     for change in diff.get("files") or ():
         path, status = str(change.get("path", "")), change.get("status")
         absolute = root / path
         old = None if status == "added" else await asyncio.to_thread(_read, absolute)
+        if old is not None and reader is not None and (editor := await reader.read_text(str(absolute))) is not None:
+            old = old if old.replace("\r\n", "\n") == editor else editor  # line endings as on disk
         new: str | None
         if change.get("binary") or change.get("truncated") or (old is None and status != "added"):
             new = None

@@ -207,18 +207,26 @@ class AgentClientServer:
     def _command_runner(self, connection: Any = None) -> commands.CommandRunner:
         settings = self.runtime.settings
         root = Path(settings.workspace if settings is not None and settings.workspace else Path.cwd()).resolve()
-        from cleveragents.transports.agent_client.client_files import client_writes_files
+        from cleveragents.transports.agent_client.client_files import client_reads_files, client_writes_files
+        from cleveragents.transports.agent_client.terminals import client_has_terminals
 
-        return commands.CommandRunner(connection or self.connection, self._call, root,
-                                      client_writes_files(self.client_capabilities))
+        capabilities = self.client_capabilities
+        return commands.CommandRunner(connection or self.connection, self._call, root, client_writes_files(capabilities),
+                                      client_has_terminals(capabilities), client_reads_files(capabilities))
 
     async def _run_turn(self, session: sessions.AgentSession, text: str, stream: updates.TurnStream) -> None:
         from cleveragents.a2a.facade import CallContext
 
         facade = self.runtime.ready or await self.runtime.facade()
         msg_id = f"agent-client-{new_id()}"
+        from cleveragents.transports.agent_client.client_files import ClientFiles, client_reads_files
+
+        # A client that reads files is the turn's file reader: its tools see unsaved buffers.
+        reader = ClientFiles(self.connection, session.session_id) if client_reads_files(
+            self.client_capabilities) else None
         context = CallContext(method="SendStreamingMessage", dialect="", request_id=msg_id, transport="stdio",
-                              notify=lambda *_: None, cancel_ends_task=True, push=True, tools=session.mcp)
+                              notify=lambda *_: None, cancel_ends_task=True, push=True, tools=session.mcp,
+                              reader=reader)
         call = await facade.open({"jsonrpc": "2.0", "id": msg_id, "method": "SendStreamingMessage", "params": {
             "message": {"role": "ROLE_USER", "messageId": new_id(), "contextId": session.session_id,
                         "parts": [{"text": text}]}}}, context)
@@ -260,12 +268,14 @@ class AgentClientServer:
                                    {"field": "cwd", "cwd": str(cwd), "workspace": str(root)})
         self.runtime.start()
 
-    async def _call(self, method: str, params: dict[str, Any], editor: Any = None) -> dict[str, Any]:
-        """A facade call; ``editor`` (an ``app.calls.Editor``) writes a plan's files."""
+    async def _call(self, method: str, params: dict[str, Any], editor: Any = None, **fields: Any) -> dict[str, Any]:
+        """A facade call; ``editor`` (an ``app.calls.Editor``) writes a plan's files;
+        ``fields`` set more of the call's ``CallContext`` (``on_step``, ...)."""
         from cleveragents.a2a.facade import CallContext
 
         facade = self.runtime.ready or await self.runtime.facade()
-        context = None if editor is None else CallContext(method=method, dialect="", transport="stdio", editor=editor)
+        context = None if editor is None and not fields else CallContext(
+            method=method, dialect="", transport="stdio", editor=editor, **fields)
         request = {"jsonrpc": "2.0", "id": 0, "method": method, "params": params}
         response = (await facade.respond(request, context)).to_wire()
         if "error" in response:

@@ -73,6 +73,10 @@ class TurnStream:
             self.task_id = status.get("taskId", self.task_id)
             if text := self._status(status.get("status") or {}):
                 yield text_update(self.session_id, "agent_message_chunk", text)
+            from cleveragents.a2a.codecs import TOOL_CALL_KEY  # loaded by the facade already
+
+            if isinstance(call := (status.get("metadata") or {}).get(TOOL_CALL_KEY), dict):
+                yield from self._tool_call(call)
         elif (artifact := payload.get("artifactUpdate")) is not None:
             if text := _texts((artifact.get("artifact") or {}).get("parts")):
                 yield text_update(self.session_id, "agent_message_chunk", text)
@@ -90,6 +94,25 @@ class TurnStream:
             self.reason = text
             return ""  # the prompt's error says it
         return text if self.state in ("TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED") else ""
+
+    def _tool_call(self, call: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """A tool the actor called (it has run already): a ``tool_call`` in progress with
+        its input, then its end with its output."""
+        from cleveragents.transports.agent_client.plan_steps import tool_kind
+
+        name = str(call.get("name", "tool"))
+        call_id = f"{self.task_id or 'turn'}-{call.get('call_id', '')}"
+        arguments = call.get("arguments") if isinstance(call.get("arguments"), dict) else {}
+        said = " ".join(f"{key}={value}" for key, value in arguments.items() if isinstance(value, (str, int, float)))
+        title = f"{name} {said}" if said else name
+        yield {"sessionId": self.session_id, "update": {
+            "sessionUpdate": "tool_call", "toolCallId": call_id, "title": title[:200], "kind": tool_kind(name),
+            "status": "in_progress", "rawInput": arguments}}
+        ended: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+                                 "status": "failed" if call.get("failed") else "completed"}
+        if call.get("result") is not None:
+            ended["rawOutput"] = call["result"] if isinstance(call["result"], dict) else {"result": call["result"]}
+        yield {"sessionId": self.session_id, "update": ended}
 
     def stop_reason(self) -> str | None:
         """ACP's stopReason for the last state; ``None`` when the turn failed."""
