@@ -91,11 +91,15 @@ class AgentCardService:
         return cls(spec, details=details, signer=signer)
 
     def bind(self, url: str | None = None, *, bearer: bool | None = None,
-             api_key_header: str | None = None, oauth2: OAuth2Scheme | None = None) -> None:
-        """Say where the agent is served and how callers authenticate (HTTP mode)."""
+             api_key_header: str | None = None, oauth2: OAuth2Scheme | None = None,
+             grpc_url: str | None = None) -> None:
+        """Say where the agent is served and how callers authenticate (HTTP mode);
+        ``grpc_url``: where the gRPC binding listens too."""
         changes: dict[str, Any] = {}
         if url is not None:
             changes["url"] = url
+        if grpc_url is not None:
+            changes["grpc_url"] = grpc_url
         if bearer:
             changes["bearer"] = True
         if api_key_header:
