@@ -43,3 +43,13 @@ async def slow_words(text: str, turn: Any):
     for word in text.split():
         await asyncio.sleep(0.2)
         yield word + " "
+
+
+async def echo_or_wait(text: str, turn: Any):
+    """Echoes the text; one starting with "wait" says so, then works until cancelled."""
+    import asyncio
+
+    if text.startswith("wait"):
+        yield "waiting;"
+        await asyncio.sleep(60)
+    yield text

@@ -155,10 +155,12 @@ def status_bytes(code_name: str, error: Mapping[str, Any]) -> bytes:
     status = status_pb2.Status(code=code_pb2.Code.Value(code_name), message=str(error.get("message", "")))
     for detail in details:
         if isinstance(detail, dict) and detail.get("@type") in known:
+            one = status_pb2.Status()
             try:
-                json_format.ParseDict({"details": [detail]}, status, ignore_unknown_fields=True)
+                json_format.ParseDict({"details": [detail]}, one, ignore_unknown_fields=True)
             except json_format.ParseError:
                 continue
+            status.details.extend(one.details)
     serialized: bytes = status.SerializeToString()
     return serialized
 
