@@ -226,3 +226,16 @@ async def test_calls_without_the_token_are_refused(served, metadata):
 async def test_a_message_over_the_size_limit_is_refused(served):
     error = await raw_call(served, "SendMessage", message("x" * (MAX_MESSAGE + 1)))
     assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def test_a_grpc_port_in_use_is_refused_before_serving(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run([str(AGENTS), "serve", "--grpc-port", str(port), "--port", "0", "--memory",
+                               "--no-auth", "--workspace", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"agents serve: cannot listen for gRPC on 127.0.0.1:{port}: Address already in use"

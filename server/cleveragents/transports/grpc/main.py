@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import socket
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -34,6 +35,20 @@ def missing_extra() -> str | None:
 
     problem = grpc_wire.missing_extra()
     return None if problem is None else f"gRPC serving is not available: {problem}"
+
+
+def check_port(host: str, port: int) -> None:
+    """``OSError`` (one line) when ``host:port`` can't be listened on, so that a port in
+    use is refused before anything starts. Port 0 always can."""
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as grpc binds: a port in TIME_WAIT is free
+        try:
+            probe.bind((host.strip("[]") or "0.0.0.0", port))
+        except OSError as exc:
+            raise OSError(f"cannot listen for gRPC on {card_target(host, port)}: {exc.strerror or exc}") from None
 
 
 def card_target(host: str, port: int, public_url: str | None = None) -> str:

@@ -165,6 +165,11 @@ def run_http(args: argparse.Namespace, settings: Settings | None = None,
         if (problem := grpc_main.missing_extra()) is not None:
             sys.stderr.write(f"agents serve: {problem}\n")
             return 2
+        try:
+            grpc_main.check_port(args.host, args.grpc_port)
+        except OSError as exc:
+            sys.stderr.write(f"agents serve: {exc}\n")
+            return 2
         grpc_main.serve_with(app, args, getattr(args, "max_message_size", DEFAULT_MAX_MESSAGE_SIZE),
                              limits.max_connections)
     try:
