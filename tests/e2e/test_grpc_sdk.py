@@ -3,12 +3,15 @@ subprocess (one per module): every A2A 1.0 RPC, the errors as gRPC statuses with
 ``google.rpc`` details, the auth and the message size limit.
 
 The server's default actor is ``python/tests.fakes.agents:echo_or_wait``: it echoes,
-and a message starting with "wait" keeps its task working until it is cancelled.
+and a message starting with "wait" keeps its task working until it is cancelled. It
+lets in a bearer token, an API key, and OAuth2 access tokens signed by a key of a JWKS
+file (``agents:read`` grants reading, ``agents:send`` sending too).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import subprocess
@@ -29,25 +32,38 @@ from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 from google.rpc import error_details_pb2, status_pb2
 
 from tests.conftest import REPO
+from tests.oauth2_issuer import AUDIENCE, ISSUER, TOKEN_URL, Issuer
 
 AGENTS = Path(sys.executable).with_name("agents")
 TOKEN = "grpc-token-5b2e"
+API_KEY = "grpc-key-0c7d"
 AUTH = ClientCallContext(service_parameters={"authorization": f"Bearer {TOKEN}"})
 MAX_MESSAGE = 1024 * 1024
 HOOK = "http://127.0.0.1:9/hook"
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory) -> Iterator[SimpleNamespace]:
+def issuer() -> Issuer:
+    issuer = Issuer()
+    issuer.add_key("rsa-1", "RS256")
+    return issuer
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, issuer) -> Iterator[SimpleNamespace]:
     workspace = tmp_path_factory.mktemp("grpc-ws")
     (workspace / ".cleveragents").mkdir()
+    (workspace / "jwks.json").write_text(json.dumps(issuer.jwks()))
     (workspace / ".cleveragents" / "config.toml").write_text(
-        '[defaults]\ndefault_actor = "python/tests.fakes.agents:echo_or_wait"\n')
+        '[defaults]\ndefault_actor = "python/tests.fakes.agents:echo_or_wait"\n\n'
+        f'[oauth2]\nissuer = "{ISSUER}"\naudience = "{AUDIENCE}"\njwks_file = "jwks.json"\n'
+        f'token_url = "{TOKEN_URL}"\n\n'
+        '[oauth2.scopes]\n"agents:read" = ["read"]\n"agents:send" = ["read", "send"]\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")}
     env["PYTHONPATH"] = str(REPO)
     process = subprocess.Popen(
         [str(AGENTS), "serve", "--grpc-port", "0", "--port", "0", "--host", "127.0.0.1", "--memory",
-         "--workspace", str(workspace), "--auth-token", TOKEN, "--push-allow-network", "127.0.0.1/32",
+         "--workspace", str(workspace), "--auth-token", TOKEN, "--api-key", API_KEY, "--push-allow-network", "127.0.0.1/32",
          "--max-message-size", str(MAX_MESSAGE)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=workspace)
     try:
@@ -221,6 +237,32 @@ async def test_calls_without_the_token_are_refused(served, metadata):
     with pytest.raises(Exception) as refused:
         await collect(client.send_message(message("no entry")))
     assert refused.value.__cause__.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+async def test_an_api_key_in_metadata_lets_a_caller_in(served):
+    error = await raw_call(served, "GetTask", pb.GetTaskRequest(id="no-such-task"), metadata=(("x-api-key", API_KEY),))
+    assert error.code() == grpc.StatusCode.NOT_FOUND  # in, and answered
+
+
+async def test_oauth2_scopes_decide_what_a_token_may_call(served, issuer):
+    reader = (("authorization", f"Bearer {issuer.mint(scope='agents:read')}"),)
+    error = await raw_call(served, "GetTask", pb.GetTaskRequest(id="no-such-task"), metadata=reader)
+    assert error.code() == grpc.StatusCode.NOT_FOUND  # reading is granted
+    error = await raw_call(served, "SendMessage", message("not allowed"), metadata=reader)
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+    (info,) = details_of(error)[1]
+    assert info.reason == "PERMISSION_DENIED" and json.loads(info.metadata["required_scopes"]) == ["agents:send"]
+    assert 'error="insufficient_scope"' in dict(error.trailing_metadata())["www-authenticate"]
+
+    sender = ClientCallContext(service_parameters={"authorization": f"Bearer {issuer.mint(scope='agents:send')}"})
+    client = await client_for(served)
+    (sent,) = await collect(client.send_message(message("scoped"), context=sender))
+    assert sent.task.status.state == pb.TaskState.TASK_STATE_COMPLETED
+
+    expired = (("authorization", f"Bearer {issuer.mint(exp=1)}"),)
+    error = await raw_call(served, "GetTask", pb.GetTaskRequest(id="x"), metadata=expired)
+    assert error.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert 'error="invalid_token"' in dict(error.trailing_metadata())["www-authenticate"]
 
 
 async def test_a_message_over_the_size_limit_is_refused(served):
