@@ -60,8 +60,11 @@ def card_target(host: str, port: int, public_url: str | None = None) -> str:
     return f"{shown}:{port}"
 
 
-def serve_with(app: Any, args: argparse.Namespace, max_message_size: int, max_concurrent_rpcs: int | None) -> None:
-    """Make ``app``'s lifespan start the gRPC server after the services and stop it before them."""
+def serve_with(app: Any, host: str, port: int, *, max_message_size: int, max_concurrent_rpcs: int | None = None,
+               public_target: str | None = None, public_url: str | None = None) -> None:
+    """Make ``app``'s lifespan start the gRPC server on ``host:port`` after the services
+    and stop it before them. The card names ``public_target``, else the address bound
+    (``card_target``, with the HTTP ``public_url``'s host for a wildcard address)."""
     inner = app.router.lifespan_context
     shared = app.state.a2a
 
@@ -71,17 +74,15 @@ def serve_with(app: Any, args: argparse.Namespace, max_message_size: int, max_co
 
         async with inner(parent) as state:
             try:
-                server, port = await start_server(shared, args.host, args.grpc_port, max_message_size=max_message_size,
-                                                  max_concurrent_rpcs=max_concurrent_rpcs)
+                server, bound = await start_server(shared, host, port, max_message_size=max_message_size,
+                                                   max_concurrent_rpcs=max_concurrent_rpcs)
             except OSError as exc:
                 sys.stderr.write(f"agents serve: {exc}\n")
                 raise
-            target = getattr(args, "grpc_public_url", None) or card_target(args.host, port,
-                                                                           getattr(args, "public_url", None))
             facade = await shared.runtime.facade()
             if facade.cards is not None:
-                facade.cards.bind(grpc_url=target)
-            sys.stderr.write(f"gRPC listening on {card_target(args.host, port)}\n")
+                facade.cards.bind(grpc_url=public_target or card_target(host, bound, public_url))
+            sys.stderr.write(f"gRPC listening on {card_target(host, bound)}\n")
             sys.stderr.flush()
             try:
                 yield state

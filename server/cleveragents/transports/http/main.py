@@ -170,8 +170,11 @@ def run_http(args: argparse.Namespace, settings: Settings | None = None,
         except OSError as exc:
             sys.stderr.write(f"agents serve: {exc}\n")
             return 2
-        grpc_main.serve_with(app, args, getattr(args, "max_message_size", DEFAULT_MAX_MESSAGE_SIZE),
-                             limits.max_connections)
+        grpc_main.serve_with(app, args.host, args.grpc_port,
+                             max_message_size=getattr(args, "max_message_size", DEFAULT_MAX_MESSAGE_SIZE),
+                             max_concurrent_rpcs=limits.max_connections,
+                             public_target=getattr(args, "grpc_public_url", None),
+                             public_url=getattr(args, "public_url", None))
     try:
         asyncio.run(serve_app(app, args.host, args.port, log_level=log_level,
                               proxy_headers=getattr(args, "proxy_headers", False),
