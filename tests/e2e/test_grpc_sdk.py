@@ -281,3 +281,18 @@ def test_a_grpc_port_in_use_is_refused_before_serving(tmp_path):
                                "--no-auth", "--workspace", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip() == f"agents serve: cannot listen for gRPC on 127.0.0.1:{port}: Address already in use"
+
+
+async def test_service_parameters_travel_as_metadata(served):
+    auth = ("authorization", f"Bearer {TOKEN}")
+    error = await raw_call(served, "GetTask", pb.GetTaskRequest(id="t"), metadata=(auth, ("a2a-version", "9.9")))
+    assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert details_of(error)[1][0].reason == "VERSION_NOT_SUPPORTED"
+
+    extension = "urn:cleveragents:extensions:v1"
+    async with grpc.aio.insecure_channel(served.target) as channel:
+        call = a2a_pb2_grpc.A2AServiceStub(channel).SendMessage(
+            message("with extension"), metadata=(auth, ("a2a-version", "1.0"), ("a2a-extensions", extension)))
+        sent = await call
+        assert sent.task.status.state == pb.TaskState.TASK_STATE_COMPLETED
+        assert dict(await call.initial_metadata())["a2a-extensions"] == extension
