@@ -113,7 +113,12 @@ class A2AGrpcService:
         if tracing.on():
             call_context.trace_headers = {k: v for k in TRACE_KEYS if (v := headers.get(k)) is not None}
         message = {"jsonrpc": "2.0", "id": msg_id, "method": rpc.name, "params": grpc_wire.to_dict(request)}
-        call = await facade.open(message, call_context)
+        try:
+            call = await facade.open(message, call_context)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug: its traceback goes to the log, only its id to the caller
+            await _abort(context, internal_error_payload(exc, dialects.A2A_V1, f"{rpc.name} (grpc transport)"))
         if call_context.activated_extensions:
             await context.send_initial_metadata(
                 ((grpc_wire.EXTENSIONS_KEY, ", ".join(call_context.activated_extensions)),))
