@@ -365,6 +365,10 @@ def intro() -> list[str]:
         "`A2A-Version` (a string), `A2A-Extensions` (see A2A extensions below) and `workDoneToken` "
         "(LSP's ProgressToken: a string or a 32-bit integer; anything else is -32602 with the "
         "location `workDoneToken`).",
+        "- The same methods are served over HTTP (`docs/http.md`: JSON-RPC, and the A2A HTTP+JSON "
+        "binding for the standard ones), and with the `grpc` extra the A2A 1.0 methods also over gRPC "
+        "(`docs/grpc.md`: each RPC of `lf.a2a.v1.A2AService` is the 1.0 method of the same name, and an "
+        "error is a gRPC status carrying the same ErrorInfo).",
         "",
         "## Dialects and versions",
         "",

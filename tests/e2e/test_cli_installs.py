@@ -89,6 +89,14 @@ def test_serving_over_http_without_the_extra_names_the_install(install, workspac
     assert one_line(agents).startswith("agents: ")
 
 
+def test_serving_grpc_without_the_extra_names_the_install(http_install, workspace):
+    assert not has_module(http_install, "grpc")
+    result = run(http_install, "agents", "serve", "--grpc-port", "0", "--port", "0", "--no-auth", cwd=workspace)
+    assert result.returncode == 2
+    line = one_line(result)
+    assert line.startswith("agents serve: gRPC serving is not available") and 'pip install -e ".[grpc]"' in line
+
+
 def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

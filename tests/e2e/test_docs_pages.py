@@ -25,7 +25,7 @@ import pytest
 from tests.conftest import REPO
 
 PAGES = ("getting-started.md", "publishing.md", "development/acp-to-a2a-migration.md", "agent-client-protocol.md",
-         "security.md", "tracing.md")
+         "security.md", "tracing.md", "grpc.md")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
 MARK = re.compile(r"<!-- docs:(run|output|skip)(?::\s*(.*?))? -->\n\Z")
 TIMEOUT = 120

@@ -56,3 +56,13 @@ async def tool_caller(text: str, turn: Any):
                  for key, _, value in (word.partition("=") for word in words[1:])}
     result = await turn.invoke(words[0], arguments)
     yield f"{words[0]} -> {result['summary']}"
+
+
+async def echo_or_wait(text: str, turn: Any):
+    """Echoes the text; one starting with "wait" says so, then works until cancelled."""
+    import asyncio
+
+    if text.startswith("wait"):
+        yield "waiting;"
+        await asyncio.sleep(60)
+    yield text

@@ -92,15 +92,17 @@ class AgentCardService:
 
     def bind(self, url: str | None = None, *, bearer: bool | None = None,
              api_key_header: str | None = None, oauth2: OAuth2Scheme | None = None,
-             jwks_url: str | None = None) -> None:
+             jwks_url: str | None = None, grpc_url: str | None = None) -> None:
         """Say where the agent is served and how callers authenticate (HTTP mode), and
         where the signing keys are published: the signatures' ``jku``, unless one was
-        configured."""
+        configured. ``grpc_url``: where the gRPC binding listens too."""
         if jwks_url is not None and self.signer is not None and self.signer.jku is None:
             self.signer = self.signer.with_jku(jwks_url)
         changes: dict[str, Any] = {}
         if url is not None:
             changes["url"] = url
+        if grpc_url is not None:
+            changes["grpc_url"] = grpc_url
         if bearer:
             changes["bearer"] = True
         if api_key_header:

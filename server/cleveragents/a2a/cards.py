@@ -6,7 +6,8 @@ The 1.0 card is ProtoJSON (``AgentCard`` of ``specification/a2a.proto``); the 0.
 card follows ``specification/json/a2a.json`` of v0.3.0.
 
 Each card lists each interface once: JSON-RPC at ``url`` (both versions) and HTTP+JSON
-at ``base_url`` (1.0 under it, 0.3 under its ``/v1``).
+at ``base_url`` (1.0 under it, 0.3 under its ``/v1``); the 1.0 card adds gRPC at
+``grpc_url`` when it is served (1.0 only: its service is the 1.0 proto's).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ PROTOCOL_V03 = "0.3"
 CARD_PROTOCOL_VERSION_V03 = "0.3.0"
 JSONRPC = "JSONRPC"
 HTTP_JSON = "HTTP+JSON"
+GRPC = "GRPC"
 # The card's names of the security schemes (keys of ``securitySchemes``).
 BEARER_SCHEME = "bearerAuth"
 HTTP_BEARER = "Bearer"  # the HTTP auth scheme's name (RFC 7235), one spelling in both versions
@@ -77,6 +79,7 @@ class AgentCardSpec:
     default_output_modes: tuple[str, ...] = ("text/plain", "application/json")
     extensions: tuple[ExtensionSpec, ...] = ()
     rest_url: str | None = None  # the HTTP+JSON base URL; default: `url` without `/a2a`
+    grpc_url: str | None = None  # the gRPC target (HOST:PORT), when the gRPC binding is served
 
     @property
     def base_url(self) -> str:
@@ -145,6 +148,7 @@ def card_v1(spec: AgentCardSpec, *, extended: bool = False) -> dict[str, Any]:
     card["supportedInterfaces"] = [
         {"url": spec.url, "protocolBinding": JSONRPC, "protocolVersion": PROTOCOL_V1},
         {"url": spec.base_url, "protocolBinding": HTTP_JSON, "protocolVersion": PROTOCOL_V1},
+        *([{"url": spec.grpc_url, "protocolBinding": GRPC, "protocolVersion": PROTOCOL_V1}] if spec.grpc_url else []),
         # The same endpoints answer 0.3 too (HTTP+JSON 0.3 under /v1).
         {"url": spec.url, "protocolBinding": JSONRPC, "protocolVersion": PROTOCOL_V03},
         {"url": spec.base_url, "protocolBinding": HTTP_JSON, "protocolVersion": PROTOCOL_V03},

@@ -1,8 +1,10 @@
 """How the outbound client reads an agent card and speaks each A2A dialect.
 
-``select_interface`` picks the JSON-RPC endpoint and protocol version from a card:
+``select_interface`` picks the endpoint, binding and protocol version from a card:
 a 1.0 card's ``supportedInterfaces`` first (in our order of preference, then the
 card's), else a 0.3 card's ``url`` / ``preferredTransport`` / ``additionalInterfaces``.
+For each version, JSON-RPC comes first, then gRPC (1.0 only, and only when the
+``grpc`` extra is installed).
 ``Dialect`` holds what differs between 1.0 and 0.3 on the client side: method names
 and the shape of request params. Payloads are encoded and decoded by the codecs.
 """
@@ -20,6 +22,7 @@ from cleveragents.a2a.errors import A2AVersionMismatchError
 from cleveragents.a2a.version import SUPPORTED_VERSIONS, A2AVersionNegotiator
 
 JSONRPC = "JSONRPC"
+GRPC = "GRPC"
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 
 
@@ -28,6 +31,7 @@ class Interface:
     url: str
     version: str  # "1.0" or "0.3"
     tenant: str | None = None
+    binding: str = JSONRPC  # or GRPC (whose url is a HOST:PORT target, or a grpc(s):// URL)
 
 
 def _version(value: Any) -> str | None:
@@ -37,16 +41,29 @@ def _version(value: Any) -> str | None:
         return None
 
 
-def offered_interfaces(card: Mapping[str, Any], card_url: str) -> list[Interface]:
-    """Every JSON-RPC interface the card offers, in the card's order; relative URLs
-    are resolved against the card's own."""
+def default_bindings() -> tuple[str, ...]:
+    """The bindings the client speaks, in its order of preference."""
+    from cleveragents.a2a import grpc_wire
+
+    return (JSONRPC, GRPC) if grpc_wire.available() else (JSONRPC,)
+
+
+def offered_interfaces(card: Mapping[str, Any], card_url: str,
+                       bindings: Sequence[str] = (JSONRPC,)) -> list[Interface]:
+    """Every interface in one of ``bindings`` the card offers, in the card's order;
+    relative JSON-RPC URLs are resolved against the card's own. gRPC is 1.0 only."""
     found: list[Interface] = []
     for entry in card.get("supportedInterfaces") or ():
-        if not isinstance(entry, Mapping) or str(entry.get("protocolBinding", "")).upper() != JSONRPC:
+        binding = str(entry.get("protocolBinding", "")).upper() if isinstance(entry, Mapping) else ""
+        if binding not in bindings or not isinstance(entry.get("url"), str):
             continue
         version = _version(entry.get("protocolVersion") or "1.0")
-        if isinstance(entry.get("url"), str) and version:
+        if binding == GRPC and version == "1.0":
+            found.append(Interface(entry["url"], version, entry.get("tenant") or None, GRPC))
+        elif binding == JSONRPC and version:
             found.append(Interface(urljoin(card_url, entry["url"]), version, entry.get("tenant") or None))
+    if JSONRPC not in bindings:
+        return found
     # A 0.3 card (or the 0.3 half of a card that carries both).
     legacy_version = _version(card.get("protocolVersion") or "0.3")
     if legacy_version and legacy_version != "1.0":
@@ -58,17 +75,21 @@ def offered_interfaces(card: Mapping[str, Any], card_url: str) -> list[Interface
     return found
 
 
-def select_interface(card: Mapping[str, Any], card_url: str,
-                     preference: Sequence[str] = SUPPORTED_VERSIONS) -> Interface:
-    """The interface to use: the first version in ``preference`` the card offers."""
-    offered = offered_interfaces(card, card_url)
+def select_interface(card: Mapping[str, Any], card_url: str, preference: Sequence[str] = SUPPORTED_VERSIONS,
+                     bindings: Sequence[str] | None = None) -> Interface:
+    """The interface to use: the first version in ``preference`` the card offers, in
+    the first of ``bindings`` (default: ``default_bindings()``) that offers it."""
+    bindings = tuple(b.upper() for b in bindings) if bindings is not None else default_bindings()
+    offered = offered_interfaces(card, card_url, bindings)
     for wanted in (A2AVersionNegotiator.normalize(v) for v in preference):
-        for interface in offered:
-            if interface.version == wanted:
-                return interface
-    listing = ", ".join(f"{i.version} at {i.url}" for i in offered) or "no JSON-RPC interface"
+        for binding in bindings:
+            for interface in offered:
+                if interface.version == wanted and interface.binding == binding:
+                    return interface
+    names = " or ".join("gRPC" if b == GRPC else "JSON-RPC" for b in bindings)
+    listing = ", ".join(f"{i.binding} {i.version} at {i.url}" for i in offered) or f"no {names} interface"
     raise A2AClientError(
-        f"the agent card at {card_url} offers no JSON-RPC interface in A2A {' or '.join(preference)} ({listing})",
+        f"the agent card at {card_url} offers no {names} interface in A2A {' or '.join(preference)} ({listing})",
         {"card_url": card_url, "offered": [i.version for i in offered]}, url=card_url)
 
 

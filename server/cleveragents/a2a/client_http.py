@@ -1,9 +1,12 @@
-"""``A2AClient``: calls a remote A2A agent over HTTP (JSON-RPC binding, SSE streams).
+"""``A2AClient``: calls a remote A2A agent over HTTP (JSON-RPC binding, SSE streams)
+or gRPC.
 
-It reads the agent card once, picks the JSON-RPC interface and dialect (1.0 first,
-0.3 as a fallback), and sends every call there with the dialect's ``A2A-Version``
-header and the token. Results come back as the project's own models, decoded by the
-dialect's codec. httpx is imported when the first client is made, never before.
+It reads the agent card once, picks the interface and dialect (1.0 first, 0.3 as a
+fallback; JSON-RPC before gRPC, which needs the ``grpc`` extra), and sends every call
+there with the dialect's ``A2A-Version`` and the token. Over gRPC the same calls go
+through ``client_grpc.GrpcWire``. Results come back as the project's own models,
+decoded by the dialect's codec. httpx is imported when the first client is made, and
+grpc when the first gRPC call is, never before.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from cleveragents import tracing
 from cleveragents.a2a.client_dialect import (
     DIALECTS,
+    GRPC,
     STANDARD_METHODS,
     Dialect,
     Interface,
@@ -47,6 +51,7 @@ if TYPE_CHECKING:
 
     from cleveragents.a2a.card_signing import CardVerifier
     from cleveragents.a2a.client import ServerConnectionConfig
+    from cleveragents.a2a.client_grpc import GrpcWire
     from cleveragents.app.tasks import TaskPage
 
 VERSION_HEADER = "A2A-Version"
@@ -58,11 +63,12 @@ class A2AClient:
     """An A2A client for one remote agent. ``version`` forces a dialect ("1.0" or
     "0.3"); ``card`` skips reading the card (its URLs are then taken as absolute).
     ``card_verifier`` checks the signature of the card read (and of the extended card)
-    under its policy: off, warn, or require (``CardSignatureError`` when none verifies)."""
+    under its policy: off, warn, or require (``CardSignatureError`` when none verifies).
+    ``binding`` forces one ("JSONRPC" or "GRPC"); by default JSON-RPC is preferred."""
 
     def __init__(self, config: ServerConnectionConfig, *, version: str | None = None,
                  card: Mapping[str, Any] | None = None, http: httpx.AsyncClient | None = None,
-                 card_verifier: CardVerifier | None = None):
+                 card_verifier: CardVerifier | None = None, binding: str | None = None):
         self.config = config
         self.card_verifier = card_verifier
         self._preference: Sequence[str] = (version,) if version else SUPPORTED_VERSIONS
@@ -73,9 +79,12 @@ class A2AClient:
         self._owns_http = http is None
         self._ids = itertools.count(1)
         self._connecting = asyncio.Lock()
+        self._bindings: Sequence[str] | None = (binding,) if binding else None
+        self._grpc: GrpcWire | None = None
 
     def __repr__(self) -> str:
-        where = f"{self._interface.version} at {self._interface.url}" if self._interface else self.config.url
+        where = (f"{self._interface.binding} {self._interface.version} at {self._interface.url}"
+                 if self._interface else self.config.url)
         return f"A2AClient({where})"
 
     # -- lifecycle -----------------------------------------------------------------
@@ -91,6 +100,9 @@ class A2AClient:
         await self.aclose()
 
     async def aclose(self) -> None:
+        if self._grpc is not None:
+            grpc_wire, self._grpc = self._grpc, None
+            await grpc_wire.aclose()
         if self._http is not None and self._owns_http:
             await self._http.aclose()
             self._http = None
@@ -104,7 +116,7 @@ class A2AClient:
                     if self.card_verifier is not None:
                         await self.card_verifier.check(card, url)
                     self._card, self._card_url = card, url
-                self._interface = select_interface(self._card, self._card_url, self._preference)
+                self._interface = select_interface(self._card, self._card_url, self._preference, self._bindings)
             return self._interface
 
     @property
@@ -286,10 +298,25 @@ class A2AClient:
                 **(auth_headers(self._card, token.get_secret_value()) if token is not None else {})}
 
     def _envelope(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": self._params(method, params)}
+
+    def _params(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         tenant = self._interface.tenant if self._interface else None
         if tenant and method in STANDARD_METHODS and "tenant" not in params:
             params = {**params, "tenant": tenant}
-        return {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}
+        return params
+
+    def _grpc_wire(self) -> GrpcWire:
+        """The channel to the chosen gRPC interface, opened on first use."""
+        if self._grpc is None:
+            from cleveragents.a2a.client_grpc import GrpcWire
+
+            assert self._interface is not None and self._card is not None
+            token = self.config.token
+            metadata = {VERSION_HEADER: self._interface.version,
+                        **(auth_headers(self._card, token.get_secret_value()) if token is not None else {})}
+            self._grpc = GrpcWire(self._interface.url, self._card_url, metadata, self.config.timeout_seconds)
+        return self._grpc
 
     async def _fetch_card(self) -> tuple[dict[str, Any], str]:
         tried: list[str] = []
@@ -333,6 +360,10 @@ class A2AClient:
 
     async def _rpc_untraced(self, method: str, params: dict[str, Any]) -> Any:
         assert self._interface is not None
+        if self._interface.binding == GRPC:
+            trace: dict[str, str] = {}
+            tracing.inject(trace)
+            return await self._grpc_wire().call(method, self._params(method, params), trace)
         url = self._interface.url
         headers = self._headers("application/json, text/event-stream")
         tracing.inject(headers)
@@ -350,14 +381,21 @@ class A2AClient:
     async def _sse(self, method: str, params: dict[str, Any], parser: SseParser, last_event_id: str | None,
                    timeout: float | None) -> AsyncIterator[Any]:
         assert self._interface is not None
+        if timeout is _UNSET:
+            timeout = self.config.timeout_seconds
+        if self._interface.binding == GRPC:  # no event ids: a subscription starts from the task's state
+            with self._span(method, self._interface.url, detached=True) as span:
+                trace: dict[str, str] = {}
+                tracing.inject(trace, span)
+                async for item in self._grpc_wire().stream(method, self._params(method, params), timeout, trace):
+                    yield item
+            return
         url = self._interface.url
         headers = self._headers("text/event-stream")
         if last_event_id:
             headers["Last-Event-ID"] = last_event_id
         request: dict[str, Any] = {"json": self._envelope(method, params), "headers": headers}
-        if timeout is _UNSET:
-            timeout = self.config.timeout_seconds
-        else:
+        if timeout != self.config.timeout_seconds:
             import httpx
 
             request["timeout"] = httpx.Timeout(self.config.timeout_seconds, read=timeout)

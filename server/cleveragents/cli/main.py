@@ -61,7 +61,11 @@ def build_parser(with_http: bool = False) -> argparse.ArgumentParser:
 
 
 def _wants_http(argv: Sequence[str]) -> bool:
-    return "serve" in argv and "--http" in argv and list(argv).index("serve") < list(argv).index("--http")
+    """``serve --http``, or ``serve --grpc-port N`` (the gRPC binding comes with HTTP, which serves the card)."""
+    if "serve" not in argv:
+        return False
+    after = list(argv)[list(argv).index("serve") + 1:]
+    return any(arg == "--http" or arg == "--grpc-port" or arg.startswith("--grpc-port=") for arg in after)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

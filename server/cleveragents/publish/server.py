@@ -188,27 +188,39 @@ class A2A:
         return APIRouter(routes=routes, lifespan=app.router.lifespan_context)
 
     def serve(self, port: int = 8000, host: str = "127.0.0.1", *, log_level: str = "WARNING", no_auth: bool = False,
-              limits: Any = None, **settings: Any) -> int:
+              limits: Any = None, grpc_port: int | None = None, **settings: Any) -> int:
         """Serve over HTTP (uvicorn) until interrupted; returns the exit code. Listens on
         loopback unless ``host`` says otherwise. Without ``auth_token`` and without
         configured tokens or API keys, a token is made for the run and printed once on
         stderr; ``no_auth=True`` serves without one, on a loopback ``host`` only (else
         ``ValueError``). ``limits``: a ``cleveragents.transports.http.connections.HttpLimits``
-        (timeouts and the connection limit)."""
+        (timeouts and the connection limit). ``grpc_port``: serve the A2A gRPC binding
+        on that port of ``host`` too (0: a free one; the ``grpc`` extra, else
+        ``RuntimeError``; a port in use is ``OSError``)."""
         import asyncio
 
+        from cleveragents.transports.http.connections import HttpLimits
         from cleveragents.transports.http.credentials import credentials_for_serving
         from cleveragents.transports.http.main import serve_app
-        from cleveragents.transports.serving import configure_logging
+        from cleveragents.transports.serving import DEFAULT_MAX_MESSAGE_SIZE, configure_logging
 
         resolved, token = credentials_for_serving(Settings.from_env(**self._with_oauth2(settings)), host,
                                                   no_auth=no_auth, extra_tokens=(self.auth_token,))
         if token is not None:
             settings = {**settings, "auth_tokens": resolved.auth_tokens}
+        app = self.asgi_app(**settings)
+        if grpc_port is not None:
+            from cleveragents.transports.grpc import main as grpc_main
+
+            if (problem := grpc_main.missing_extra()) is not None:
+                raise RuntimeError(problem)
+            grpc_main.check_port(host, grpc_port)
+            grpc_main.serve_with(app, host, grpc_port, max_message_size=DEFAULT_MAX_MESSAGE_SIZE,
+                                 max_concurrent_rpcs=(limits or HttpLimits()).max_connections,
+                                 public_url=self.url if self.url_given else None)
         configure_logging(log_level)
         try:
-            asyncio.run(serve_app(self.asgi_app(**settings), host, port, log_level=log_level, limits=limits,
-                                  token=token))
+            asyncio.run(serve_app(app, host, port, log_level=log_level, limits=limits, token=token))
         except KeyboardInterrupt:
             return 130
         return 0

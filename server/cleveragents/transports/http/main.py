@@ -1,5 +1,6 @@
 """Serving the HTTP app with uvicorn: ``agents serve --http`` and
-``python -m cleveragents.transports.http``.
+``python -m cleveragents.transports.http``; with ``--grpc-port``, the gRPC binding
+too (``transports/grpc/main.py``).
 
 ``add_http_arguments`` adds the HTTP options to a parser that already has the
 server options of ``transports/serving.py`` (workspace, state dir, memory, log
@@ -23,6 +24,7 @@ from cleveragents.config import Settings
 from cleveragents.transports import gc_policy
 from cleveragents.transports.http.connections import HttpLimits
 from cleveragents.transports.http.credentials import credentials_for_serving, token_notice
+from cleveragents.transports.serving import DEFAULT_MAX_MESSAGE_SIZE
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -83,6 +85,9 @@ def add_http_arguments(parser: argparse.ArgumentParser) -> None:
     from cleveragents.transports.http.oauth_options import add_oauth2_arguments
 
     add_oauth2_arguments(parser)
+    from cleveragents.transports.grpc.main import add_grpc_arguments
+
+    add_grpc_arguments(parser)
 
 
 def _listed(args: argparse.Namespace, name: str) -> tuple[str, ...] | None:
@@ -165,6 +170,22 @@ def run_http(args: argparse.Namespace, settings: Settings | None = None,
     except ValueError as exc:  # an OAuth2 that can't work: PyJWT missing, a bad key file or scope
         sys.stderr.write(f"agents serve: {exc}\n")
         return 2
+    if getattr(args, "grpc_port", None) is not None:
+        from cleveragents.transports.grpc import main as grpc_main
+
+        if (problem := grpc_main.missing_extra()) is not None:
+            sys.stderr.write(f"agents serve: {problem}\n")
+            return 2
+        try:
+            grpc_main.check_port(args.host, args.grpc_port)
+        except OSError as exc:
+            sys.stderr.write(f"agents serve: {exc}\n")
+            return 2
+        grpc_main.serve_with(app, args.host, args.grpc_port,
+                             max_message_size=getattr(args, "max_message_size", DEFAULT_MAX_MESSAGE_SIZE),
+                             max_concurrent_rpcs=limits.max_connections,
+                             public_target=getattr(args, "grpc_public_url", None),
+                             public_url=getattr(args, "public_url", None))
     try:
         asyncio.run(serve_app(app, args.host, args.port, log_level=log_level,
                               proxy_headers=getattr(args, "proxy_headers", False),

@@ -25,6 +25,7 @@ from cleveragents.a2a.errors import (
     error_payload,
     internal_error_payload,
 )
+from cleveragents.a2a.rpc_status import status_of
 from cleveragents.transports.http.auth import Caller, Refusal
 from cleveragents.transports.http.cards import extended_card_headers
 from cleveragents.transports.http.jsonrpc import JSON_TYPES, BodyTooLarge, is_json, read_body
@@ -34,24 +35,6 @@ from cleveragents.transports.http.streams import ERROR, StreamCall, resuming, ss
 if TYPE_CHECKING:
     from cleveragents.transports.http.app import A2AHttpApp
 
-# ErrorInfo reason -> (HTTP status, google.rpc.Code name).
-_STATUS_BY_REASON = {
-    "TASK_NOT_FOUND": (404, "NOT_FOUND"),
-    "RECORD_UNREADABLE": (500, "DATA_LOSS"),  # the stored record is damaged: not the caller's fault
-    "METHOD_NOT_FOUND": (404, "NOT_FOUND"),
-    "INVALID_PARAMS": (400, "INVALID_ARGUMENT"),
-    "INVALID_REQUEST": (400, "INVALID_ARGUMENT"),
-    "PARSE_ERROR": (400, "INVALID_ARGUMENT"),
-    "CONTENT_TYPE_NOT_SUPPORTED": (415, "INVALID_ARGUMENT"),
-    "UNAUTHENTICATED": (401, "UNAUTHENTICATED"),
-    "PERMISSION_DENIED": (403, "PERMISSION_DENIED"),
-    "ALREADY_EXISTS": (409, "ALREADY_EXISTS"),
-    "RESOURCE_EXHAUSTED": (429, "RESOURCE_EXHAUSTED"),
-    "INVALID_AGENT_RESPONSE": (502, "INTERNAL"),
-    "EXTENSION_SUPPORT_REQUIRED": (400, "FAILED_PRECONDITION"),
-    "INTERNAL": (500, "INTERNAL"),
-}
-_PRECONDITION = (400, "FAILED_PRECONDITION")
 CARD_SERVICE = "agent_card_service"
 _BOOLEAN_QUERY = ("includeArtifacts", "include_artifacts")  # ProtoJSON: either name
 
@@ -59,11 +42,7 @@ _BOOLEAN_QUERY = ("includeArtifacts", "include_artifacts")  # ProtoJSON: either 
 def status_body(error: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """A 1.0 JSON-RPC error as (HTTP status, google.rpc.Status body)."""
     details = error.get("data") if isinstance(error.get("data"), list) else []
-    info = next((d for d in details if isinstance(d, dict) and "reason" in d), {})
-    reason = info.get("reason", "INTERNAL")
-    http_status, code = _STATUS_BY_REASON.get(reason, _PRECONDITION)
-    if (info.get("metadata") or {}).get("reason") == "storage_full":
-        http_status = 507  # Insufficient Storage: a full disk, not a rate limit to retry after
+    http_status, code = status_of(error)
     body: dict[str, Any] = {"code": http_status, "status": code, "message": error.get("message", "")}
     if details:
         body["details"] = details

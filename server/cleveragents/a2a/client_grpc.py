@@ -1,0 +1,143 @@
+"""The outbound client's gRPC wire: A2A 1.0 calls to a peer's ``GRPC`` interface.
+
+``A2AClient`` keeps speaking in JSON-RPC terms (a 1.0 method name, its params, its
+result); this wire sends each call as the RPC of the same name (``grpc_wire.py``
+converts both ways) and reads a gRPC status back as the JSON-RPC error the client
+already knows how to raise. Service parameters and credentials go as metadata. A
+target given as ``grpcs://`` or ``https://`` is dialled over TLS, ``grpc://`` or
+``http://`` in the clear; a bare ``HOST:PORT`` follows the scheme of the card's URL.
+grpc is imported when the first wire is made (the ``grpc`` extra).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from cleveragents.a2a import grpc_wire
+from cleveragents.a2a.client_errors import (
+    A2AClientConnectionError,
+    A2AClientError,
+    A2AClientTimeoutError,
+    remote_error,
+    with_auth_kind,
+)
+from cleveragents.a2a.client_wire import MAX_RESPONSE_BYTES
+from cleveragents.a2a.errors import InvalidAgentResponseError
+
+_AUTH_STATUS = {"UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403}
+_SECURE_SCHEMES = ("grpcs", "https")
+_PLAIN_SCHEMES = ("grpc", "http")
+
+
+def dial_target(url: str, card_url: str) -> tuple[str, bool]:
+    """(the ``HOST:PORT`` to dial, whether over TLS) of a card's gRPC interface URL."""
+    if "://" in url:
+        parts = urlsplit(url)
+        if parts.scheme not in _SECURE_SCHEMES + _PLAIN_SCHEMES or not parts.hostname:
+            raise A2AClientError(f"the gRPC interface {url!r} is not a HOST:PORT or a grpc(s):// URL",
+                                 {"url": url}, url=url)
+        secure = parts.scheme in _SECURE_SCHEMES
+        port = parts.port or (443 if secure else 80)
+        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+        return f"{host}:{port}", secure
+    return url.rstrip("/"), urlsplit(card_url).scheme == "https"
+
+
+class GrpcWire:
+    """One channel to a peer's ``A2AService``."""
+
+    def __init__(self, url: str, card_url: str, metadata: Mapping[str, str], timeout: float | None):
+        grpc = importlib.import_module("grpc")
+        self.url = url
+        self.target, secure = dial_target(url, card_url)
+        self.metadata = tuple((key.lower(), value) for key, value in metadata.items())
+        self.timeout = timeout
+        options = [("grpc.max_receive_message_length", MAX_RESPONSE_BYTES)]
+        self._channel = (grpc.aio.secure_channel(self.target, grpc.ssl_channel_credentials(), options=options)
+                         if secure else grpc.aio.insecure_channel(self.target, options=options))
+        self._stub = grpc_wire.stub(self._channel)
+        self._grpc = grpc
+
+    async def aclose(self) -> None:
+        await self._channel.close()
+
+    def _rpc(self, method: str) -> grpc_wire.Rpc:
+        rpc = grpc_wire.RPCS.get(method)
+        if rpc is None:
+            raise A2AClientError(f"{method} has no gRPC form: the peer's gRPC interface serves the A2A 1.0 "
+                                 "methods only (choose its JSON-RPC interface for others)",
+                                 {"method": method, "url": self.url}, url=self.url, method=method)
+        return rpc
+
+    def _request(self, rpc: grpc_wire.Rpc, params: dict[str, Any]) -> Any:
+        try:
+            return grpc_wire.from_dict(params, rpc.request)
+        except grpc_wire.ConversionError as exc:
+            raise A2AClientError(f"{rpc.name}: the params are not a valid {rpc.request}: {exc}",
+                                 {"method": rpc.name}, url=self.url, method=rpc.name) from None
+
+    def _result(self, rpc: grpc_wire.Rpc, message: Any) -> Any:
+        return None if rpc.response == grpc_wire.EMPTY else grpc_wire.to_dict(message)
+
+    async def call(self, method: str, params: dict[str, Any], extra: Mapping[str, str] | None = None) -> Any:
+        """The result of one unary RPC, as its 1.0 JSON-RPC result."""
+        rpc = self._rpc(method)
+        if rpc.streaming:  # a stream where one answer is wanted: its last item
+            last = None
+            async for item in self.stream(method, params, self.timeout, extra):
+                last = item
+            return last
+        handler = getattr(self._stub, rpc.name)
+        try:
+            answer = await handler(self._request(rpc, params), metadata=self._metadata(extra), timeout=self.timeout)
+        except self._grpc.aio.AioRpcError as exc:
+            raise self._error(method, exc) from None
+        return self._result(rpc, answer)
+
+    async def stream(self, method: str, params: dict[str, Any], timeout: float | None,
+                     extra: Mapping[str, str] | None = None) -> AsyncIterator[Any]:
+        """Each item of a server-streaming RPC, as its 1.0 JSON-RPC result; ``timeout``
+        is the longest wait for the next one."""
+        rpc = self._rpc(method)
+        call = getattr(self._stub, rpc.name)(self._request(rpc, params), metadata=self._metadata(extra))
+        try:
+            while True:
+                try:
+                    item = await asyncio.wait_for(call.read(), timeout)
+                except TimeoutError:
+                    raise A2AClientTimeoutError(f"{method} at {self.url}: no event within {timeout:g}s",
+                                                {"url": self.url, "method": method}, url=self.url,
+                                                method=method) from None
+                except self._grpc.aio.AioRpcError as exc:
+                    raise self._error(method, exc) from None
+                if item is self._grpc.aio.EOF:
+                    return
+                yield self._result(rpc, item)
+        finally:
+            call.cancel()  # a no-op once the stream has ended
+
+    def _metadata(self, extra: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
+        return self.metadata + tuple((k.lower(), v) for k, v in (extra or {}).items())
+
+    def _error(self, method: str, exc: Any) -> Exception:
+        code = exc.code().name
+        where, data = f"{method} at {self.url}", {"url": self.url, "method": method}
+        trailing = tuple(exc.trailing_metadata() or ())
+        has_details = any(key == grpc_wire.STATUS_DETAILS_KEY for key, _ in trailing)
+        if code == "DEADLINE_EXCEEDED":
+            return A2AClientTimeoutError(f"{where}: no answer within {self.timeout:g}s" if self.timeout else
+                                         f"{where}: the deadline passed", data, url=self.url, method=method)
+        if code == "UNAVAILABLE" and not has_details:
+            return A2AClientConnectionError(f"{where}: cannot reach {self.target}: {exc.details()}", data,
+                                            url=self.url, method=method)
+        if code == "RESOURCE_EXHAUSTED" and not has_details:  # a message over a size limit, ours or theirs
+            return InvalidAgentResponseError(f"{where}: {exc.details()}", {**data, "status": code})
+        error = grpc_wire.error_of_status(code, exc.details() or "", trailing)
+        remote = remote_error(error, url=self.url, method=method, standard=True)
+        if (status := _AUTH_STATUS.get(code)) is not None:
+            remote = with_auth_kind(remote, status)
+        return remote

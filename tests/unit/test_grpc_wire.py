@@ -1,0 +1,114 @@
+"""The gRPC binding's conversions (``a2a/grpc_wire.py``), and how the client picks a
+gRPC interface from a card (``client_dialect``, ``client_grpc``)."""
+
+import subprocess
+import sys
+
+import pytest
+from a2a.types import a2a_pb2 as pb
+from google.rpc import error_details_pb2, status_pb2
+
+from cleveragents.a2a import dialects, grpc_wire
+from cleveragents.a2a.client import A2AClientError, select_interface
+from cleveragents.a2a.client_grpc import dial_target
+from cleveragents.a2a.errors import ValidationError, error_payload
+from cleveragents.domain.errors import TaskNotFoundError
+
+CARD_URL = "http://agent.example/.well-known/agent-card.json"
+JSONRPC = {"url": "http://agent.example/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+JSONRPC_03 = {**JSONRPC, "protocolVersion": "0.3"}
+GRPC = {"url": "agent.example:50051", "protocolBinding": "GRPC", "protocolVersion": "1.0"}
+
+
+def test_every_rpc_of_the_generated_service_is_mapped():
+    service = pb.DESCRIPTOR.services_by_name["A2AService"]
+    assert service.full_name == grpc_wire.SERVICE
+    for method in service.methods:
+        rpc = grpc_wire.RPCS[method.name]
+        assert method.input_type.name == rpc.request and method.server_streaming == rpc.streaming
+        assert method.output_type.full_name in (f"lf.a2a.v1.{rpc.response}", rpc.response)
+    assert len(grpc_wire.RPCS) == len(service.methods)
+
+
+def test_messages_and_protojson_convert_both_ways():
+    request = pb.SendMessageRequest(message=pb.Message(message_id="m1", role=pb.Role.ROLE_USER,
+                                                       parts=[pb.Part(text="hi"), pb.Part(raw=b"\x00\x01")]))
+    params = grpc_wire.to_dict(request)
+    assert params["message"]["role"] == "ROLE_USER" and params["message"]["parts"][1] == {"raw": "AAE="}
+    assert grpc_wire.from_dict(params, "SendMessageRequest") == request
+    assert grpc_wire.from_dict({"id": "t", "someFutureField": 1}, "Task").id == "t"  # unknown keys dropped
+    with pytest.raises(grpc_wire.ConversionError):
+        grpc_wire.from_dict({"id": ["not", "a", "string"]}, "Task")
+    assert grpc_wire.from_dict(None, grpc_wire.EMPTY).ByteSize() == 0
+
+
+def test_an_error_becomes_a_status_and_back():
+    error = error_payload(TaskNotFoundError("Task not found: t1", {"task_id": "t1"}), dialects.A2A_V1)
+    code = grpc_wire.status_code_name(error)
+    assert code == "NOT_FOUND"
+    status = status_pb2.Status.FromString(grpc_wire.status_bytes(code, error))
+    info = error_details_pb2.ErrorInfo()
+    assert status.code == 5 and status.details[0].Unpack(info)
+    assert (info.reason, info.domain, dict(info.metadata)) == ("TASK_NOT_FOUND", "a2a-protocol.org", {"task_id": "t1"})
+    back = grpc_wire.error_of_status(code, "ignored", [(grpc_wire.STATUS_DETAILS_KEY, status.SerializeToString())])
+    assert back["code"] == -32001 and back["message"] == "Task not found: t1"
+    assert back["data"][0]["reason"] == "TASK_NOT_FOUND"
+
+
+def test_bad_params_keep_their_field_violations():
+    error = error_payload(ValidationError("Invalid params", {"errors": [
+        {"loc": ["message"], "msg": "Field required", "type": "missing"}]}), dialects.A2A_V1)
+    status = status_pb2.Status.FromString(grpc_wire.status_bytes("INVALID_ARGUMENT", error))
+    assert [d.type_url.rsplit(".", 1)[-1] for d in status.details] == ["ErrorInfo", "BadRequest"]
+
+
+def test_a_status_without_details_still_says_what_failed():
+    refused = grpc_wire.error_of_status("UNAUTHENTICATED", "no token", [])
+    assert refused["data"][0]["reason"] == "UNAUTHENTICATED" and refused["message"] == "no token"
+    assert grpc_wire.error_of_status("INTERNAL", "", [])["code"] == -32603
+
+
+def test_json_rpc_is_preferred_then_grpc_within_a_version():
+    assert select_interface({"supportedInterfaces": [GRPC, JSONRPC]}, CARD_URL).binding == "JSONRPC"
+    only_grpc = select_interface({"supportedInterfaces": [GRPC, JSONRPC_03]}, CARD_URL)
+    assert (only_grpc.binding, only_grpc.url, only_grpc.version) == ("GRPC", GRPC["url"], "1.0")
+    forced = select_interface({"supportedInterfaces": [JSONRPC, GRPC]}, CARD_URL, bindings=["GRPC"])
+    assert forced.binding == "GRPC"
+    legacy = select_interface({"supportedInterfaces": [GRPC, JSONRPC_03]}, CARD_URL, ["0.3"])
+    assert (legacy.binding, legacy.version) == ("JSONRPC", "0.3")  # gRPC is 1.0 only
+    with pytest.raises(A2AClientError, match="no JSON-RPC interface"):
+        select_interface({"supportedInterfaces": [GRPC]}, CARD_URL, bindings=["JSONRPC"])
+
+
+def test_grpc_targets_and_tls():
+    assert dial_target("agent.example:50051", CARD_URL) == ("agent.example:50051", False)
+    assert dial_target("agent.example:50051", "https://agent.example/card.json") == ("agent.example:50051", True)
+    assert dial_target("grpcs://agent.example", CARD_URL) == ("agent.example:443", True)
+    assert dial_target("grpc://[::1]:7000", CARD_URL) == ("[::1]:7000", False)
+    with pytest.raises(A2AClientError):
+        dial_target("ftp://agent.example", CARD_URL)
+
+
+def test_a_second_compiled_a2a_proto_would_collide_in_the_descriptor_pool():
+    """Why the binding uses the SDK's compiled messages rather than its own copy."""
+    script = (
+        "from google.protobuf import descriptor_pb2, descriptor_pool\n"
+        "from a2a.types import a2a_pb2\n"
+        "copy = descriptor_pb2.FileDescriptorProto.FromString(a2a_pb2.DESCRIPTOR.serialized_pb)\n"
+        "copy.message_type.add().name = 'AddedInALaterRelease'\n"
+        "try:\n"
+        "    descriptor_pool.Default().AddSerializedFile(copy.SerializeToString())\n"
+        "except Exception as exc:\n"
+        "    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60).stdout
+    assert "duplicate file name" in out and "a2a.proto" in out
+
+
+def test_grpc_is_not_imported_on_the_startup_path():
+    script = ("import sys\n"
+              "from cleveragents.cli.main import build_parser\n"
+              "build_parser(with_http=True).parse_args(['serve', '--grpc-port', '0'])\n"
+              "import cleveragents.a2a.client, cleveragents.transports.http.main\n"
+              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('grpc', 'google', 'a2a')))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr
