@@ -132,15 +132,18 @@ def test_the_example_streams_each_update_then_answers_with_the_last(servers, dia
     msg_id = research.send(dialect.stream, dialect.message('search_web query="streams"'))
     response = research.response(msg_id)
     items = [dialect.item(item) for item in research.items(msg_id)]
-    assert [kind for kind, _ in items] == ["task", "statusUpdate", "artifactUpdate", "statusUpdate"]
-    assert [m for m, _ in research.items(msg_id)] == ["task/statusUpdate"] * 2 + ["task/artifactUpdate",
+    # working, then the tool's call as a working update of its own, then the reply
+    assert [kind for kind, _ in items] == ["task", "statusUpdate", "statusUpdate", "artifactUpdate", "statusUpdate"]
+    assert [m for m, _ in research.items(msg_id)] == ["task/statusUpdate"] * 3 + ["task/artifactUpdate",
                                                                                   "task/statusUpdate"]
-    states = [items[0][1]["status"]["state"], items[1][1]["status"]["state"], items[3][1]["status"]["state"]]
-    assert states == [dialect.state(s) for s in ("submitted", "working", "completed")]
-    assert items[2][1]["artifact"]["parts"] == [dialect.part("Results for: streams")]
+    states = [items[i][1]["status"]["state"] for i in (0, 1, 2, 4)]
+    assert states == [dialect.state(s) for s in ("submitted", "working", "working", "completed")]
+    call = items[2][1]["metadata"]["cleveragents.tool_call"]
+    assert call["name"] == "search_web" and call["arguments"] == {"query": "streams"} and not call["failed"]
+    assert items[3][1]["artifact"]["parts"] == [dialect.part("Results for: streams")]
     assert dialect.item(response["result"]) == items[-1]
     if not dialect.v1:  # 0.3 marks the stream's end; 1.0 ends it at a terminal state
-        assert [items[1][1]["final"], items[3][1]["final"]] == [False, True]
+        assert [items[i][1]["final"] for i in (1, 2, 4)] == [False, False, True]
 
 
 @DIALECTS
