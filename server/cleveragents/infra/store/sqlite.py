@@ -180,6 +180,10 @@ class SqliteStore(WholeStore):
         self._executor.shutdown(wait=True)
 
     def _close_sync(self) -> None:
+        with self._batches.in_use:
+            self._close_connection()
+
+    def _close_connection(self) -> None:
         assert self._conn is not None
         try:
             if self.path != ":memory:":
@@ -209,7 +213,12 @@ class SqliteStore(WholeStore):
         return self.records.report()
 
     async def ping(self) -> dict[str, object]:
-        await self._run(lambda: self._db().execute("SELECT 1").fetchone())
+        def select_one() -> Any:
+            return self._db().execute("SELECT 1").fetchone()
+
+        ran, _ = self._batches.run_now_if_idle(select_one)  # touches no file and no lock: can't block
+        if not ran:
+            await self._run(select_one)
         return {"ok": True, "backend": self.backend, "schema_version": self.schema_version}
 
     async def check(self) -> dict[str, object]:
