@@ -20,6 +20,7 @@ from cleveragents.infra.store._sql import transaction
 from cleveragents.infra.store.memory_events import MemoryEventLogs
 from cleveragents.infra.store.records import RecordReader
 from cleveragents.infra.store.sqlite_batch import GroupCommit
+from cleveragents.infra.store.sqlite_checkpoint import SAFETY_NET_PAGES, WalCheckpointer
 from cleveragents.infra.store.sqlite_plans import PLANS_MIGRATION, SqlitePins, SqlitePlans
 from cleveragents.infra.store.sqlite_sessions import SqliteSessions
 from cleveragents.infra.store.sqlite_tasks import (
@@ -126,6 +127,10 @@ class SqliteStore(WholeStore):
         self.tasks = SqliteTasks(self._run, self._db, self.records, terminal_cap=terminal_cap)
         self.push_configs = SqlitePushConfigs(self._run, self._db, self.records, self.tasks)
         self._batches.before_commit.append(self.tasks.catch_up)
+        # A file's WAL is copied back by a thread of its own, not inside a commit.
+        self._checkpointer = WalCheckpointer(self.path) if self.path != ":memory:" else None
+        if self._checkpointer is not None:
+            self._batches.after_batch.append(self._checkpointer.written)
         self.plans = SqlitePlans(self._run, self._db, self.records)
         self.pins = SqlitePins(self._run, self._db, self.records)
         self.events = MemoryEventLogs()  # in process memory: memory_events.py says why
@@ -147,6 +152,7 @@ class SqliteStore(WholeStore):
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if mode.lower() != "wal":
                 logger.warning("SQLite journal mode is %s, not WAL", mode)
+            conn.execute(f"PRAGMA wal_autocheckpoint = {SAFETY_NET_PAGES}")  # sqlite_checkpoint.py
         # NORMAL in WAL mode survives a killed process; only power loss may drop the
         # last commits.
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -180,6 +186,8 @@ class SqliteStore(WholeStore):
         self._executor.shutdown(wait=True)
 
     def _close_sync(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.close()
         with self._batches.in_use:
             self._close_connection()
 

@@ -43,6 +43,8 @@ class GroupCommit:
         self.in_use = threading.Lock()
         # Run on the connection after a batch's operations, inside its transaction.
         self.before_commit: list[Callable[[sqlite3.Connection], None]] = []
+        # Run on the store's thread once a batch is over (committed or not).
+        self.after_batch: list[Callable[[], None]] = []
 
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
         loop = asyncio.get_running_loop()
@@ -80,6 +82,8 @@ class GroupCommit:
             return
         with self.in_use:
             outcomes = self._execute(batch)
+        for hook in self.after_batch:
+            hook()
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
         for (_, _, future, loop), outcome in zip(batch, outcomes, strict=True):
             by_loop.setdefault(loop, []).append((future, *outcome))
