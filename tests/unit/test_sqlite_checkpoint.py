@@ -34,9 +34,9 @@ async def test_writes_are_checkpointed_off_the_store_thread_and_stay_stored(tmp_
     async def write_until(count: int, start: int) -> int:
         n = start
         for _ in range(100):
-            for n in range(n, n + 25):  # one at a time: a commit each
+            for _ in range(25):  # one at a time: a commit each
                 assert await store.add_task(make_task(f"t{n:03d}", metadata={"pad": "x" * 2000}))
-            n += 1
+                n += 1
             await asyncio.sleep(0.05)
             if len(checkpoints) >= count:
                 return n
