@@ -169,11 +169,13 @@ class Container:
 
     ``actor`` replaces the default local actor for agent tasks (a published
     ``Agent``); ``card`` is what describes the agent (``cleveragents.A2A``), giving
-    the card's name, skills and extended-card callback.
+    the card's name, skills and extended-card callback. ``health_started`` is when
+    health checks were first answered, before the container (the stdio server's
+    early answers), so that ``started_at`` and the uptime go on from there.
     """
 
     def __init__(self, settings: Settings | None = None, *, actor: Actor | None = None,
-                 card: CardSource | None = None):
+                 card: CardSource | None = None, health_started: tuple[float, str] | None = None):
         from cleveragents.a2a.events import A2AEventQueue, EventBusBridge
         from cleveragents.app.health import HealthService
         from cleveragents.app.ports import Stores
@@ -201,7 +203,7 @@ class Container:
         self.session_service: SessionService = SessionService(
             self.stores.sessions, self.event_bus, self.settings.default_actor, resolve=self.resolve_actor)
         self.health_service: HealthService = HealthService(
-            self.stores.health, self.workspace, [self.settings.default_actor], ACTOR_PROVIDERS
+            self.stores.health, self.workspace, [self.settings.default_actor], ACTOR_PROVIDERS, health_started,
         )
         self._build_plans()
         self._build_tasks(actor, card)
