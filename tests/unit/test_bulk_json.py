@@ -47,7 +47,7 @@ def test_a_value_counted_small_encodes_to_a_bounded_size(value, size):
 def test_long_text_many_items_and_other_objects_are_not_small():
     assert bulk_json.small({"task": {"id": "t1", "history": [{"text": "hello"}] * 10}})
     assert not bulk_json.small("x" * (bulk_json.SMALL_SIZE + 1))
-    assert not bulk_json.small({"files": [0] * (bulk_json.SMALL_SIZE + 1)})
-    assert not bulk_json.small({"deep": [[["x" * 40_000]], ["y" * 40_000]]})
+    assert not bulk_json.small({"files": [0] * (bulk_json.SMALL_SIZE // bulk_json.ITEM_SIZE + 1)})
+    assert not bulk_json.small({"deep": [[["x" * 10_000]], ["y" * 10_000]]})
     assert not bulk_json.small({"model": A2AResponse(id=1, result=None)})  # not plain data: the worker encodes it
     assert not bulk_json.small({1: "a key JSON spells as text"})
