@@ -12,7 +12,7 @@ import importlib.util
 import logging
 import shutil
 import tempfile
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -114,6 +114,26 @@ def configuration_problem(settings: Settings) -> str | None:
         return ("the PostgreSQL store needs the postgresql extra: pip install '.[postgresql]' "
                 "(psycopg is not installed)")
     return None
+
+
+def early_health_service(settings: Settings) -> tuple[HealthService, Callable[[], None]] | None:
+    """A health service on the store's file opened on its own (blocking), and what
+    closes it: for health checks answered before the container is built (the stdio
+    server's, ``transports/lsp/early_health.py``). ``None`` where the container's
+    answer could differ: a store other than SQLite under the state directory, a
+    configuration file (it may move the store, or be broken), tracing on (the facade
+    makes the spans), or a workspace that does not exist."""
+    from cleveragents.app.health import HealthService
+    from cleveragents.infra.config_file import user_config_path, workspace_config_path
+    from cleveragents.infra.store.sqlite_probe import SqliteProbe
+
+    workspace = settings.resolved_workspace
+    if settings.store is not None or settings.memory or settings.tracing or not workspace.is_dir() \
+            or user_config_path().is_file() or workspace_config_path(workspace).is_file():
+        return None
+    probe = SqliteProbe.open_in(settings.resolved_state_dir)
+    # Only check() is served from it: no actors or providers to report.
+    return HealthService(probe, workspace, (), ()), probe.close
 
 
 def remote_client(settings: Settings, url: str, card_verifier: CardVerifier | None = None) -> A2AClient:

@@ -4,7 +4,7 @@ An editor's first A2A request is usually ``_cleveragents/health/check``, and the
 services' modules (the models, the store, the actors) take a few hundred milliseconds
 to load. What the health check reports needs none of them: the version, the uptime,
 and whether the store answers. So, just before the container is built, the store's
-file is opened on its own (``SqliteProbe``: created and migrated as the store opens
+file is opened on its own (``container.early_health_service``, a ``SqliteProbe``: created and migrated as the store opens
 it, in the same worker thread, so the two never migrate at once), and health checks
 are answered from a ``HealthService`` on it until the services are up. The
 container's health service goes on from the same start (``started_at``, the uptime).
@@ -22,14 +22,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cleveragents.transports.lsp.calls import WireResponse
 
 if TYPE_CHECKING:
-    from cleveragents.app.health import HealthService
+    from collections.abc import Callable
+
     from cleveragents.config import Settings
-    from cleveragents.infra.store.sqlite_probe import SqliteProbe
     from cleveragents.transports.runtime import ServiceRuntime
 
 logger = logging.getLogger("cleveragents.lsp")
@@ -37,37 +37,35 @@ logger = logging.getLogger("cleveragents.lsp")
 HEALTH_CHECK = "_cleveragents/health/check"
 
 
-def answerable(settings: Settings) -> bool:
-    """Whether the services would answer a health check as the probe does."""
-    from cleveragents.infra.config_file import user_config_path, workspace_config_path
+class HealthService(Protocol):
+    """What is used here of ``app.health.HealthService`` (built by the container)."""
 
-    workspace = settings.resolved_workspace
-    return (settings.store is None and not settings.memory and not settings.tracing and workspace.is_dir()
-            and not user_config_path().is_file() and not workspace_config_path(workspace).is_file())
+    @property
+    def started(self) -> tuple[float, str]: ...
+
+    async def check(self) -> dict[str, Any]: ...
 
 
 class EarlyHealth:
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._health: asyncio.Future[HealthService | None] = self._loop.create_future()
-        self._probe: SqliteProbe | None = None
+        self._close_probe: Callable[[], None] | None = None
 
     def before_build(self, settings: Settings, options: dict[str, Any]) -> None:
         """In the services' worker thread, before the container is built: open the
         probe, and have the container's health service start where its own did."""
-        health = None
-        if answerable(settings):
-            try:
-                from cleveragents.app.health import HealthService
-                from cleveragents.infra.store.sqlite_probe import SqliteProbe
+        from cleveragents.container import early_health_service
 
-                self._probe = SqliteProbe.open_in(settings.resolved_state_dir)
-                # Only check() is served from it: no actors or providers to report.
-                health = HealthService(self._probe, settings.resolved_workspace, (), ())
-                options["health_started"] = health.started
-            except Exception as exc:  # the store's own opening reports it
-                logger.debug("no early health check: %s", exc)
-                health = None
+        health = None
+        try:
+            opened = early_health_service(settings)
+        except Exception as exc:  # the store's own opening reports it
+            logger.debug("no early health check: %s", exc)
+            opened = None
+        if opened is not None:
+            health, self._close_probe = opened
+            options["health_started"] = health.started
         self._loop.call_soon_threadsafe(self._settle, health)
 
     def _settle(self, health: HealthService | None) -> None:
@@ -77,11 +75,11 @@ class EarlyHealth:
     def services_started(self, starting: asyncio.Future[Any]) -> None:
         """The services are up (or failed to start): the store has the file now."""
         self._settle(None)
-        if self._probe is not None:
-            probe, self._probe = self._probe, None
+        if self._close_probe is not None:
+            close, self._close_probe = self._close_probe, None
             # Off the loop: when the store failed to open, this may be the file's last
             # connection, and closing that one checkpoints the WAL.
-            self._loop.run_in_executor(None, probe.close)
+            self._loop.run_in_executor(None, close)
 
     @staticmethod
     def takes(method: str, params: Any, extensions: tuple[str, ...]) -> bool:
