@@ -12,7 +12,7 @@ import importlib.util
 import logging
 import shutil
 import tempfile
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,6 +116,26 @@ def configuration_problem(settings: Settings) -> str | None:
     return None
 
 
+def early_health_service(settings: Settings) -> tuple[HealthService, Callable[[], None]] | None:
+    """A health service on the store's file opened on its own (blocking), and what
+    closes it: for health checks answered before the container is built (the stdio
+    server's, ``transports/lsp/early_health.py``). ``None`` where the container's
+    answer could differ: a store other than SQLite under the state directory, a
+    configuration file (it may move the store, or be broken), tracing on (the facade
+    makes the spans), or a workspace that does not exist."""
+    from cleveragents.app.health import HealthService
+    from cleveragents.infra.config_file import user_config_path, workspace_config_path
+    from cleveragents.infra.store.sqlite_probe import SqliteProbe
+
+    workspace = settings.resolved_workspace
+    if settings.store is not None or settings.memory or settings.tracing or not workspace.is_dir() \
+            or user_config_path().is_file() or workspace_config_path(workspace).is_file():
+        return None
+    probe = SqliteProbe.open_in(settings.resolved_state_dir)
+    # Only check() is served from it: no actors or providers to report.
+    return HealthService(probe, workspace, (), ()), probe.close
+
+
 def remote_client(settings: Settings, url: str, card_verifier: CardVerifier | None = None) -> A2AClient:
     """The outbound A2A client of a remote agent (``a2a/<url>`` actors); the token,
     when the agent wants one, comes from ``CLEVERAGENTS_A2A_TOKEN``."""
@@ -178,10 +198,13 @@ class Container:
     ``Agent``); ``card`` is what describes the agent (``cleveragents.A2A``), giving
     the card's name, skills and extended-card callback. ``max_message_size``: the
     largest message (bytes) the transport serving it reads, for the extended card.
+    ``health_started`` is when health checks were first answered, before the container
+    (the stdio server's early answers), so that ``started_at`` and the uptime go on from there.
     """
 
     def __init__(self, settings: Settings | None = None, *, actor: Actor | None = None,
-                 card: CardSource | None = None, max_message_size: int | None = None):
+                 card: CardSource | None = None, max_message_size: int | None = None,
+                 health_started: tuple[float, str] | None = None):
         from cleveragents.a2a.events import A2AEventQueue, EventBusBridge
         from cleveragents.app.health import HealthService
         from cleveragents.app.ports import Stores
@@ -209,7 +232,7 @@ class Container:
         self.session_service: SessionService = SessionService(
             self.stores.sessions, self.event_bus, self.settings.default_actor, resolve=self.resolve_actor)
         self.health_service: HealthService = HealthService(
-            self.stores.health, self.workspace, [self.settings.default_actor], ACTOR_PROVIDERS
+            self.stores.health, self.workspace, [self.settings.default_actor], ACTOR_PROVIDERS, health_started,
         )
         self.max_message_size = max_message_size
         self._build_plans()

@@ -8,8 +8,6 @@ import threading
 import time
 from datetime import datetime, timedelta, timezone
 
-from ulid import ULID
-
 _RANDOM_BITS = 80
 # A ULID is 26 digits of 5 bits (the top two bits zero) in Crockford's base 32,
 # written here two digits (10 bits) per lookup.
@@ -61,6 +59,8 @@ def ulid_text(value: int) -> str:
 def is_ulid(text: str) -> bool:
     if not isinstance(text, str) or len(text) != 26:
         return False
+    from ulid import ULID  # not at import: the stdio server's first answers need the clock only
+
     try:
         ULID.from_str(text)
     except ValueError:

@@ -126,3 +126,50 @@ def test_the_entry_point_does_not_import_pygls_to_answer_initialize():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "False", done.stderr
 
+
+
+EARLY_HEALTH_LOG = "answering a health check before the services are up"
+
+
+async def test_a_health_check_before_the_services_are_up_is_answered_as_they_would(workspace, tmp_path,
+                                                                                   monkeypatch):
+    monkeypatch.setenv(USER_CONFIG_ENV, str(tmp_path / "no-user-config.toml"))
+    server = await RawServer.start("--log-level", "DEBUG", "--workspace", str(workspace))
+    try:
+        messages, err = await run_to_shutdown(server, (
+            request(0, "initialize", {"processId": None, "capabilities": {}}) + notification("initialized")
+            + request(1, "_cleveragents/health/check")
+            + request(2, "ListTasks", {})  # needs the services: the health check after it has them
+            + request(3, "_cleveragents/health/check")
+            + request(4, "shutdown")
+        ), 4)
+    finally:
+        await server.kill()
+    by_id = {m["id"]: m for m in messages if "method" not in m}
+    early, later = by_id[1]["result"], by_id[3]["result"]
+    assert EARLY_HEALTH_LOG in err  # the first came from the store's file opened on its own
+    assert set(early) == set(later) == {"status", "version", "uptime_seconds", "started_at", "store"}
+    assert early["status"] == later["status"] == "ok"
+    assert early["store"] == later["store"] == {"ok": True, "backend": "sqlite", "schema_version": 5}
+    assert early["version"] == later["version"]
+    assert early["started_at"] == later["started_at"]  # one start: the services go on from it
+    assert later["uptime_seconds"] >= early["uptime_seconds"]
+    assert (workspace / ".cleveragents" / "state.db").is_file()
+
+
+async def test_a_configuration_file_leaves_the_health_check_to_the_services(workspace, tmp_path, monkeypatch):
+    monkeypatch.setenv(USER_CONFIG_ENV, str(tmp_path / "no-user-config.toml"))
+    config = workspace_config_path(workspace)
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[defaults]\nmax_terminal_tasks = 50\n")
+    server = await RawServer.start("--log-level", "DEBUG", "--workspace", str(workspace))
+    try:
+        messages, err = await run_to_shutdown(server, (
+            request(0, "initialize", {"processId": None, "capabilities": {}}) + notification("initialized")
+            + request(1, "_cleveragents/health/check") + request(2, "shutdown")
+        ), 2)
+    finally:
+        await server.kill()
+    by_id = {m["id"]: m for m in messages if "method" not in m}
+    assert by_id[1]["result"]["status"] == "ok"
+    assert EARLY_HEALTH_LOG not in err

@@ -34,3 +34,20 @@ def test_a_response_in_pieces_is_the_response():
     for response in (A2AResponse(id=1, result={"diff": "é" * 10, "files": [{"hunks": [["+a"] * 3]}]}),
                      A2AResponse(id="x", result=None), A2AResponse(id=None, result=["\ud800"])):
         assert response.json_bytes_in_pieces() == response.json_bytes()
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=VALUES, size=st.integers(min_value=0, max_value=200))
+def test_a_value_counted_small_encodes_to_a_bounded_size(value, size):
+    # Each counted unit encodes to at most 24 bytes: a float's digits, an escaped character.
+    if bulk_json.small(value, size):
+        assert len(pydantic_core.to_json(value, inf_nan_mode="null")) <= 24 * (size + 1)
+
+
+def test_long_text_many_items_and_other_objects_are_not_small():
+    assert bulk_json.small({"task": {"id": "t1", "history": [{"text": "hello"}] * 10}})
+    assert not bulk_json.small("x" * (bulk_json.SMALL_SIZE + 1))
+    assert not bulk_json.small({"files": [0] * (bulk_json.SMALL_SIZE // bulk_json.ITEM_SIZE + 1)})
+    assert not bulk_json.small({"deep": [[["x" * 10_000]], ["y" * 10_000]]})
+    assert not bulk_json.small({"model": A2AResponse(id=1, result=None)})  # not plain data: the worker encodes it
+    assert not bulk_json.small({1: "a key JSON spells as text"})

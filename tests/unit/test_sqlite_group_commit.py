@@ -88,3 +88,28 @@ async def test_a_database_that_fills_up_mid_batch_fails_exactly_the_unstored_wri
         assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         assert {row[0] for row in raw.execute("SELECT task_id FROM tasks")} == stored
         assert raw.execute("SELECT SUM(n) FROM task_state_counts").fetchone() == (len(stored),)
+
+
+async def test_a_ping_runs_at_once_when_idle_and_waits_behind_a_batch(store):
+    threads: list[int] = []
+    store._batches.run_now_if_idle(lambda: threads.append(threading.get_ident()))
+    assert threads == [threading.get_ident()]  # idle: on the caller's thread, no hop
+    assert (await store.ping())["ok"] is True
+
+    gate = threading.Event()
+    running = threading.Event()
+
+    def long_write() -> None:
+        running.set()
+        gate.wait()
+        store._db().execute("UPDATE tasks SET state = state")
+
+    write = asyncio.ensure_future(store._run(long_write))
+    await asyncio.to_thread(running.wait)  # the batch holds the connection
+    assert store._batches.run_now_if_idle(lambda: threads.append(0)) == (False, None)
+    ping = asyncio.ensure_future(store.ping())
+    await asyncio.sleep(0.05)
+    assert not ping.done() and 0 not in threads  # the ping waits behind the batch, never beside it
+    gate.set()
+    await write
+    assert (await ping)["ok"] is True

@@ -18,7 +18,7 @@ from typing import Any
 import pydantic
 
 from cleveragents import tracing
-from cleveragents.a2a import dialects, envelope, extensions, methods, proto_names
+from cleveragents.a2a import bulk_json, dialects, envelope, extensions, methods, proto_names
 from cleveragents.a2a.errors import (
     A2ANotAvailableError,
     A2AOperationNotFoundError,
@@ -261,7 +261,7 @@ class A2ALocalFacade:
             return Call(msg_id, A2AResponse(id=msg_id, result=result.result), follow=result.items,
                         follow_key=result.key)
         response = A2AResponse(id=msg_id, result=result)
-        if spec.bulk:  # megabytes are encoded in a worker thread, a piece at a time
+        if spec.bulk and not bulk_json.small(result):  # megabytes: in a worker thread, a piece at a time
             response.keep_encoded(await asyncio.to_thread(response.json_bytes_in_pieces))
         return Call(msg_id, response)
 

@@ -9,11 +9,13 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cleveragents._version import __version__
-from cleveragents.app.ports import StoreHealth
 from cleveragents.ids import utc_now
+
+if TYPE_CHECKING:  # light at import: the stdio server checks health before the services load
+    from cleveragents.app.ports import StoreHealth
 
 logger = logging.getLogger(__name__)
 
@@ -23,14 +25,18 @@ CHECKS = ("store", "workspace", "actors")
 class HealthService:
     def __init__(
         self, store: StoreHealth, workspace: Path, configured_actors: Iterable[str],
-        actor_providers: Collection[str],
+        actor_providers: Collection[str], started: tuple[float, str] | None = None,
     ):
         self._store = store
         self._workspace = workspace
         self._actors = tuple(configured_actors)
         self._providers = actor_providers
-        self._started = time.monotonic()
-        self.started_at = utc_now()
+        # (monotonic clock, UTC text) of the start; given when health was checked before.
+        self._started, self.started_at = started or (time.monotonic(), utc_now())
+
+    @property
+    def started(self) -> tuple[float, str]:
+        return self._started, self.started_at
 
     async def check(self) -> dict[str, Any]:
         try:

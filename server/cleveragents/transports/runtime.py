@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cleveragents.config import Settings
@@ -26,10 +27,14 @@ class ServiceRuntime:
     workspace in ``initialize``); ``started`` says whether they have."""
 
     def __init__(self, container: Any = None, *, settings: Settings | None = None,
-                 container_options: dict[str, Any] | None = None):
+                 container_options: dict[str, Any] | None = None,
+                 before_build: Callable[[Settings, dict[str, Any]], None] | None = None):
         self._given = container
         self.settings = settings
         self._options = container_options or {}
+        # Run in the worker thread, before the container is built with these settings and
+        # options (which it may add to): the stdio server's early health (``lsp/early.py``).
+        self._before_build = before_build
         self._container: Any = None
         self._starting: asyncio.Future[A2ALocalFacade] | None = None
         # The started facade: read without a suspension on every request.
@@ -61,7 +66,8 @@ class ServiceRuntime:
 
             container, facade = self._given, A2ALocalFacade(self._given)
         else:
-            container, facade = await asyncio.to_thread(_build, self.settings or Settings.from_env(), self._options)
+            container, facade = await asyncio.to_thread(
+                _build, self.settings or Settings.from_env(), self._options, self._before_build)
             await container.start()
         self._container = container
         self.ready = facade
@@ -85,7 +91,11 @@ class ServiceRuntime:
         self._container = None
 
 
-def _build(settings: Settings, options: dict[str, Any]) -> tuple[Any, A2ALocalFacade]:
+def _build(settings: Settings, options: dict[str, Any],
+           before: Callable[[Settings, dict[str, Any]], None] | None = None) -> tuple[Any, A2ALocalFacade]:
+    if before is not None:
+        options = dict(options)
+        before(settings, options)
     from cleveragents.a2a.facade import A2ALocalFacade
     from cleveragents.container import Container
 

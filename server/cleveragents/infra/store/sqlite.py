@@ -16,14 +16,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cleveragents.infra.store._sql import transaction
 from cleveragents.infra.store.memory_events import MemoryEventLogs
 from cleveragents.infra.store.records import RecordReader
 from cleveragents.infra.store.sqlite_batch import GroupCommit
-from cleveragents.infra.store.sqlite_plans import PLANS_MIGRATION, SqlitePins, SqlitePlans
+from cleveragents.infra.store.sqlite_checkpoint import WalCheckpointer
+from cleveragents.infra.store.sqlite_plans import SqlitePins, SqlitePlans
+from cleveragents.infra.store.sqlite_schema import DB_FILENAME, MIGRATIONS, connect, statements
 from cleveragents.infra.store.sqlite_sessions import SqliteSessions
 from cleveragents.infra.store.sqlite_tasks import (
-    COUNTS_MIGRATION,
     DEFAULT_TERMINAL_CAP,
     SqlitePushConfigs,
     SqliteTasks,
@@ -34,78 +34,7 @@ from cleveragents.infra.store.whole import WholeStore
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-DB_FILENAME = "state.db"
-
-# Each entry moves the schema one version up; never edit an applied entry.
-MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE sessions (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        session_id TEXT NOT NULL UNIQUE,
-        actor_name TEXT NOT NULL,
-        status TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL,
-        closed_at TEXT,
-        metadata TEXT NOT NULL DEFAULT '{}'
-    );
-    CREATE INDEX sessions_by_status ON sessions (status, seq);
-    """,
-    # Tasks (sqlite_tasks.py). The rowid `seq` is the creation order and the cursor;
-    # `terminal_seq` is the order of becoming terminal (NULL while live), which is the
-    # eviction order; `status_at` is the status timestamp as fixed-width UTC text.
-    """
-    CREATE TABLE tasks (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        task_id TEXT NOT NULL UNIQUE,
-        context_id TEXT NOT NULL,
-        state TEXT NOT NULL,
-        status_at TEXT,
-        terminal_seq INTEGER UNIQUE,
-        body TEXT NOT NULL
-    );
-    CREATE INDEX tasks_by_context ON tasks (context_id, seq);
-    CREATE INDEX tasks_by_state ON tasks (state, seq);
-    CREATE INDEX tasks_by_status_at ON tasks (status_at);
-    CREATE TABLE task_state_counts (
-        state TEXT PRIMARY KEY,
-        n INTEGER NOT NULL
-    ) WITHOUT ROWID;
-    CREATE TABLE task_context_counts (
-        context_id TEXT NOT NULL,
-        state TEXT NOT NULL,
-        n INTEGER NOT NULL,
-        PRIMARY KEY (context_id, state)
-    ) WITHOUT ROWID;
-    CREATE TABLE push_configs (
-        task_id TEXT NOT NULL REFERENCES tasks (task_id) ON DELETE CASCADE,
-        config_id TEXT NOT NULL,
-        body TEXT NOT NULL,
-        UNIQUE (task_id, config_id)
-    );
-    """,
-    PLANS_MIGRATION,
-    # The tasks waiting for input, per context (SqliteTasks.waiting_task): a send into a
-    # context finds the one it continues without reading the context's other tasks. Its
-    # WHERE is sqlite_tasks.WAITING_STATES_SQL, which a query must repeat word for word.
-    """
-    CREATE INDEX tasks_waiting ON tasks (context_id, seq) WHERE state IN ('auth-required', 'input-required');
-    """,
-    # The task counters kept by triggers (sqlite_tasks.py); the rows stay as they are.
-    COUNTS_MIGRATION,
-)
-
-
-def statements(script: str) -> list[str]:
-    """The statements of a script; a trigger's body has semicolons of its own."""
-    found, pending = [], ""
-    for piece in script.split(";"):
-        pending += piece + ";"
-        if sqlite3.complete_statement(pending):
-            if pending.strip(" \n;"):
-                found.append(pending)
-            pending = ""
-    return found
+__all__ = ["DB_FILENAME", "MIGRATIONS", "SqliteStore", "statements"]
 
 
 class SqliteStore(WholeStore):
@@ -126,6 +55,10 @@ class SqliteStore(WholeStore):
         self.tasks = SqliteTasks(self._run, self._db, self.records, terminal_cap=terminal_cap)
         self.push_configs = SqlitePushConfigs(self._run, self._db, self.records, self.tasks)
         self._batches.before_commit.append(self.tasks.catch_up)
+        # A file's WAL is copied back by a thread of its own, not inside a commit.
+        self._checkpointer = WalCheckpointer(self.path) if self.path != ":memory:" else None
+        if self._checkpointer is not None:
+            self._batches.after_batch.append(self._checkpointer.written)
         self.plans = SqlitePlans(self._run, self._db, self.records)
         self.pins = SqlitePins(self._run, self._db, self.records)
         self.events = MemoryEventLogs()  # in process memory: memory_events.py says why
@@ -141,32 +74,7 @@ class SqliteStore(WholeStore):
         return store
 
     def _connect(self) -> None:
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA busy_timeout = 5000")
-        if self.path != ":memory:":
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if mode.lower() != "wal":
-                logger.warning("SQLite journal mode is %s, not WAL", mode)
-        # NORMAL in WAL mode survives a killed process; only power loss may drop the
-        # last commits.
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        self._migrate(conn)
-        self._conn = conn
-
-    @staticmethod
-    def _migrate(conn: sqlite3.Connection) -> None:
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > len(MIGRATIONS):
-            raise RuntimeError(
-                f"the state database has schema {version}, newer than this version knows "
-                f"({len(MIGRATIONS)}); upgrade cleveragents"
-            )
-        for target, script in enumerate(MIGRATIONS[version:], start=version + 1):
-            with transaction(conn):
-                for statement in statements(script):
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {target}")
+        self._conn = connect(self.path)
 
     @property
     def schema_version(self) -> int:
@@ -180,6 +88,12 @@ class SqliteStore(WholeStore):
         self._executor.shutdown(wait=True)
 
     def _close_sync(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.close()
+        with self._batches.in_use:
+            self._close_connection()
+
+    def _close_connection(self) -> None:
         assert self._conn is not None
         try:
             if self.path != ":memory:":
@@ -209,7 +123,12 @@ class SqliteStore(WholeStore):
         return self.records.report()
 
     async def ping(self) -> dict[str, object]:
-        await self._run(lambda: self._db().execute("SELECT 1").fetchone())
+        def select_one() -> Any:
+            return self._db().execute("SELECT 1").fetchone()
+
+        ran, _ = self._batches.run_now_if_idle(select_one)  # touches no file and no lock: can't block
+        if not ran:
+            await self._run(select_one)
         return {"ok": True, "backend": self.backend, "schema_version": self.schema_version}
 
     async def check(self) -> dict[str, object]:

@@ -11,6 +11,10 @@ raises is rolled back alone and gets its exception, the others go on. Results ar
 handed back after the ``COMMIT``, so an answer still means the write is stored. If the
 commit fails, or SQLite rolls the whole transaction back (a full disk), every
 operation of the batch that had succeeded gets that error instead.
+
+A read that can't wait on the disk or on a lock (the health check's ``SELECT 1``)
+may run at once on the caller's thread instead (``run_now_if_idle``) when nothing is
+queued or running: the hop to the thread and back would be most of its time.
 """
 
 from __future__ import annotations
@@ -34,8 +38,13 @@ class GroupCommit:
         self._lock = threading.Lock()
         self._queued: list[Operation] = []
         self._scheduled = False
+        # Held while the connection is in use: a batch on the thread, ``run_now_if_idle``,
+        # or the store's own work on it (closing).
+        self.in_use = threading.Lock()
         # Run on the connection after a batch's operations, inside its transaction.
         self.before_commit: list[Callable[[sqlite3.Connection], None]] = []
+        # Run on the store's thread once a batch is over (committed or not).
+        self.after_batch: list[Callable[[], None]] = []
 
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
         loop = asyncio.get_running_loop()
@@ -47,6 +56,17 @@ class GroupCommit:
         if schedule:
             self._executor.submit(self._drain)
         return await future
+
+    def run_now_if_idle(self, fn: Callable[[], Any]) -> tuple[bool, Any]:
+        """``(True, fn())`` run on this thread when nothing is queued and the connection
+        is free; else ``(False, None)`` and nothing ran. Only for what can't block."""
+        with self._lock:
+            if self._queued or self._scheduled or not self.in_use.acquire(blocking=False):
+                return False, None
+        try:
+            return True, fn()
+        finally:
+            self.in_use.release()
 
     def _drain(self) -> None:
         with self._lock:
@@ -60,7 +80,10 @@ class GroupCommit:
         batch = [operation for operation in batch if not operation[2].cancelled()]
         if not batch:
             return
-        outcomes = self._execute(batch)
+        with self.in_use:
+            outcomes = self._execute(batch)
+        for hook in self.after_batch:
+            hook()
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
         for (_, _, future, loop), outcome in zip(batch, outcomes, strict=True):
             by_loop.setdefault(loop, []).append((future, *outcome))

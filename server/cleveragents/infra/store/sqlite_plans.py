@@ -19,54 +19,8 @@ from cleveragents.infra.store._sql import SqliteRepository, newest_first
 from cleveragents.infra.store.records import RecordReader, as_is, fill, kept
 
 T = TypeVar("T")
+# The schema of plans and pins is migration 3 of ``sqlite_schema.py``.
 
-# Migration 3 (after sessions and tasks).
-PLANS_MIGRATION = """
-    CREATE TABLE plans (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        plan_id TEXT NOT NULL UNIQUE,
-        session_id TEXT,
-        state TEXT NOT NULL,
-        body TEXT NOT NULL
-    );
-    CREATE INDEX plans_by_session ON plans (session_id, seq);
-    CREATE INDEX plans_by_state ON plans (state, seq);
-    CREATE TABLE plan_decisions (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        plan_id TEXT NOT NULL REFERENCES plans (plan_id),
-        decision_id TEXT NOT NULL,
-        body TEXT NOT NULL,
-        UNIQUE (plan_id, decision_id)
-    );
-    CREATE INDEX plan_decisions_by_plan ON plan_decisions (plan_id, seq);
-    CREATE TABLE plan_overlay (
-        plan_id TEXT NOT NULL REFERENCES plans (plan_id),
-        path TEXT NOT NULL,
-        position INTEGER NOT NULL,
-        record TEXT NOT NULL,
-        PRIMARY KEY (plan_id, path)
-    );
-    CREATE TABLE plan_checkpoints (
-        plan_id TEXT PRIMARY KEY REFERENCES plans (plan_id),
-        checkpoint TEXT NOT NULL
-    );
-    CREATE TABLE plan_artifacts (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        plan_id TEXT NOT NULL REFERENCES plans (plan_id),
-        artifact_id TEXT NOT NULL,
-        record TEXT NOT NULL,
-        UNIQUE (plan_id, artifact_id)
-    );
-    CREATE INDEX plan_artifacts_by_plan ON plan_artifacts (plan_id, seq);
-    CREATE TABLE context_pins (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        scope TEXT NOT NULL,
-        key TEXT NOT NULL,
-        value TEXT NOT NULL,
-        UNIQUE (scope, key)
-    );
-    CREATE INDEX context_pins_by_scope ON context_pins (scope, seq);
-    """
 
 # -- checks both stores share, so they fail the same way ----------------------------
 def overlay_rows(records: list[OverlayRecord]) -> list[tuple[str, OverlayRecord]]:

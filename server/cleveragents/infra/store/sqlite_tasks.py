@@ -40,32 +40,7 @@ INSERT_SQL = ("INSERT INTO tasks (task_id, context_id, state, status_at, termina
               f"VALUES (?, ?, ?, ?, CASE WHEN ? THEN {_NEXT_TERMINAL_SEQ} END, ?) ON CONFLICT (task_id) DO NOTHING")
 UPDATE_SQL = ("UPDATE tasks SET context_id = ?, state = ?, status_at = ?, body = ?, "
               f"terminal_seq = CASE WHEN ? THEN COALESCE(terminal_seq, {_NEXT_TERMINAL_SEQ}) END WHERE task_id = ?")
-
-# Migration 5: the counters follow the rows in SQLite itself, so a write is one
-# statement from Python (each statement from Python costs more than its work here).
-COUNTS_MIGRATION = """
-    CREATE TRIGGER tasks_counted_in AFTER INSERT ON tasks BEGIN
-        INSERT INTO task_state_counts (state, n) VALUES (NEW.state, 1)
-            ON CONFLICT (state) DO UPDATE SET n = n + 1;
-        INSERT INTO task_context_counts (context_id, state, n) VALUES (NEW.context_id, NEW.state, 1)
-            ON CONFLICT (context_id, state) DO UPDATE SET n = n + 1;
-    END;
-    CREATE TRIGGER tasks_counted_out AFTER DELETE ON tasks BEGIN
-        UPDATE task_state_counts SET n = n - 1 WHERE state = OLD.state;
-        UPDATE task_context_counts SET n = n - 1 WHERE context_id = OLD.context_id AND state = OLD.state;
-        DELETE FROM task_context_counts WHERE context_id = OLD.context_id AND state = OLD.state AND n <= 0;
-    END;
-    CREATE TRIGGER tasks_counted_moved AFTER UPDATE OF context_id, state ON tasks
-    WHEN OLD.state IS NOT NEW.state OR OLD.context_id IS NOT NEW.context_id BEGIN
-        UPDATE task_state_counts SET n = n - 1 WHERE state = OLD.state;
-        UPDATE task_context_counts SET n = n - 1 WHERE context_id = OLD.context_id AND state = OLD.state;
-        DELETE FROM task_context_counts WHERE context_id = OLD.context_id AND state = OLD.state AND n <= 0;
-        INSERT INTO task_state_counts (state, n) VALUES (NEW.state, 1)
-            ON CONFLICT (state) DO UPDATE SET n = n + 1;
-        INSERT INTO task_context_counts (context_id, state, n) VALUES (NEW.context_id, NEW.state, 1)
-            ON CONFLICT (context_id, state) DO UPDATE SET n = n + 1;
-    END;
-"""
+# The counters by state and context are kept by triggers: migration 5 of ``sqlite_schema.py``.
 
 
 def checked_terminal_cap(cap: int) -> int:

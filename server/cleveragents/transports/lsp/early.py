@@ -21,6 +21,7 @@ from typing import Any
 
 from cleveragents.a2a import envelope, methods
 from cleveragents.transports.lsp.calls import Connection, WireResponse, answer_call
+from cleveragents.transports.lsp.early_health import EarlyHealth
 from cleveragents.transports.lsp.framing import FrameError, Frames, encode_frame, frame_body
 from cleveragents.transports.lsp.pipe_writer import PipeWriter
 from cleveragents.transports.runtime import ServiceRuntime
@@ -45,8 +46,10 @@ HELD = "held"  # ``initialized``: kept for the pygls server, the phase goes on
 class EarlyCalls:
     """The requests answered before the pygls server takes over."""
 
-    def __init__(self, runtime: ServiceRuntime, connection: Connection, writer: PipeWriter):
+    def __init__(self, runtime: ServiceRuntime, connection: Connection, writer: PipeWriter,
+                 health: EarlyHealth | None = None):
         self._runtime = runtime
+        self._health = health
         self._connection = connection
         self._writer = writer
         self._running: dict[Any, tuple[str, asyncio.Task[WireResponse]]] = {}
@@ -66,14 +69,23 @@ class EarlyCalls:
         if incoming.refusal is not None or incoming.kind != "request" or message["id"] in self._running \
                 or not _early_request(message):
             return None
-        msg_id = message["id"]
-        task = asyncio.ensure_future(answer_call(
-            self._runtime, self._connection, message["method"], message.get("params"), msg_id,
-            notify=self._notify, attach=_close_stream,
-        ))
+        msg_id, method, params = message["id"], message["method"], message.get("params")
+        if self._health is not None and self._health.takes(method, params, self._connection.extensions):
+            task = asyncio.ensure_future(self._health_check(method, params, msg_id))
+        else:
+            task = asyncio.ensure_future(self._call(method, params, msg_id))
         self._running[msg_id] = (message["method"], task)
         task.add_done_callback(lambda done: self._answer(msg_id, done))
         return TAKEN
+
+    def _call(self, method: str, params: Any, msg_id: Any) -> Awaitable[WireResponse]:
+        return answer_call(self._runtime, self._connection, method, params, msg_id,
+                           notify=self._notify, attach=_close_stream)
+
+    async def _health_check(self, method: str, params: Any, msg_id: Any) -> WireResponse:
+        assert self._health is not None
+        answer = await self._health.answer(self._runtime, msg_id)
+        return answer if answer is not None else await self._call(method, params, msg_id)
 
     def _cancel(self, params: Any) -> bool:
         """Cancel one of these requests; the pygls server answers it as it answers a

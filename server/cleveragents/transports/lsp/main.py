@@ -27,7 +27,7 @@ from typing import Any
 from cleveragents._version import __version__
 from cleveragents.config import Settings
 from cleveragents.transports import gc_policy
-from cleveragents.transports.lsp import early, framing, handshake, sniff
+from cleveragents.transports.lsp import early, early_health, framing, handshake, sniff
 from cleveragents.transports.lsp.calls import Connection
 from cleveragents.transports.lsp.pipe_writer import PipeWriter, claim_stdout
 from cleveragents.transports.runtime import ServiceRuntime
@@ -70,8 +70,10 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
     agent_card = card.agent_card("1.0") if card is not None else None
     if settings is None:
         settings = settings_from(args)
-    runtime = ServiceRuntime(settings=settings, container_options=options)
     initialize = handshake.early_initialize(first) if isinstance(first, bytes) else None
+    health = early_health.EarlyHealth() if initialize is not None else None
+    runtime = ServiceRuntime(settings=settings, container_options=options,
+                             before_build=health.before_build if health is not None else None)
     if initialize is None:
         server_module = await _load_server_after(services_loading)
     else:
@@ -81,8 +83,10 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
             runtime.settings = replace(settings, workspace=root)
         options_sent = params.get("initializationOptions")
         connection = Connection(handshake.requested_version(options_sent), handshake.connection_extensions(options_sent))
-        calls = early.EarlyCalls(runtime, connection, writer)
-        loading = asyncio.ensure_future(_load_server_after(runtime.start()))
+        calls = early.EarlyCalls(runtime, connection, writer, health)
+        starting = runtime.start()
+        starting.add_done_callback(health.services_started)  # type: ignore[union-attr]
+        loading = asyncio.ensure_future(_load_server_after(starting))
         frames = await early.serve_until_loaded(frames, calls, loading)
         server_module = await loading
     server = server_module.A2ALanguageServer(
