@@ -1,6 +1,7 @@
 """A published agent's ``A2A(...).serve(grpc_port=0)``, a real subprocess, called over
 gRPC by our own client: the card names the port it bound, and a call goes through the
-agent's handler."""
+agent's handler, which learns
+who the call was authenticated as."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ async def test_a_published_agent_serves_grpc_too(tmp_path):
                 chunks = [p.text for i in [i async for i in stream] if isinstance(i, TaskArtifactUpdate)
                           for p in i.artifact.parts]
             assert "".join(chunks) == "AGAIN!"
+            who = await client.send("who")
+            assert "".join(p.text or "" for a in who.artifacts for p in a.parts) == "bearerAuth"
     finally:
         process.terminate()
         assert process.wait(timeout=15) == 0

@@ -3,10 +3,13 @@
 
 import sys
 
-from cleveragents import A2A, Agent
+from cleveragents import A2A, Agent, Turn
 
 
-async def shout(text: str):
+async def shout(text: str, turn: Turn):
+    if text == "who":  # who the gRPC call was authenticated as
+        yield turn.caller.scheme if turn.caller is not None else "no one"
+        return
     yield text.upper()
     yield "!"
 
