@@ -1,6 +1,8 @@
 """The official npm ACP client under ``node --test`` against the real server: the
-suite in ``node/session.test.mjs``. ``npm ci`` installs the SDK pinned in
-``node/package-lock.json`` (kept in node_modules while the lock file is unchanged)."""
+suites in ``node/``: ``session.test.mjs`` (a whole session) and ``io.test.mjs`` (files
+read through the client, live plan steps, a terminal, a prompt's tool calls). ``npm ci``
+installs the SDK pinned in ``node/package-lock.json`` (kept in node_modules while the
+lock file is unchanged)."""
 
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ pytestmark = [
 ]
 
 
-def test_the_npm_client_runs_a_whole_session():
+@pytest.mark.parametrize(("suite", "tests"), [("session.test.mjs", 3), ("io.test.mjs", 2)])
+def test_the_npm_client_suite_passes(suite, tests):
     digest = hashlib.sha256(LOCK.read_bytes()).hexdigest()
     if not INSTALL_STAMP.is_file() or INSTALL_STAMP.read_text().strip() != digest:
         code_server.run_checked(["npm", "ci", "--no-audit", "--no-fund"], SUITE, 240)
@@ -35,6 +38,6 @@ def test_the_npm_client_runs_a_whole_session():
     assert server.exists(), "cleveragents-lsp is not installed in this environment"
     env = {"CLEVERAGENTS_LSP": str(server),  # the slow test actor is importable from the checkout
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    output = code_server.run_checked(["node", "--test", "session.test.mjs"], SUITE, 180, env)
+    output = code_server.run_checked(["node", "--test", suite], SUITE, 180, env)
     counts = {key: int(value) for key, value in re.findall(r"^# (tests|pass|fail|cancelled) (\d+)$", output, re.M)}
-    assert counts == {"tests": 3, "pass": 3, "fail": 0, "cancelled": 0}, output
+    assert counts == {"tests": tests, "pass": tests, "fail": 0, "cancelled": 0}, output

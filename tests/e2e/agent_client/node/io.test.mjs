@@ -1,6 +1,6 @@
 // The official npm ACP client against the real cleveragents-lsp: a plan on an unsaved
 // buffer (fs/read_text_file) whose steps show live, a command step's output in a
-// client terminal, and a plain prompt's tool call. Run by test_sdk_node_io.py.
+// client terminal, and a plain prompt's tool call. Run by test_sdk_node.py.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
