@@ -27,6 +27,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     from tests import background_installs, parallel
 
     background_installs.order(items)
+    parallel.order_serial_last(items)
     parallel.share_groups(config, items)
     if not (parallel.is_worker(config) or config.option.collectonly):
         background_installs.start([item.nodeid for item in items])
