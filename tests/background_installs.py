@@ -5,7 +5,8 @@ A fresh machine (CI) installs Debian's Emacs, Neovim and Chromium and builds
 code-server before those tests can start: minutes of mostly waiting on the network and
 the compiler. The session starts that work in a thread at a low CPU priority (its
 subprocesses inherit it) and runs the tests that need it last; each test then finds its
-install done, or waits for it under the same locks, and reports any failure itself.
+install done, or waits for it under the same locks, and reports any failure itself. In a
+parallel run (tests/parallel.py) the controller, which runs no tests, prepares it.
 """
 
 from __future__ import annotations
@@ -33,11 +34,23 @@ def _prepare() -> None:
             step()
 
 
-def order_and_start(items: list[pytest.Item]) -> None:
-    """Moves the tests that need an install to the end and starts preparing it."""
-    needing = [item for item in items if item.path.name in NEEDS_INSTALL]
-    if not needing:
-        return
-    items[:] = [item for item in items if item.path.name not in NEEDS_INSTALL] + needing
-    if len(items) > len(needing):  # with nothing else to run there is nothing to overlap
+def _needs_install(nodeid: str) -> bool:
+    return nodeid.split("::", 1)[0].rsplit("/", 1)[-1] in NEEDS_INSTALL
+
+
+def order(items: list[pytest.Item]) -> None:
+    """Moves the tests that need an install to the end."""
+    items[:] = [item for item in items if not _needs_install(item.nodeid)] + [
+        item for item in items if _needs_install(item.nodeid)]
+
+
+_started = threading.Event()
+
+
+def start(nodeids: list[str]) -> None:
+    """Starts preparing the installs, once per run, if the tests to run need them."""
+    needing = sum(1 for nodeid in nodeids if _needs_install(nodeid))
+    # With nothing else to run there is nothing to overlap.
+    if needing and len(nodeids) > needing and not _started.is_set():
+        _started.set()
         threading.Thread(target=_prepare, name="background-installs", daemon=True).start()

@@ -16,10 +16,36 @@ def workspace(tmp_path: Path) -> Path:
     return root
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    from tests.background_installs import order_and_start
+def pytest_configure(config: pytest.Config) -> None:
+    from tests import parallel
 
-    order_and_start(items)
+    if not parallel.is_worker(config) and config.getoption("dist", "no") != "no":
+        config.pluginmanager.register(parallel.Controller(), "cleveragents-parallel")
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    from tests import background_installs, parallel
+
+    background_installs.order(items)
+    parallel.order_serial_last(items)
+    parallel.share_groups(config, items)
+    if not (parallel.is_worker(config) or config.option.collectonly):
+        background_installs.start([item.nodeid for item in items])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    """In a parallel run's controller: each worker collected the same tests."""
+    from tests import background_installs
+
+    background_installs.start(ids)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    from tests import parallel
+
+    return parallel.worker_count()
 
 
 @pytest.fixture(scope="session")

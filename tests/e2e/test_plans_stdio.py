@@ -424,6 +424,7 @@ async def kill_during_apply(spawn: Spawn, workspace: Path, delay: float) -> dict
     return at_kill
 
 
+@pytest.mark.serial  # three servers rewrite 3000 files each at once: slow beside another worker
 async def test_sigkill_during_apply_leaves_all_or_nothing(tmp_path, spawn):
     # One workspace per kill moment, run side by side to keep the test short.
     outcomes = await asyncio.gather(*(kill_during_apply(spawn, tmp_path / f"workspace-{n}", delay)

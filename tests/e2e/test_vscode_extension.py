@@ -8,7 +8,6 @@ through Chromium: session, message, plan, approve, roll back, undo."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shutil
 import sys
@@ -20,10 +19,9 @@ import pytest
 
 from tests.conftest import REPO
 from tests.e2e import code_server
+from tests.npm_installs import npm_ci
 
 EXTENSION = REPO / "editors" / "vscode"
-LOCK = EXTENSION / "package-lock.json"
-INSTALL_STAMP = EXTENSION / "node_modules" / ".cleveragents-package-lock.sha256"
 VSCE_FLAGS = ("--allow-missing-repository", "--skip-license")
 
 pytestmark = [
@@ -47,10 +45,7 @@ def run(command: Sequence[str], timeout: float, env: dict[str, str] | None = Non
 @pytest.fixture(scope="module")
 def built() -> Path:
     """node_modules installed from the lock file, and the TypeScript compiled to out/."""
-    digest = hashlib.sha256(LOCK.read_bytes()).hexdigest()
-    if not INSTALL_STAMP.is_file() or INSTALL_STAMP.read_text().strip() != digest:
-        run(["npm", "ci", "--no-audit", "--no-fund"], timeout=240)
-        INSTALL_STAMP.write_text(digest)
+    npm_ci(EXTENSION, timeout=240)
     run(["npx", "tsc", "-p", "."], timeout=120)
     assert (EXTENSION / "out" / "extension.js").is_file()
     return EXTENSION

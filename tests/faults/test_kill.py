@@ -45,8 +45,9 @@ def first_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
     servers = {name: AgentServer.agent(name, cwd=tmp_path_factory.mktemp(name)) for name in ("echo_agent", "slow_agent")}
     yield servers
     for server in servers.values():
-        if server.proc.poll() is None:
+        if server.proc.poll() is None:  # its test did not run: it never got an initialize
             server.proc.kill()
+            server.proc.wait()
         server.close()
 
 

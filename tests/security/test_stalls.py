@@ -37,6 +37,9 @@ from tests.security.stall_clients import (
     reply_text,
 )
 
+# Latency bounds: another worker's load on the same CPUs would break them.
+pytestmark = pytest.mark.serial
+
 HEALTH_LIMIT = 0.100  # seconds
 INVALID_PARAMS = -32602
 BUDGET_EXCEEDED = -32006

@@ -6,7 +6,6 @@ lock file is unchanged)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -17,10 +16,9 @@ import pytest
 
 from tests.conftest import REPO
 from tests.e2e import code_server
+from tests.npm_installs import npm_ci
 
 SUITE = Path(__file__).with_name("node")
-LOCK = SUITE / "package-lock.json"
-INSTALL_STAMP = SUITE / "node_modules" / ".cleveragents-package-lock.sha256"
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None, reason="node and npm are needed"),
@@ -30,10 +28,7 @@ pytestmark = [
 
 @pytest.mark.parametrize(("suite", "tests"), [("session.test.mjs", 3), ("io.test.mjs", 2)])
 def test_the_npm_client_suite_passes(suite, tests):
-    digest = hashlib.sha256(LOCK.read_bytes()).hexdigest()
-    if not INSTALL_STAMP.is_file() or INSTALL_STAMP.read_text().strip() != digest:
-        code_server.run_checked(["npm", "ci", "--no-audit", "--no-fund"], SUITE, 240)
-        INSTALL_STAMP.write_text(digest)
+    npm_ci(SUITE, timeout=240)
     server = Path(sys.executable).with_name("cleveragents-lsp")
     assert server.exists(), "cleveragents-lsp is not installed in this environment"
     env = {"CLEVERAGENTS_LSP": str(server),  # the slow test actor is importable from the checkout
