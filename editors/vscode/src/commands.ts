@@ -71,7 +71,11 @@ export class Commands {
       { location: vscode.ProgressLocation.Notification, title: 'CleverAgents', cancellable: true },
       (progress, token) => this.agents.sendMessage(text!, {
         onText: (chunk) => this.chat.append(chunk),
-        onStatus: (state) => progress.report({ message: state }),
+        // A tool the agent calls arrives as a working update that names it.
+        onStatus: (state, item) => {
+          const call = item?.metadata?.['cleveragents.tool_call'];
+          progress.report({ message: call?.name ? `${state}: ${call.name}` : state });
+        },
       }, token));
     this.chat.appendLine('');
     this.chat.appendLine(`-- task ${outcome.taskId} ${outcome.state}`);

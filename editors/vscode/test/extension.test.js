@@ -70,7 +70,7 @@ describe('the extension, activated against the real server', () => {
     assert.equal(outcome.state, 'completed');
     assert.match(channel('CleverAgents'), /> fs\.read path=src\/app\.py\n[^]*x = foo[^]*-- task \w+ completed/);
     const progress = ui.progress.find((p) => p.title === 'CleverAgents');
-    assert.deepEqual(progress.reports.map((r) => r.message), ['submitted', 'working', 'completed']);
+    assert.deepEqual(progress.reports.map((r) => r.message), ['submitted', 'working', 'working: fs.read', 'completed']);
     assert.equal(progress.cancellable, true);
   });
 
