@@ -186,12 +186,15 @@ def check_http_server(block: Block, workspace: Path) -> None:
             while True:
                 assert server.poll() is None, f"{block.id} exited:\n{errors.read_text()}"
                 assert time.monotonic() < deadline, f"{block.id} never served its card"
-                try:
-                    card = http.get(base + "/.well-known/agent-card.json")
-                    if card.status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
+                # A token the server makes is printed with "listening on", a moment
+                # after it starts answering: without a given token, wait for that line.
+                if given or "listening on" in errors.read_text():
+                    try:
+                        card = http.get(base + "/.well-known/agent-card.json")
+                        if card.status_code == 200:
+                            break
+                    except httpx.TransportError:
+                        pass
                 time.sleep(0.1)
             made = re.search(r"token: (\S+)", errors.read_text())
             token = given[1] if given else made[1] if made else None
