@@ -157,3 +157,35 @@ async def test_a_blocking_send_whose_caller_is_cancelled_cancels_its_task(call):
     await asyncio.sleep(0.1)  # longer than the actor takes: no late result lands
     got = (await call("GetTask", id=task["id"]))["result"]
     assert got["status"]["state"] == "TASK_STATE_CANCELED" and "artifacts" not in got
+
+
+class SlowActor:
+    """Works for a while on every message."""
+
+    name = "test/slow"
+
+    async def respond(self, turn: Turn):
+        await asyncio.sleep(0.4)
+        yield TextChunk("done")
+
+
+async def test_a_long_blocking_send_is_listed_while_it_works_and_a_short_one_once_it_ends(workspace):
+    """A blocking send's task is written when it ends; one that works on past a moment
+    is written as it is then, so other clients see it."""
+    container = Container(Settings(workspace=workspace), actor=SlowActor())
+    facade = A2ALocalFacade(container)
+
+    async def call(method: str, **params: Any) -> dict[str, Any]:
+        return (await facade.dispatch({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})).to_wire()
+
+    try:
+        sending = asyncio.ensure_future(call("SendMessage", **message("slow", contextId="ctx-slow")))
+        await asyncio.sleep(0.25)
+        listed = (await call("ListTasks", contextId="ctx-slow"))["result"]["tasks"]
+        assert [task["status"]["state"] for task in listed] == ["TASK_STATE_WORKING"]
+        answered = (await sending)["result"]["task"]
+        assert answered["status"]["state"] == "TASK_STATE_COMPLETED"
+        listed = (await call("ListTasks", contextId="ctx-slow"))["result"]["tasks"]
+        assert [(task["id"], task["status"]["state"]) for task in listed] == [(answered["id"], "TASK_STATE_COMPLETED")]
+    finally:
+        await container.aclose()

@@ -23,6 +23,14 @@ LISTENER_BUFFER = 4096
 END = object()  # the last thing a listener receives
 
 
+class WriteFailed(Exception):
+    """The store refused a task's write (``cause``) while its actor ran."""
+
+    def __init__(self, cause: Exception):
+        super().__init__(str(cause))
+        self.cause = cause
+
+
 class TaskRun:
     """Changed only by TaskService, under ``lock``."""
 
@@ -36,6 +44,10 @@ class TaskRun:
         self.cancel_sent = False  # cancel() has cancelled the runner
         self.settled = asyncio.Event()
         self.push_configs: list[PushConfig] = []
+        # False while the store doesn't hold the task yet: a blocking send's task is
+        # written once, when it ends (or when it outlasts ``STORE_LATE_SECONDS``).
+        self.stored = True
+        self.store_late: asyncio.TimerHandle | None = None
 
     @property
     def heard(self) -> bool:

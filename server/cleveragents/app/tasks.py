@@ -39,7 +39,7 @@ from cleveragents.app.ports import (
     TaskEventLogs,
     TaskRepository,
 )
-from cleveragents.app.task_runs import TaskRun, add_usage, agent_message, only, with_budget_error
+from cleveragents.app.task_runs import TaskRun, WriteFailed, add_usage, agent_message, only, with_budget_error
 from cleveragents.app.task_subscribers import TaskSubscribers
 from cleveragents.domain.actor import (
     TOOL_CALL_KEY,
@@ -83,6 +83,9 @@ from cleveragents.ids import new_id, utc_now
 logger = logging.getLogger(__name__)
 
 RESTART_REASON = "The server stopped while this task was running."
+# A blocking send's task is first written when it ends, or after this long if it is
+# still working (ListTasks shows it from then on).
+STORE_LATE_SECONDS = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +133,9 @@ class TaskService:
         if peers is not None:
             peers.on_cancel(self._cancel_for_peer)
         self._subscribers = TaskSubscribers(self._live, events)
-        # Stores that put back a task whose start was cancelled (awaited at shutdown).
-        self._undoing: set[asyncio.Task[None]] = set()
+        # Writes off a request's path: putting back a task whose start was cancelled,
+        # storing a long blocking send's task (awaited at shutdown).
+        self._writing: set[asyncio.Task[None]] = set()
         # After a restart, tasks that were running can't resume: fail them, once
         # (if this process owns the state).
         self._ready = RunOnce(self._recover, may_repair)
@@ -274,7 +278,14 @@ class TaskService:
                             f"Task {task.id} is {state}; only a task that asks for input takes a new message",
                             {"task_id": task.id, "state": state})
                     before = fresh
-                await (self._tasks.save_task(task) if resumed else self._tasks.add_task(task))
+                if resumed:
+                    await self._tasks.save_task(task)
+                elif here and not listen and push_config is None:
+                    # Nobody can name the task before the send answers: it is written
+                    # once, when it ends, unless it outlasts STORE_LATE_SECONDS.
+                    run.stored = False
+                else:
+                    await self._tasks.add_task(task)
                 if push_config is not None:
                     push_config = replace(push_config, task_id=task.id, id=push_config.id or new_id())
                     await self._push_configs.put_push_config(push_config)
@@ -299,6 +310,8 @@ class TaskService:
                     choice.context if choice is not None else {}, invoker, caller)
         answering = PrimedActor(primed) if primed is not None else None
         if here:
+            if not run.stored:
+                run.store_late = asyncio.get_running_loop().call_later(STORE_LATE_SECONDS, self._store_late, run)
             return run, queue, self._drive(run, turn, choice, here=True, actor=answering)
         run.runner = asyncio.ensure_future(self._drive(run, turn, choice, actor=answering))
         return run, queue, None
@@ -358,6 +371,8 @@ class TaskService:
                 raise
             # Otherwise cancel() already recorded the canceled state.
         finally:
+            if run.store_late is not None:
+                run.store_late.cancel()
             if self._live.get(run.task.id) is run:
                 del self._live[run.task.id]
             self._subscribers.retire(run)
@@ -450,6 +465,8 @@ class TaskService:
             over = stopped
             await self._update(run, partial(with_budget_error, exc=over), broadcast=False, persist=False)
             await self._finish(run, TaskState.FAILED, f"BudgetExceededError: {over.message}")
+        except WriteFailed as failed:  # the store's error, not the actor's: the send's answer
+            raise failed.cause from None
         except Exception as exc:
             logger.warning("task %s failed", run.task.id, exc_info=exc)
             await self._finish(run, TaskState.FAILED, failure_reason(exc))
@@ -503,11 +520,36 @@ class TaskService:
                     return False  # a late result after a cancel: discarded
                 task = change(run.task)
                 if persist:
-                    await self._tasks.save_task(task)
+                    try:
+                        await self._store(run, task)
+                    except Exception as exc:
+                        raise WriteFailed(exc) from exc
                 run.task = task
         if broadcast and run.heard:
             self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status, final=False))
         return True
+
+    async def _store(self, run: TaskRun, task: Task) -> None:
+        """Write ``task``, the new state of ``run``'s task (under its lock)."""
+        if run.stored:
+            await self._tasks.save_task(task)
+        else:
+            await self._tasks.add_task(task)
+            run.stored = True
+
+    def _store_late(self, run: TaskRun) -> None:
+        """A blocking send's task that is still working is written as it is now, so
+        other clients see it (ListTasks) and a restart records it as failed."""
+        async def store() -> None:
+            async with run.lock:
+                if run.stored or run.task.terminal:
+                    return
+                try:
+                    await self._store(run, run.task)
+                except Exception:  # its end is written all the same, or fails its send
+                    logger.exception("could not store task %s", run.task.id)
+
+        self._in_background(store())
 
     def _emit(self, run: TaskRun, item: StreamItem, listeners: bool = True) -> None:
         if listeners:
@@ -576,7 +618,7 @@ class TaskService:
             return task
         async with run.lock:
             task = run.task.transition(TaskState.CANCELED, utc_now())
-            await self._tasks.save_task(task)
+            await self._store(run, task)
             run.task = task
         self._emit(run, TaskStatusUpdate(task.id, task.context_id, task.status, final=True))
         if run.runner is not None:
@@ -608,16 +650,19 @@ class TaskService:
             except Exception:
                 logger.exception("could not store task %s after its start was cancelled", task.id)
 
-        undoing = asyncio.ensure_future(store())
-        self._undoing.add(undoing)
-        undoing.add_done_callback(self._undoing.discard)
+        self._in_background(store())
+
+    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        running = asyncio.ensure_future(work)
+        self._writing.add(running)
+        running.add_done_callback(self._writing.discard)
 
     async def aclose(self) -> None:
         """Cancel running tasks (shutdown)."""
         for task_id in list(self._live):
             await self._cancel_quietly(task_id)
-        if self._undoing:
-            await asyncio.gather(*self._undoing, return_exceptions=True)
+        if self._writing:
+            await asyncio.gather(*self._writing, return_exceptions=True)
 
     # -- push configs --------------------------------------------------------------
     async def set_push_config(self, config: PushConfig) -> PushConfig:
