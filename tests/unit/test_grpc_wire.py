@@ -5,13 +5,13 @@ import subprocess
 import sys
 
 import pytest
-from a2a.types import a2a_pb2 as pb
 from google.rpc import error_details_pb2, status_pb2
 
 from cleveragents.a2a import dialects, grpc_wire
 from cleveragents.a2a.client import A2AClientError, select_interface
 from cleveragents.a2a.client_grpc import dial_target
 from cleveragents.a2a.errors import ValidationError, error_payload
+from cleveragents.a2a.grpc_proto import pool
 from cleveragents.domain.errors import TaskNotFoundError
 
 CARD_URL = "http://agent.example/.well-known/agent-card.json"
@@ -20,19 +20,20 @@ JSONRPC_03 = {**JSONRPC, "protocolVersion": "0.3"}
 GRPC = {"url": "agent.example:50051", "protocolBinding": "GRPC", "protocolVersion": "1.0"}
 
 
-def test_every_rpc_of_the_generated_service_is_mapped():
-    service = pb.DESCRIPTOR.services_by_name["A2AService"]
-    assert service.full_name == grpc_wire.SERVICE
+def test_every_rpc_of_the_service_is_mapped():
+    service = pool.pool().FindServiceByName(grpc_wire.SERVICE)
     for method in service.methods:
         rpc = grpc_wire.RPCS[method.name]
         assert method.input_type.name == rpc.request and method.server_streaming == rpc.streaming
         assert method.output_type.full_name in (f"lf.a2a.v1.{rpc.response}", rpc.response)
+        assert grpc_wire.path(rpc) == f"/lf.a2a.v1.A2AService/{method.name}"
     assert len(grpc_wire.RPCS) == len(service.methods)
 
 
 def test_messages_and_protojson_convert_both_ways():
-    request = pb.SendMessageRequest(message=pb.Message(message_id="m1", role=pb.Role.ROLE_USER,
-                                                       parts=[pb.Part(text="hi"), pb.Part(raw=b"\x00\x01")]))
+    message, part = grpc_wire.message_class("Message"), grpc_wire.message_class("Part")
+    request = grpc_wire.message_class("SendMessageRequest")(
+        message=message(message_id="m1", role="ROLE_USER", parts=[part(text="hi"), part(raw=b"\x00\x01")]))
     params = grpc_wire.to_dict(request)
     assert params["message"]["role"] == "ROLE_USER" and params["message"]["parts"][1] == {"raw": "AAE="}
     assert grpc_wire.from_dict(params, "SendMessageRequest") == request
@@ -40,6 +41,15 @@ def test_messages_and_protojson_convert_both_ways():
     with pytest.raises(grpc_wire.ConversionError):
         grpc_wire.from_dict({"id": ["not", "a", "string"]}, "Task")
     assert grpc_wire.from_dict(None, grpc_wire.EMPTY).ByteSize() == 0
+
+
+def test_well_known_types_convert_in_the_private_pool():
+    task = {"id": "t1", "status": {"state": "TASK_STATE_WORKING", "timestamp": "2026-01-02T03:04:05.500Z"},
+            "metadata": {"list": [1.5, "x", None, {"nested": True}]},
+            "artifacts": [{"artifactId": "a", "parts": [{"data": {"k": [1.0]}}]}]}
+    message = grpc_wire.from_dict(task, "Task")
+    assert message.status.timestamp.seconds == 1767323045 and message.metadata["list"][3]["nested"] is True
+    assert grpc_wire.to_dict(message) == task
 
 
 def test_an_error_becomes_a_status_and_back():
@@ -87,21 +97,6 @@ def test_grpc_targets_and_tls():
     assert dial_target("grpc://[::1]:7000", CARD_URL) == ("[::1]:7000", False)
     with pytest.raises(A2AClientError):
         dial_target("ftp://agent.example", CARD_URL)
-
-
-def test_a_second_compiled_a2a_proto_would_collide_in_the_descriptor_pool():
-    """Why the binding uses the SDK's compiled messages rather than its own copy."""
-    script = (
-        "from google.protobuf import descriptor_pb2, descriptor_pool\n"
-        "from a2a.types import a2a_pb2\n"
-        "copy = descriptor_pb2.FileDescriptorProto.FromString(a2a_pb2.DESCRIPTOR.serialized_pb)\n"
-        "copy.message_type.add().name = 'AddedInALaterRelease'\n"
-        "try:\n"
-        "    descriptor_pool.Default().AddSerializedFile(copy.SerializeToString())\n"
-        "except Exception as exc:\n"
-        "    print(exc)\n")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60).stdout
-    assert "duplicate file name" in out and "a2a.proto" in out
 
 
 def test_grpc_is_not_imported_on_the_startup_path():

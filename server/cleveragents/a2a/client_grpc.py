@@ -59,7 +59,7 @@ class GrpcWire:
         options = [("grpc.max_receive_message_length", MAX_RESPONSE_BYTES)]
         self._channel = (grpc.aio.secure_channel(self.target, grpc.ssl_channel_credentials(), options=options)
                          if secure else grpc.aio.insecure_channel(self.target, options=options))
-        self._stub = grpc_wire.stub(self._channel)
+        self._rpcs = grpc_wire.callables(self._channel)
         self._grpc = grpc
 
     async def aclose(self) -> None:
@@ -91,7 +91,7 @@ class GrpcWire:
             async for item in self.stream(method, params, self.timeout, extra):
                 last = item
             return last
-        handler = getattr(self._stub, rpc.name)
+        handler = self._rpcs[rpc.name]
         try:
             answer = await handler(self._request(rpc, params), metadata=self._metadata(extra), timeout=self.timeout)
         except self._grpc.aio.AioRpcError as exc:
@@ -103,7 +103,7 @@ class GrpcWire:
         """Each item of a server-streaming RPC, as its 1.0 JSON-RPC result; ``timeout``
         is the longest wait for the next one."""
         rpc = self._rpc(method)
-        call = getattr(self._stub, rpc.name)(self._request(rpc, params), metadata=self._metadata(extra))
+        call = self._rpcs[rpc.name](self._request(rpc, params), metadata=self._metadata(extra))
         try:
             while True:
                 try:

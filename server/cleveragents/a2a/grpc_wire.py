@@ -8,11 +8,12 @@ gRPC status whose code follows the same table as the HTTP+JSON binding
 (``rpc_status.py``), with the 1.0 error's ``google.rpc`` details (``ErrorInfo``, and
 ``BadRequest`` for bad params) packed in ``grpc-status-details-bin``.
 
-The messages are the compiled ``a2a_pb2`` of the official a2a-sdk (package
-``lf.a2a.v1``, built from the A2A specification's ``a2a.proto``): a second compiled
-copy of the same file in the process would collide with it in protobuf's default
-descriptor pool. Everything here imports grpc and protobuf only when first used: the
-``grpc`` extra is optional.
+The messages come from the specification's ``a2a.proto`` (v1.0.0, package
+``lf.a2a.v1``), vendored in ``grpc_proto/`` and loaded into a descriptor pool of our
+own (``grpc_proto/pool.py``), so an a2a-sdk in the same process keeps its own copy.
+RPCs are called and served through grpc's generic handlers, with no generated service
+code. Everything here imports grpc and protobuf only when first used: the ``grpc``
+extra is optional.
 """
 
 from __future__ import annotations
@@ -24,17 +25,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from cleveragents.a2a.errors import A2A_ERROR_CODES, INTERNAL_ERROR
+from cleveragents.a2a.grpc_proto import pool
 from cleveragents.a2a.rpc_status import status_of
 
 GRPC = "GRPC"  # the card's protocolBinding
-SERVICE = "lf.a2a.v1.A2AService"
+SERVICE = pool.SERVICE
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
 VERSION_KEY = "a2a-version"  # service parameters travel as (lower-case) metadata
 EXTENSIONS_KEY = "a2a-extensions"
 EMPTY = "google.protobuf.Empty"
 # What the grpc extra adds: module -> the distribution that provides it.
-EXTRA = {"grpc": "grpcio", "google.protobuf": "protobuf", "google.rpc": "googleapis-common-protos",
-         "a2a": "a2a-sdk"}
+EXTRA = {"grpc": "grpcio", "google.protobuf": "protobuf", "google.rpc": "googleapis-common-protos"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +43,8 @@ class Rpc:
     """One RPC of ``A2AService``; its name is also the 1.0 JSON-RPC method's."""
 
     name: str
-    request: str  # a message of a2a_pb2
-    response: str  # a message of a2a_pb2, or EMPTY
+    request: str  # a message of a2a.proto
+    response: str  # a message of a2a.proto, or EMPTY
     streaming: bool = False
 
 
@@ -99,14 +100,24 @@ def _module(name: str) -> Any:
 
 
 def message_class(name: str) -> Any:
-    if name == EMPTY:
-        return _module("google.protobuf.empty_pb2").Empty
-    return getattr(_module("a2a.types.a2a_pb2"), name)
+    """The class of a message of a2a.proto (``Task``), or of EMPTY."""
+    return pool.message_class(name if name == EMPTY else f"{pool.PACKAGE}.{name}")
 
 
-def stub(channel: Any) -> Any:
-    """The generated client stub of ``A2AService`` on ``channel``."""
-    return _module("a2a.types.a2a_pb2_grpc").A2AServiceStub(channel)
+def path(rpc: Rpc) -> str:
+    """The RPC's method path on the wire."""
+    return f"/{SERVICE}/{rpc.name}"
+
+
+def callables(channel: Any) -> dict[str, Any]:
+    """Each RPC's multi-callable on a grpc(.aio) ``channel``, by RPC name: a client stub
+    without generated code."""
+    stubs = {}
+    for rpc in RPCS.values():
+        make = channel.unary_stream if rpc.streaming else channel.unary_unary
+        stubs[rpc.name] = make(path(rpc), request_serializer=message_class(rpc.request).SerializeToString,
+                               response_deserializer=message_class(rpc.response).FromString)
+    return stubs
 
 
 def to_dict(message: Any) -> dict[str, Any]:
