@@ -6,7 +6,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from cleveragents.domain.actor import ToolInfo, ToolInvoker
 from cleveragents.domain.caller import CallerIdentity
+from cleveragents.domain.errors import AuthorizationError
 
 Notify = Callable[[str, dict[str, Any]], None]
 # Told as each plan step starts and ends (``{"event": "started" | "ended", ...}``, see
@@ -93,3 +95,25 @@ class CallContext:
     # Who is calling, when the transport authenticated the call (HTTP with credentials):
     # an OAuth2 token's subject, client and scopes, or the configured secret's scheme.
     caller: CallerIdentity | None = None
+
+
+def offered_tools(own: tuple[ToolInfo, ...], base: ToolInvoker | None,
+                  caller: CallerTools | None) -> tuple[tuple[ToolInfo, ...], ToolInvoker | None]:
+    """The tools a turn offers, and what invokes them: the backend's (``own``, through
+    ``base``), and those its caller brings, which win a clash of names (the caller
+    chose them for this turn)."""
+    brought = tuple(ToolInfo(str(i["name"]), str(i.get("description", "")), dict(i.get("input_schema") or {}))
+                    for i in (caller.infos() if caller is not None else ()))
+    if caller is None or not brought:
+        return own, base
+    names = {info.name for info in brought}
+
+    async def invoke(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        if name in names:
+            return await caller.invoke(name, arguments)
+        if base is None:
+            raise AuthorizationError(f"{name} is not available to this actor here",
+                                     {"tool": name, "available": sorted(names)})
+        return await base(name, arguments)
+
+    return tuple(i for i in own if i.name not in names) + brought, invoke

@@ -8,7 +8,8 @@ task is terminal, later changes are discarded. Every path that changes a task (s
 resume, cancel, push configs of a live task) is in this one class on purpose: they
 share that locking and the ``_live`` registry, which is what keeps the races out.
 Who listens to a task, and what a reconnecting subscriber missed, is kept by
-``TaskSubscribers`` (task_subscribers.py).
+``TaskSubscribers`` (task_subscribers.py); what an actor's turn produces becomes
+changes through ``_update`` in ``TurnRecorder`` (task_turns.py).
 """
 
 from __future__ import annotations
@@ -16,13 +17,12 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
-from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 from cleveragents import tracing
-from cleveragents.app.calls import CallerTools, FileReader
+from cleveragents.app.calls import CallerTools, FileReader, offered_tools
 from cleveragents.app.direct_replies import FirstEvent, PrimedActor, answer_message, replies_directly
 from cleveragents.app.editor_reads import turn_reading
 from cleveragents.app.once import RunOnce
@@ -39,41 +39,29 @@ from cleveragents.app.ports import (
     TaskEventLogs,
     TaskRepository,
 )
-from cleveragents.app.task_runs import TaskRun, WriteFailed, add_usage, agent_message, only, with_budget_error
+from cleveragents.app.task_runs import TaskRun, WriteFailed, agent_message, only
 from cleveragents.app.task_subscribers import TaskSubscribers
+from cleveragents.app.task_turns import TurnRecorder
 from cleveragents.domain.actor import (
-    TOOL_CALL_KEY,
     Actor,
-    ArtifactChunk,
-    DirectReply,
-    InputRequired,
-    TextChunk,
-    ToolCall,
     ToolInfo,
     ToolInvoker,
     Turn,
-    Usage,
 )
 from cleveragents.domain.caller import CallerIdentity
 from cleveragents.domain.errors import (
-    AuthorizationError,
-    BudgetExceededError,
     BusinessRuleViolation,
     TaskNotFoundError,
     ValidationError,
-    failure_reason,
 )
-from cleveragents.domain.replies import ReplyAs, TaskRejected, reply_as_of
+from cleveragents.domain.replies import ReplyAs
 from cleveragents.domain.task import (
     INTERRUPTED_STATES,
-    Artifact,
     Message,
-    Part,
     PushConfig,
     StreamEvent,
     StreamItem,
     Task,
-    TaskArtifactUpdate,
     TaskState,
     TaskStatus,
     TaskStatusUpdate,
@@ -119,7 +107,6 @@ class TaskService:
         self._push_configs = push_configs
         self._events = events
         self.actor = actor
-        self._reply_as = reply_as
         self._selector = selector
         self._invoker = invoker
         self._tools = tools or (lambda: [])
@@ -136,6 +123,7 @@ class TaskService:
         # Writes off a request's path: putting back a task whose start was cancelled,
         # storing a long blocking send's task (awaited at shutdown).
         self._writing: set[asyncio.Task[None]] = set()
+        self._turns = TurnRecorder(self._update, self._emit, lambda: self.actor, reply_as)
         # After a restart, tasks that were running can't resume: fail them, once
         # (if this process owns the state).
         self._ready = RunOnce(self._recover, may_repair)
@@ -220,7 +208,7 @@ class TaskService:
         with ``here``, as the coroutine returned for the caller to await itself. An actor
         that answers with a message alone gives that message, and no task is stored."""
         await self._ready()
-        tools, invoker = self._turn_tools(caller_tools)
+        tools, invoker = offered_tools(tuple(self._tools()), self._invoker, caller_tools)
         if not message.parts:
             raise ValidationError.for_field(["message", "parts"], "a message needs at least one part", "too_short")
         if push_config is not None and self._push is not None:
@@ -316,27 +304,6 @@ class TaskService:
         run.runner = asyncio.ensure_future(self._drive(run, turn, choice, actor=answering))
         return run, queue, None
 
-    def _turn_tools(self, caller: CallerTools | None) -> tuple[tuple[ToolInfo, ...], ToolInvoker | None]:
-        """The tools a turn offers: the backend's, and those its caller brings (which
-        win a clash of names: the caller chose them for this turn)."""
-        own = tuple(self._tools())
-        brought = tuple(ToolInfo(str(i["name"]), str(i.get("description", "")), dict(i.get("input_schema") or {}))
-                        for i in (caller.infos() if caller is not None else ()))
-        if caller is None or not brought:
-            return own, self._invoker
-        names = {info.name for info in brought}
-        base = self._invoker
-
-        async def invoke(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-            if name in names:
-                return await caller.invoke(name, arguments)
-            if base is None:
-                raise AuthorizationError(f"{name} is not available to this actor here",
-                                         {"tool": name, "available": sorted(names)})
-            return await base(name, arguments)
-
-        return tuple(i for i in own if i.name not in names) + brought, invoke
-
     async def _resumable(self, message: Message) -> Task | None:
         """The input-required task this message answers, if it answers one."""
         if message.task_id:
@@ -361,9 +328,9 @@ class TaskService:
         went away): the task is canceled with it and the error goes on."""
         try:
             if tracing.on():
-                await self._traced_respond(run, turn, choice, actor)
+                await self._turns.traced(run, turn, choice, actor)
             else:
-                await self._respond(run, turn, choice, actor)
+                await self._turns.respond(run, turn, choice, actor)
         except asyncio.CancelledError:
             if here and not (run.cancel_sent and self._take_back_cancel()):
                 run.runner = None  # cancel() must not cancel the caller once more
@@ -377,132 +344,11 @@ class TaskService:
                 del self._live[run.task.id]
             self._subscribers.retire(run)
 
-    async def _traced_respond(self, run: TaskRun, turn: Turn, choice: ChosenActor | None,
-                              actor: Actor | PrimedActor | None) -> None:
-        """``_respond`` in a span of its own: one per turn."""
-        chosen = actor or (choice.actor if choice is not None else self.actor)
-        attributes = {tracing.TASK_ID: run.task.id, tracing.CONTEXT_ID: run.task.context_id,
-                      tracing.ACTOR: getattr(chosen, "name", None) or type(chosen).__name__}
-        with tracing.span("task.turn", "internal", attributes) as span:
-            await self._respond(run, turn, choice, actor)
-            state = run.task.state
-            span.set_attribute(tracing.TASK_STATE, state.value)
-            if state is TaskState.FAILED:
-                tracing.failed(span, "the task failed")
-
     @staticmethod
     def _take_back_cancel() -> bool:
         """Undo cancel()'s request on the current task; False if another one is left."""
         current = asyncio.current_task()
         return current is not None and current.uncancel() == 0
-
-    async def _respond(self, run: TaskRun, turn: Turn, choice: ChosenActor | None,
-                       actor: Actor | PrimedActor | None = None) -> None:
-        """Run the actor (``actor``, else the choice's, else ours) on the turn, recording
-        what it produces."""
-        chunks: list[str] = []
-        response_id = f"{run.task.id}-response-{len(run.task.history)}"
-        held: str | None = None
-        used = Usage()
-        # Asked of the actor itself: a primed one stands in for it.
-        delivery = self._reply_as or reply_as_of(choice.actor if choice is not None else self.actor)
-        if actor is None:
-            actor = choice.actor if choice is not None else self.actor
-        try:
-            if run.task.state is TaskState.SUBMITTED:
-                await self._update(run, lambda t: t.transition(TaskState.WORKING, utc_now()), persist=False)
-            # Closed on the way out, so an actor stopped early (budget, cancel) closes its streams.
-            events = actor.respond(turn)
-            try:
-                async for event in events:
-                    if isinstance(event, DirectReply):  # too late to be the whole answer: its text is part of it
-                        event = TextChunk(event.message.text())
-                    if isinstance(event, TextChunk):
-                        if held is not None:
-                            if delivery.artifact:
-                                await self._artifact(run, response_id, held, append=bool(chunks), last=False)
-                            chunks.append(held)
-                        held = event.text
-                    elif isinstance(event, ArtifactChunk):
-                        await self._add_artifact(run, event.artifact, event.append, event.last_chunk)
-                    elif isinstance(event, InputRequired):
-                        prompt = event.prompt
-                        if held is not None:  # the text before the question is part of the reply
-                            if delivery.artifact:
-                                await self._artifact(run, response_id, held, append=bool(chunks), last=True)
-                            else:
-                                prompt = "".join((*chunks, held)) + "\n\n" + prompt
-                        state = TaskState.AUTH_REQUIRED if event.auth else TaskState.INPUT_REQUIRED
-                        await self._finish(run, state, prompt)
-                        return
-                    elif isinstance(event, ToolCall):
-                        await self._tool_called(run, event)
-                    elif isinstance(event, Usage):
-                        await self._update(run, partial(add_usage, usage=event), broadcast=False, persist=False)
-                        used = used + event
-                        if choice is not None:
-                            choice.check(used)
-            finally:
-                if (aclose := getattr(events, "aclose", None)) is not None:
-                    await aclose()
-            if held is not None:
-                if delivery.artifact:
-                    await self._artifact(run, response_id, held, append=bool(chunks), last=True)
-                chunks.append(held)
-            await self._finish(run, TaskState.COMPLETED, "".join(chunks) if chunks else None,
-                               status_message=delivery.message)
-        except (TaskRejected, BudgetExceededError) as stopped:
-            # What the actor produced so far stays: the text streamed, the artifacts.
-            if delivery.artifact:
-                if held is not None:
-                    await self._artifact(run, response_id, held, append=bool(chunks), last=True)
-            elif chunks or held is not None:  # the reply never streamed: it is the artifact now
-                text = "".join((*chunks, held or ""))
-                await self._artifact(run, response_id, text, append=False, last=True)
-            if isinstance(stopped, TaskRejected):
-                await self._finish(run, TaskState.REJECTED, stopped.reason)
-                return
-            over = stopped
-            await self._update(run, partial(with_budget_error, exc=over), broadcast=False, persist=False)
-            await self._finish(run, TaskState.FAILED, f"BudgetExceededError: {over.message}")
-        except WriteFailed as failed:  # the store's error, not the actor's: the send's answer
-            raise failed.cause from None
-        except Exception as exc:
-            logger.warning("task %s failed", run.task.id, exc_info=exc)
-            await self._finish(run, TaskState.FAILED, failure_reason(exc))
-
-    async def _tool_called(self, run: TaskRun, call: ToolCall) -> None:
-        """Tell the stream's listeners that the actor called a tool: a working status
-        update whose metadata holds the call. Not stored: the reply says what it did."""
-        if run.heard and not run.task.terminal:
-            shown = await asyncio.to_thread(call.shown, new_id())  # a big result is cut off the loop
-            self._emit(run, TaskStatusUpdate(run.task.id, run.task.context_id, run.task.status, final=False,
-                                             metadata={TOOL_CALL_KEY: shown}))
-
-    async def _artifact(self, run: TaskRun, artifact_id: str, text: str, append: bool, last: bool) -> None:
-        artifact = Artifact(artifact_id, (Part.of_text(text),), name="response")
-        await self._add_artifact(run, artifact, append, last)
-
-    async def _add_artifact(self, run: TaskRun, artifact: Artifact, append: bool, last: bool) -> None:
-        def change(task: Task) -> Task:
-            return task.with_artifact(artifact, append)
-
-        if await self._update(run, change, broadcast=False, persist=False) and run.heard:
-            self._emit(run, TaskArtifactUpdate(run.task.id, run.task.context_id, artifact, append, last))
-
-    async def _finish(self, run: TaskRun, state: TaskState, text: str | None, status_message: bool = False) -> None:
-        """End the turn in ``state``, with ``text`` as the agent's message: in the history,
-        and as the status message unless the task completed (then if ``status_message``)."""
-        def change(task: Task) -> Task:
-            now = utc_now()
-            if text is None:
-                return task.transition(state, now)
-            reply = agent_message(task, text)
-            shown = reply if status_message or state is not TaskState.COMPLETED else None
-            return task.answered(reply, state, now, shown)
-
-        if await self._update(run, change, broadcast=False) and run.heard:
-            self._emit(run, TaskStatusUpdate(run.task.id, run.task.context_id, run.task.status, final=True))
 
     async def _update(self, run: TaskRun, change: Callable[[Task], Task], broadcast: bool = True,
                       persist: bool = True) -> bool:
