@@ -8,7 +8,7 @@ Listeners receive ``StreamEvent``s: each item with its event id, from the run's
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -44,10 +44,8 @@ class TaskRun:
         self.cancel_sent = False  # cancel() has cancelled the runner
         self.settled = asyncio.Event()
         self.push_configs: list[PushConfig] = []
-        # False while the store doesn't hold the task yet: a blocking send's task is
-        # written once, when it ends (or when it outlasts ``STORE_LATE_SECONDS``).
+        # False while the store doesn't hold the task yet (``Unstored``).
         self.stored = True
-        self.store_late: asyncio.TimerHandle | None = None
 
     @property
     def heard(self) -> bool:
@@ -116,3 +114,36 @@ def with_budget_error(task: Task, exc: BudgetExceededError) -> Task:
     metadata = dict(task.metadata or {})
     metadata["error"] = {"type": "BudgetExceededError", "message": exc.message, "data": exc.data}
     return replace(task, metadata=metadata)
+
+
+class Unstored:
+    """The runs whose task the store doesn't hold yet, oldest first. A blocking send's
+    task is written once, when it ends; one still working ``after`` seconds on is
+    handed to ``store``. One timer serves them all: a request adds and removes a dict
+    entry, not a timer of its own."""
+
+    def __init__(self, store: Callable[[TaskRun], None], after: float):
+        self._store = store
+        self._after = after
+        self._runs: dict[str, tuple[float, TaskRun]] = {}  # in the order they came
+        self._timer: asyncio.TimerHandle | None = None
+
+    def add(self, run: TaskRun) -> None:
+        loop = asyncio.get_running_loop()
+        self._runs[run.task.id] = (loop.time(), run)
+        if self._timer is None:
+            self._timer = loop.call_at(loop.time() + self._after, self._sweep)
+
+    def discard(self, run: TaskRun) -> None:
+        self._runs.pop(run.task.id, None)
+
+    def _sweep(self) -> None:
+        self._timer = None
+        loop = asyncio.get_running_loop()
+        while self._runs:
+            task_id, (since, run) = next(iter(self._runs.items()))
+            if since + self._after > loop.time():
+                self._timer = loop.call_at(since + self._after, self._sweep)
+                return
+            del self._runs[task_id]
+            self._store(run)

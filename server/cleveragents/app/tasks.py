@@ -39,7 +39,7 @@ from cleveragents.app.ports import (
     TaskEventLogs,
     TaskRepository,
 )
-from cleveragents.app.task_runs import TaskRun, WriteFailed, agent_message, only
+from cleveragents.app.task_runs import TaskRun, Unstored, WriteFailed, agent_message, only
 from cleveragents.app.task_subscribers import TaskSubscribers
 from cleveragents.app.task_turns import TurnRecorder
 from cleveragents.domain.actor import (
@@ -123,6 +123,7 @@ class TaskService:
         # Writes off a request's path: putting back a task whose start was cancelled,
         # storing a long blocking send's task (awaited at shutdown).
         self._writing: set[asyncio.Task[None]] = set()
+        self._unstored = Unstored(self._store_late, STORE_LATE_SECONDS)
         self._turns = TurnRecorder(self._update, self._emit, lambda: self.actor, reply_as)
         # After a restart, tasks that were running can't resume: fail them, once
         # (if this process owns the state).
@@ -299,7 +300,7 @@ class TaskService:
         answering = PrimedActor(primed) if primed is not None else None
         if here:
             if not run.stored:
-                run.store_late = asyncio.get_running_loop().call_later(STORE_LATE_SECONDS, self._store_late, run)
+                self._unstored.add(run)
             return run, queue, self._drive(run, turn, choice, here=True, actor=answering)
         run.runner = asyncio.ensure_future(self._drive(run, turn, choice, actor=answering))
         return run, queue, None
@@ -338,8 +339,7 @@ class TaskService:
                 raise
             # Otherwise cancel() already recorded the canceled state.
         finally:
-            if run.store_late is not None:
-                run.store_late.cancel()
+            self._unstored.discard(run)
             if self._live.get(run.task.id) is run:
                 del self._live[run.task.id]
             self._subscribers.retire(run)
