@@ -70,7 +70,10 @@ def json_name(proto_name: str) -> str:
     return head + "".join(word[:1].upper() + word[1:] for word in rest)
 
 
-_BY_JSON_NAME = {message: {json_name(proto): proto for proto in fields} for message, fields in SCHEMA.items()}
+# message -> {a field's proto or JSON name: (its JSON name, its message or None)}
+_KNOWN = {message: {name: (json_name(proto), inner) for proto, inner in fields.items()
+                    for name in (proto, json_name(proto))}
+          for message, fields in SCHEMA.items()}
 
 
 def to_json_names(method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -93,17 +96,15 @@ class _GivenTwice(Exception):
 
 
 def _rename(value: dict[str, Any], message: str, loc: tuple[str | int, ...]) -> dict[str, Any]:
-    fields, by_json = SCHEMA[message], _BY_JSON_NAME[message]
+    known = _KNOWN[message]
     out: dict[str, Any] = {}
     changed = False
     for key, item in value.items():
-        proto = key if key in fields else by_json.get(key)
-        name = key if proto is None else json_name(proto)
+        name, inner = known.get(key, (key, None))
         if name != key:
             if name in value and value[name] != item:
                 raise _GivenTwice(key, name, (*loc, name))
             changed = True
-        inner = None if proto is None else fields[proto]
         if inner is not None:
             renamed = _rename_inner(item, inner, (*loc, name))
             changed = changed or renamed is not item
