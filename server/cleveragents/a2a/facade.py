@@ -258,9 +258,9 @@ class A2ALocalFacade:
         if spec.streaming:
             return await Call.streaming(msg_id, result, lambda exc: self._error_payload(exc, spec.dialect, spec.name))
         if isinstance(result, Followed):
-            return Call(msg_id, A2AResponse(id=msg_id, result=result.result), follow=result.items,
+            return Call(msg_id, A2AResponse.of_result(msg_id, result.result), follow=result.items,
                         follow_key=result.key)
-        response = A2AResponse(id=msg_id, result=result)
+        response = A2AResponse.of_result(msg_id, result)
         if spec.bulk and not bulk_json.small(result):  # megabytes: in a worker thread, a piece at a time
             response.keep_encoded(await asyncio.to_thread(response.json_bytes_in_pieces))
         return Call(msg_id, response)
