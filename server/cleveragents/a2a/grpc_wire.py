@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,11 +130,12 @@ class ConversionError(ValueError):
     """A JSON value that is not a valid message of the type."""
 
 
-def from_dict(value: Any, name: str) -> Any:
-    """A ProtoJSON value as the message ``name``; fields the message lacks are dropped
-    (a publisher's card may carry keys of its own). ``ConversionError`` otherwise."""
+def from_dict(value: Any, name: str, classes: Callable[[str], Any] | None = None) -> Any:
+    """A ProtoJSON value as the message ``name`` (of ``classes``, by default 1.0's
+    ``message_class``); fields the message lacks are dropped (a publisher's card may
+    carry keys of its own). ``ConversionError`` otherwise."""
     json_format = _module("google.protobuf.json_format")
-    message = message_class(name)()
+    message = (classes or message_class)(name)()
     if value is None and name == EMPTY:
         return message
     if not isinstance(value, dict):

@@ -222,3 +222,44 @@ def push_out(config: Json) -> Json:
 
 def push_list_out(configs: Any) -> Json:
     return {"configs": [push_out(c) for c in configs or ()]}
+
+
+# -- the card, as the gRPC binding's AgentCard ------------------------------------------
+# The 0.3 JSON scheme's ``type`` -> its one-of field in the proto's SecurityScheme.
+_SCHEME_FIELDS = {"apiKey": "apiKeySecurityScheme", "http": "httpAuthSecurityScheme",
+                  "oauth2": "oauth2SecurityScheme", "openIdConnect": "openIdConnectSecurityScheme",
+                  "mutualTLS": "mtlsSecurityScheme"}
+
+
+def _scheme_out(scheme: Any) -> Json:
+    if not isinstance(scheme, dict) or scheme.get("type") not in _SCHEME_FIELDS:
+        return {}
+    inner = {k: v for k, v in scheme.items() if k not in ("type", "in")}
+    if "in" in scheme:
+        inner["location"] = scheme["in"]
+    if isinstance(inner.get("flows"), dict) and inner["flows"]:  # the proto's flows are a one-of: the first
+        first = next(iter(inner["flows"]))
+        inner["flows"] = {first: inner["flows"][first]}
+    return {_SCHEME_FIELDS[scheme["type"]]: inner}
+
+
+def _security_out(requirements: Any) -> list[Json]:
+    return [{"schemes": {name: {"list": list(scopes or ())} for name, scopes in r.items()}}
+            for r in requirements or () if isinstance(r, dict)]
+
+
+def card_out(card: Any) -> Json:
+    """A 0.3 JSON card as the proto's ``AgentCard``: the same fields, but each security
+    scheme in its one-of field (``{"httpAuthSecurityScheme": {...}}`` for ``{"type":
+    "http", ...}``) and each requirement as ``{"schemes": {name: {"list": scopes}}}``."""
+    if not isinstance(card, dict):
+        return {}
+    out = dict(card)
+    if isinstance(card.get("securitySchemes"), dict):
+        out["securitySchemes"] = {name: _scheme_out(s) for name, s in card["securitySchemes"].items()}
+    if "security" in card:
+        out["security"] = _security_out(card["security"])
+    if isinstance(card.get("skills"), list):
+        out["skills"] = [{**s, "security": _security_out(s.get("security"))} if isinstance(s, dict) and "security" in s
+                         else s for s in card["skills"]]
+    return out
