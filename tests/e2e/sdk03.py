@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 
 SDK03_VERSION = "0.3.26"
-# With its signing extra (PyJWT): the card signature tests run its verifier.
-REQUIREMENT = f"a2a-sdk[signing]=={SDK03_VERSION}"
+# With its signing extra (PyJWT): the card signature tests run its verifier; and its
+# grpc extra: the gRPC tests run its gRPC transport.
+REQUIREMENT = f"a2a-sdk[signing,grpc]=={SDK03_VERSION}"
 DRIVER = Path(__file__).with_name("sdk03_driver.py")
 INSTALL_TIMEOUT = 600
 RUN_TIMEOUT = 120

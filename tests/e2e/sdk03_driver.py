@@ -3,8 +3,10 @@
 client and prints one JSON report of what it saw. Each step's outcome is recorded
 (its result, or the error raised), so one step's failure shows beside the others.
 
-OPTIONS: ``url`` (the server's base URL), ``token``, ``transport`` ("JSONRPC" or
-"HTTP+JSON"), ``card_path`` (the card to start from).
+OPTIONS: ``url`` (the server's base URL), ``token``, ``transport`` ("JSONRPC",
+"HTTP+JSON" or "GRPC"), ``card_path`` (the card to start from). Over gRPC the token
+goes as ``authorization`` metadata, added by a channel interceptor: the SDK's gRPC
+transport sends none of its own.
 """
 
 from __future__ import annotations
@@ -43,8 +45,11 @@ def text_of(task: Task) -> str:
 
 def error_of(exc: BaseException) -> dict[str, Any]:
     error = getattr(exc, "error", None)
-    return {"error": type(exc).__name__, "code": getattr(error, "code", None),
-            "status": getattr(exc, "status_code", None), "message": str(exc)[:500]}
+    report = {"error": type(exc).__name__, "code": getattr(error, "code", None),
+              "status": getattr(exc, "status_code", None), "message": str(exc)[:500]}
+    if callable(getattr(exc, "details", None)):  # a gRPC status, which the 0.3 gRPC transport lets through
+        report.update(grpc_code=exc.code().name, details=exc.details())
+    return report
 
 
 async def step(report: dict[str, Any], name: str, work: Any) -> Any:
@@ -64,6 +69,26 @@ def kind_of(event: Any) -> str:
     return type(update).__name__ if update is not None else "Task"
 
 
+def grpc_channel_factory(token: str | None) -> Any:
+    """A factory of insecure channels that send ``token`` as a bearer token."""
+    import grpc
+
+    def with_token(details: Any) -> Any:
+        return details._replace(metadata=[*(details.metadata or ()), ("authorization", f"Bearer {token}")])
+
+    # grpc.aio files an interceptor under one kind only: one of each.
+    class Unary(grpc.aio.UnaryUnaryClientInterceptor):
+        async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+            return await continuation(with_token(details), request)
+
+    class Streaming(grpc.aio.UnaryStreamClientInterceptor):
+        async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+            return await continuation(with_token(details), request)
+
+    interceptors = [Unary(), Streaming()] if token else []
+    return lambda url: grpc.aio.insecure_channel(url, interceptors=interceptors)
+
+
 async def card_view(http: httpx.AsyncClient, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     card = await A2ACardResolver(http, options["url"], options.get("card_path", "/.well-known/agent-card.json")
                                  ).get_agent_card()
@@ -80,8 +105,11 @@ async def conversation(http: httpx.AsyncClient, options: dict[str, Any]) -> dict
     report: dict[str, Any] = {}
     card, report["card"] = await card_view(http, options)
     transports = [options["transport"]]
-    client = ClientFactory(ClientConfig(streaming=False, httpx_client=http, supported_transports=transports)).create(card)
-    streaming = ClientFactory(ClientConfig(streaming=True, httpx_client=http, supported_transports=transports)).create(card)
+    channels = {"grpc_channel_factory": grpc_channel_factory(options.get("token"))} if transports == ["GRPC"] else {}
+    client = ClientFactory(ClientConfig(streaming=False, httpx_client=http, supported_transports=transports,
+                                        **channels)).create(card)
+    streaming = ClientFactory(ClientConfig(streaming=True, httpx_client=http, supported_transports=transports,
+                                           **channels)).create(card)
     report["transport"] = type(client._transport).__name__
 
     async def send() -> dict[str, Any]:

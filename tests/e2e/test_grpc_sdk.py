@@ -129,7 +129,8 @@ def details_of(error: grpc.aio.AioRpcError) -> tuple[status_pb2.Status, list]:
 async def test_the_card_names_the_grpc_interface(served):
     card = await card_of(served)
     grpc_interfaces = [i for i in card.supported_interfaces if i.protocol_binding == "GRPC"]
-    assert [(i.url, i.protocol_version) for i in grpc_interfaces] == [(served.target, "1.0")]
+    # One port, both versions' services: lf.a2a.v1's and 0.3's a2a.v1.
+    assert [(i.url, i.protocol_version) for i in grpc_interfaces] == [(served.target, "1.0"), (served.target, "0.3")]
 
 
 async def test_send_get_and_list(served):

@@ -6,8 +6,9 @@ The 1.0 card is ProtoJSON (``AgentCard`` of ``specification/a2a.proto``); the 0.
 card follows ``specification/json/a2a.json`` of v0.3.0.
 
 Each card lists each interface once: JSON-RPC at ``url`` (both versions) and HTTP+JSON
-at ``base_url`` (1.0 under it, 0.3 under its ``/v1``); the 1.0 card adds gRPC at
-``grpc_url`` when it is served (1.0 only: its service is the 1.0 proto's).
+at ``base_url`` (1.0 under it, 0.3 under its ``/v1``); when gRPC is served, at
+``grpc_url``, the 1.0 card lists it for 1.0 and the 0.3 fields (``additionalInterfaces``)
+for 0.3: the port serves both versions' services.
 """
 
 from __future__ import annotations
@@ -152,6 +153,7 @@ def card_v1(spec: AgentCardSpec, *, extended: bool = False) -> dict[str, Any]:
         # The same endpoints answer 0.3 too (HTTP+JSON 0.3 under /v1).
         {"url": spec.url, "protocolBinding": JSONRPC, "protocolVersion": PROTOCOL_V03},
         {"url": spec.base_url, "protocolBinding": HTTP_JSON, "protocolVersion": PROTOCOL_V03},
+        *([{"url": spec.grpc_url, "protocolBinding": GRPC, "protocolVersion": PROTOCOL_V03}] if spec.grpc_url else []),
     ]
     card["capabilities"] = {**_capabilities(spec), "extendedAgentCard": spec.extended_card}
     schemes: dict[str, Any] = {}
@@ -198,7 +200,8 @@ def _v03_fields(spec: AgentCardSpec) -> dict[str, Any]:
     """0.3's top-level fields. ``url`` is the main interface; ``additionalInterfaces``
     lists the others (a client adds them to the main one, so it is not repeated)."""
     return {"protocolVersion": CARD_PROTOCOL_VERSION_V03, "url": spec.url, "preferredTransport": JSONRPC,
-            "additionalInterfaces": [{"url": spec.base_url, "transport": HTTP_JSON}],
+            "additionalInterfaces": [{"url": spec.base_url, "transport": HTTP_JSON},
+                                     *([{"url": spec.grpc_url, "transport": GRPC}] if spec.grpc_url else [])],
             "supportsAuthenticatedExtendedCard": spec.extended_card}
 
 

@@ -1,0 +1,93 @@
+"""The real a2a-sdk 0.3 gRPC client (its own venv: ``sdk03.py``) against ``agents serve
+--grpc-port``, a real subprocess: it finds the gRPC interface on the 0.3 card, and
+every call it makes goes to the 0.3 service (``a2a.v1.A2AService``) on the port that
+serves 1.0 too; errors come as the statuses the 0.3 SDK's own server sends.
+
+The server's actor echoes, and a message starting with "wait" keeps its task working
+until it is cancelled (``tests.fakes.agents:echo_or_wait``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from tests.conftest import REPO
+from tests.e2e.sdk03 import run_driver, sdk03  # noqa: F401 - a fixture
+
+pytest.importorskip("grpc", reason="the grpc extra")
+
+AGENTS = Path(sys.executable).with_name("agents")
+TOKEN = "grpc03-token-4e1a"
+V03_CARD = "/.well-known/agent.json"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory) -> Iterator[SimpleNamespace]:
+    workspace = tmp_path_factory.mktemp("grpc03-ws")
+    (workspace / ".cleveragents").mkdir()
+    (workspace / ".cleveragents" / "config.toml").write_text(
+        '[defaults]\ndefault_actor = "python/tests.fakes.agents:echo_or_wait"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")}
+    env["PYTHONPATH"] = str(REPO)
+    process = subprocess.Popen(
+        [str(AGENTS), "serve", "--grpc-port", "0", "--port", "0", "--host", "127.0.0.1", "--memory",
+         "--workspace", str(workspace), "--auth-token", TOKEN, "--push-allow-network", "127.0.0.1/32"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=workspace)
+    try:
+        assert process.stderr is not None
+        seen: list[str] = []
+        while not (line := process.stderr.readline()).startswith("listening on "):
+            assert line, f"the server stopped before listening: {''.join(seen)[-1500:]}"
+            seen.append(line)
+        target = next(m.group(1) for s in seen if (m := re.match(r"gRPC listening on (\S+)", s)))
+        yield SimpleNamespace(url=line.split()[-1], target=target)
+    finally:
+        process.terminate()
+        assert process.wait(timeout=15) == 0
+
+
+async def test_the_0_3_card_names_the_grpc_interface(sdk03, served):  # noqa: F811
+    card = await run_driver(sdk03, "card", url=served.url, card_path=V03_CARD)
+    assert card["preferredTransport"] == "JSONRPC"
+    assert {"url": served.target, "transport": "GRPC"} in card["additionalInterfaces"], card
+
+
+async def test_every_call_of_the_0_3_grpc_client(sdk03, served):  # noqa: F811
+    report = await run_driver(sdk03, "conversation", url=served.url, token=TOKEN, transport="GRPC",
+                              card_path=V03_CARD)
+    assert report["transport"] == "GrpcTransport"
+    sent = report["send"]
+    assert sent["state"] == "completed" and sent["text"] == "hello", sent
+    assert report["get"] == {"id": sent["id"], "state": "completed", "history": 1, "text": "hello"}
+    stream = report["stream"]
+    assert stream["kinds"][0] == "Task" and stream["state"] == "completed" and stream["text"] == "streamed", stream
+    assert "TaskArtifactUpdateEvent" in stream["kinds"], stream
+    assert report["resubscribe"] == {"snapshot": True, "canceled": "canceled", "last": "canceled"}, report
+    push = report["push"]
+    assert push["created"]["taskId"] == sent["id"], push
+    assert push["created"]["pushNotificationConfig"] == {"id": "hook-1", "url": "http://127.0.0.1:9/hook",
+                                                         "token": "secret"}
+    assert push["got"] == push["created"]
+    assert report["extended_card"]["name"], report["extended_card"]
+    # The 0.3 SDK's server's statuses, with "<ErrorName>: <message>" as details (what
+    # the SDK's later 0.3 transport reads back into the named error).
+    missing = report["get_missing"]
+    assert missing["grpc_code"] == "NOT_FOUND" and missing["details"].startswith("TaskNotFoundError: "), missing
+    canceled = report["cancel_completed"]
+    assert canceled["grpc_code"] == "UNIMPLEMENTED", canceled
+    assert canceled["details"].startswith("TaskNotCancelableError: "), canceled
+    resubscribed = report["resubscribe_missing"]
+    assert resubscribed["grpc_code"] == "NOT_FOUND", resubscribed
+
+
+async def test_the_0_3_grpc_client_without_a_token_is_refused(sdk03, served):  # noqa: F811
+    report = await run_driver(sdk03, "conversation", url=served.url, transport="GRPC", card_path=V03_CARD)
+    assert report["send"]["grpc_code"] == "UNAUTHENTICATED", report["send"]
+    assert report["get_missing"]["grpc_code"] == "UNAUTHENTICATED", report["get_missing"]
