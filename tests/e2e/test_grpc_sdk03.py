@@ -91,3 +91,20 @@ async def test_the_0_3_grpc_client_without_a_token_is_refused(sdk03, served):  #
     report = await run_driver(sdk03, "conversation", url=served.url, transport="GRPC", card_path=V03_CARD)
     assert report["send"]["grpc_code"] == "UNAUTHENTICATED", report["send"]
     assert report["get_missing"]["grpc_code"] == "UNAUTHENTICATED", report["get_missing"]
+
+
+async def test_a_bad_resource_name_is_invalid_params_once_the_caller_is_let_in(served):
+    import grpc
+    from a2a.compat.v0_3 import a2a_v0_3_pb2 as pb
+    from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc
+
+    async def get(metadata):
+        async with grpc.aio.insecure_channel(served.target) as channel:
+            stub = a2a_v0_3_pb2_grpc.A2AServiceStub(channel)
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                await stub.GetTask(pb.GetTaskRequest(name="no-tasks-prefix"), metadata=metadata)
+        return failed.value
+
+    bad = await get((("authorization", f"Bearer {TOKEN}"),))
+    assert bad.code() == grpc.StatusCode.INVALID_ARGUMENT and bad.details().startswith("InvalidParamsError: ")
+    assert (await get(())).code() == grpc.StatusCode.UNAUTHENTICATED

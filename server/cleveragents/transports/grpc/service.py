@@ -28,9 +28,8 @@ import grpc
 
 from cleveragents import tracing
 from cleveragents.a2a import dialects, extensions, grpc_wire
-from cleveragents.a2a.errors import error_payload, internal_error_payload
+from cleveragents.a2a.errors import DomainError, error_payload, internal_error_payload
 from cleveragents.a2a.facade import CallContext
-from cleveragents.domain.errors import StructuredError
 from cleveragents.transports.http.auth import Caller, Refusal
 
 if TYPE_CHECKING:
@@ -92,7 +91,7 @@ class Binding(Protocol):
         """The JSON-RPC method the RPC is (what the caller must be allowed)."""
 
     def call(self, rpc: RpcShape, request: Any, headers: dict[str, str]) -> tuple[str, dict[str, Any], str]:
-        """(JSON-RPC method, params, A2A version) of a call; a StructuredError when the
+        """(JSON-RPC method, params, A2A version) of a call; a DomainError when the
         request can't be read as one."""
 
     def answer(self, rpc: RpcShape, value: Any) -> Any:
@@ -167,7 +166,7 @@ class A2AGrpcService:
             await self._refuse(context, refusal)
         try:
             method, params, version = self.binding.call(rpc, request, headers)
-        except StructuredError as exc:  # a request the binding can't read (a bad resource name)
+        except DomainError as exc:  # a request the binding can't read (a bad resource name)
             await self._abort(context, error_payload(exc, dialect))
         try:
             facade = await self.shared.runtime.facade()
