@@ -3,8 +3,8 @@
 The gRPC server runs in the HTTP server's event loop, over the same services and
 auth (``app.state.a2a``): it starts once the services have, and stops before they
 close, inside the app's lifespan. Once bound, one line ``gRPC listening on HOST:PORT``
-goes to stderr (before the HTTP ``listening on`` line), and the card's
-``supportedInterfaces`` names it. Nothing here imports grpc until the server starts.
+goes to stderr (before the HTTP ``listening on`` line), and the cards name it (for
+1.0 and 0.3: the port serves both). Nothing here imports grpc until the server starts.
 """
 
 from __future__ import annotations
