@@ -19,6 +19,7 @@ _DIALECT_BY_VERSION = {version: dialect for dialect, version in dialects.PROTOCO
 # nine at most: a longer number is no version, and int() refuses more than 4,300 digits.
 _VERSION = re.compile(r"[vV]*([0-9]{1,9})(?:\.([0-9]{1,9})(?:\.[0-9]{1,9})?)?")
 _SHOWN = 40  # characters of a bad value quoted in a message (the data holds all of it)
+_NEGOTIATED_KEPT = 64  # version strings whose negotiation is remembered
 
 
 def _clip(text: str) -> str:
@@ -42,6 +43,9 @@ class A2AVersionNegotiator:
         self.default = self.normalize(default)
         if self.default not in self.supported:
             raise ValueError(f"default version {default!r} is not among the supported versions")
+        # What a version string negotiates to: a transport gives the same one with
+        # every call (a header, what ``initialize`` said). Bounded: clients choose them.
+        self._negotiated: dict[str, str] = {}
 
     @staticmethod
     def normalize(version: str) -> str:
@@ -73,6 +77,8 @@ class A2AVersionNegotiator:
         list, or an iterable). ``None`` or blank means the default."""
         if requested is None:
             return self.default
+        if isinstance(requested, str) and (known := self._negotiated.get(requested)) is not None:
+            return known
         offers = requested.split(",") if isinstance(requested, str) else list(requested)
         if not all(isinstance(offer, str) for offer in offers):
             raise _malformed(requested, self.supported)
@@ -82,6 +88,8 @@ class A2AVersionNegotiator:
         for version in self.supported:
             for offer in offers:
                 if self.is_supported(offer) and self.normalize(offer) == version:
+                    if isinstance(requested, str) and len(self._negotiated) < _NEGOTIATED_KEPT:
+                        self._negotiated[requested] = version
                     return version
         raise A2AVersionMismatchError(
             f"A2A version {_clip(', '.join(offers))} is not supported; supported: {', '.join(self.supported)}",
