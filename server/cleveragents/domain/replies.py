@@ -42,6 +42,8 @@ def reply_as_of(actor: Any) -> ReplyAs:
     """How ``actor`` wants its replies delivered: its ``reply_as`` (a ``ReplyAs`` or its
     value); anything else there is not a choice, and gives the default."""
     value = getattr(actor, "reply_as", None)
+    if value is None:  # most actors: asked of every turn
+        return ReplyAs.ARTIFACT
     if isinstance(value, ReplyAs):
         return value
     return next((choice for choice in ReplyAs if choice.value == value), ReplyAs.ARTIFACT)
