@@ -38,6 +38,7 @@ RESULTS = {
     "session/load": schema.LoadSessionResponse,
     "session/prompt": schema.PromptResponse,
     "session/set_mode": schema.SetSessionModeResponse,
+    "session/set_config_option": schema.SetSessionConfigOptionResponse,
     "session/list": schema.ListSessionsResponse,
     "session/close": schema.CloseSessionResponse,
     "session/resume": schema.ResumeSessionResponse,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from cleveragents.ids import new_id
-from cleveragents.transports.agent_client import lifecycle, sessions
+from cleveragents.transports.agent_client import lifecycle, session_settings, sessions
 from cleveragents.transports.agent_client.wire import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -66,7 +66,7 @@ class SessionMethods:
             for update in lifecycle.replay(session_id, await self.turns_of(session), session.command_turns):
                 self._server.connection.notify("session/update", update)
         self._server._announce_commands(session_id)
-        return {"modes": session.mode_state()}
+        return session_settings.session_state(session)
 
     async def resume(self, params: dict[str, Any]) -> dict[str, Any]:
         return await self.open(params, replay=False)
@@ -151,7 +151,7 @@ class SessionMethods:
             raise
         self._server.sessions.add(fork)
         self._server._announce_commands(fork.session_id)
-        return {"sessionId": fork.session_id, "modes": fork.mode_state()}
+        return {"sessionId": fork.session_id, **session_settings.session_state(fork)}
 
     async def connect_mcp(self, params: dict[str, Any], cwd: Any) -> Any:
         """The stdio MCP servers of ``params``, connected for the session's actor."""

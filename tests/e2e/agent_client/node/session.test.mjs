@@ -25,6 +25,7 @@ const RESULTS = {
   "session/load": zod.zLoadSessionResponse,
   "session/prompt": zod.zPromptResponse,
   "session/set_mode": zod.zSetSessionModeResponse,
+  "session/set_config_option": zod.zSetSessionConfigOptionResponse,
   "session/list": zod.zListSessionsResponse,
   "session/close": zod.zCloseSessionResponse,
   "session/resume": zod.zResumeSessionResponse,
@@ -251,6 +252,45 @@ test("what a session keeps across restarts; list, close, resume and fork", async
     assert.equal(resumed.modes.currentModeId, "manual");
     await new Promise((resolve) => setTimeout(resolve, 200));
     assert.equal(second.recorder.of("user_message_chunk").length, 0); // resume replays nothing
+  } finally {
+    await second.close();
+  }
+});
+
+const modeOf = (configOptions) => {
+  assert.equal(configOptions.length, 1);
+  const [option] = configOptions;
+  assert.deepEqual([option.id, option.category, option.type], ["mode", "mode", "select"]);
+  assert.deepEqual(option.options.map((o) => o.value), ["manual", "supervised", "autonomous"]);
+  return option.currentValue;
+};
+
+test("the mode as a session config option", async () => {
+  const root = workspace();
+  const first = await connect(root);
+  let sessionId;
+  try {
+    const made = await first.conn.newSession({ cwd: root, mcpServers: [] });
+    sessionId = made.sessionId;
+    assert.equal(modeOf(made.configOptions), "supervised");
+    const answer = await first.conn.setSessionConfigOption({ sessionId, configId: "mode", value: "manual" });
+    assert.equal(modeOf(answer.configOptions), "manual");
+    assert.deepEqual(first.recorder.of("current_mode_update").map((u) => u.currentModeId), ["manual"]);
+    await first.conn.setSessionMode({ sessionId, modeId: "autonomous" });
+    assert.deepEqual(first.recorder.of("config_option_update").map((u) => modeOf(u.configOptions)), ["autonomous"]);
+    await assert.rejects(first.conn.setSessionConfigOption({ sessionId, configId: "mode", value: "reckless" }),
+      (e) => e.code === -32602 && e.data.field === "value" && e.data.available.includes("manual"));
+    await assert.rejects(first.conn.setSessionConfigOption({ sessionId, configId: "model", value: "x" }),
+      (e) => e.code === -32602 && e.data.field === "configId");
+  } finally {
+    await first.close();
+  }
+  const second = await connect(root);
+  try {
+    const loaded = await second.conn.loadSession({ sessionId, cwd: root, mcpServers: [] });
+    assert.equal(modeOf(loaded.configOptions), "autonomous");
+    const fork = await second.conn.unstable_forkSession({ sessionId, cwd: root, mcpServers: [] });
+    assert.equal(modeOf(fork.configOptions), "autonomous");
   } finally {
     await second.close();
   }
