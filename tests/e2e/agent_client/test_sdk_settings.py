@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from acp import RequestError
 
-from tests.e2e.agent_client.acp_client import Recorder, agent
+from tests.e2e.agent_client.acp_client import Recorder, agent, text
 
 MODES = ["manual", "supervised", "autonomous"]
 
@@ -65,3 +65,23 @@ async def test_a_bad_option_or_value_is_refused(workspace, config_id, value, fie
             await conn.set_config_option(config_id="mode", session_id="no-such-session", value="manual")
         assert refused.value.code == -32602 and refused.value.data["field"] == "sessionId"
         assert announced(recorder, "current_mode_update") == []
+
+
+async def test_a_forks_actor_goes_on_from_its_parents_conversation(workspace):
+    (workspace / ".cleveragents").mkdir()
+    (workspace / ".cleveragents" / "config.toml").write_text(
+        '[defaults]\ndefault_actor = "python/tests.fakes.agents:recall"\n')
+    async with agent(workspace) as (conn, recorder):
+        parent = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        for said in ("alpha", "beta"):
+            await conn.prompt(session_id=parent, prompt=text(said))
+        fork = (await conn.fork_session(session_id=parent, cwd=str(workspace), mcp_servers=[])).session_id
+        await conn.prompt(session_id=parent, prompt=text("gamma"))  # after the fork: the parent's own
+        await conn.prompt(session_id=fork, prompt=text("delta"))
+        assert recorder.texts(session_id=fork) == ["recalls: alpha | beta"]
+        assert recorder.texts(session_id=parent)[-1] == "recalls: alpha | beta"
+    async with agent(workspace) as (conn, recorder):  # the link is in the store
+        await conn.resume_session(session_id=fork, cwd=str(workspace), mcp_servers=[])
+        grandchild = (await conn.fork_session(session_id=fork, cwd=str(workspace), mcp_servers=[])).session_id
+        await conn.prompt(session_id=grandchild, prompt=text("epsilon"))
+        assert recorder.texts(session_id=grandchild) == ["recalls: alpha | beta | delta"]

@@ -126,7 +126,8 @@ class SessionMethods:
 
     async def fork(self, params: dict[str, Any]) -> dict[str, Any]:
         """A new session that starts where the given one is: its mode, "always" answers,
-        title and turns (replayed when the fork is loaded), its actor and its budget."""
+        title and turns (replayed when the fork is loaded), its actor, its budget and its
+        conversation (the actor's history goes on from the parent's, up to the fork)."""
         parent_id = sessions.require_str(params, "sessionId")
         cwd = sessions.working_directory(params)
         names = sessions.mcp_server_names(params)
@@ -134,12 +135,15 @@ class SessionMethods:
         record = await self._record(parent_id)
         metadata = record.get("metadata") or {}
         parent = lifecycle.restore(parent_id, cwd, metadata)
+        before = new_id()  # the parent's turns up to now are the fork's too
         fork = sessions.AgentSession(new_id(), cwd, parent.mode, always=dict(parent.always), mcp_servers=names,
                                      title=parent.title, command_turns=list(parent.command_turns),
-                                     forked_from={"sessionId": parent_id, "before": new_id()})
+                                     forked_from={"sessionId": parent_id, "before": before})
         create: dict[str, Any] = {"session_id": fork.session_id, "actor_name": record.get("actor_name"),
                                   "metadata": {sessions.METADATA_KEY: lifecycle.state(fork),
-                                               lifecycle.TURNS_KEY: fork.command_turns}}
+                                               lifecycle.TURNS_KEY: fork.command_turns,
+                                               # the core's fork link: the actor's history goes on from the parent's
+                                               "forked_from": {"session_id": parent_id, "before": before}}}
         if isinstance(metadata.get("budget"), dict):
             create["budget"] = metadata["budget"]
         fork.mcp = await self.connect_mcp(params, cwd)  # before the fork is stored: a refusal leaves nothing

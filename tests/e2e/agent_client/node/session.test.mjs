@@ -295,3 +295,27 @@ test("the mode as a session config option", async () => {
     await second.close();
   }
 });
+
+// A workspace whose actor says what the user said earlier in the session.
+function recalling() {
+  const root = workspace();
+  writeFileSync(join(root, ".cleveragents", "config.toml"),
+    '[defaults]\ndefault_actor = "python/tests.fakes.agents:recall"\n');
+  return root;
+}
+
+test("a fork's actor goes on from its parent's conversation", async () => {
+  const root = recalling();
+  const { conn, recorder, close } = await connect(root);
+  try {
+    const { sessionId } = await conn.newSession({ cwd: root, mcpServers: [] });
+    await conn.prompt({ sessionId, prompt: text("alpha") });
+    const fork = await conn.unstable_forkSession({ sessionId, cwd: root, mcpServers: [] });
+    await conn.prompt({ sessionId, prompt: text("beta") }); // the parent's own, after the fork
+    recorder.updates.length = 0;
+    await conn.prompt({ sessionId: fork.sessionId, prompt: text("gamma") });
+    assert.deepEqual(recorder.texts(), ["recalls: alpha"]);
+  } finally {
+    await close();
+  }
+});
