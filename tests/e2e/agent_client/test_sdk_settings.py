@@ -5,10 +5,12 @@ real server: ``configOptions`` in every answer that opens a session,
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from acp import RequestError
 
-from tests.e2e.agent_client.acp_client import Recorder, agent, text
+from tests.e2e.agent_client.acp_client import Recorder, agent, delete_session, text
 
 MODES = ["manual", "supervised", "autonomous"]
 
@@ -85,3 +87,32 @@ async def test_a_forks_actor_goes_on_from_its_parents_conversation(workspace):
         grandchild = (await conn.fork_session(session_id=fork, cwd=str(workspace), mcp_servers=[])).session_id
         await conn.prompt(session_id=grandchild, prompt=text("epsilon"))
         assert recorder.texts(session_id=grandchild) == ["recalls: alpha | beta | delta"]
+
+
+async def test_delete_ends_the_session_and_forgets_its_conversation(workspace):
+    (workspace / ".cleveragents").mkdir()
+    (workspace / ".cleveragents" / "config.toml").write_text(
+        '[defaults]\ndefault_actor = "python/tests.fakes.agents:slow_words"\n')
+    async with agent(workspace) as (conn, recorder):
+        kept = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        await conn.prompt(session_id=kept, prompt=text("kept turn"))
+        gone = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        await conn.prompt(session_id=gone, prompt=text("/actions"))
+        running = asyncio.ensure_future(conn.prompt(session_id=gone, prompt=text(" ".join(["w"] * 40))))
+        while not recorder.texts(session_id=gone)[1:]:
+            await asyncio.sleep(0.02)
+        await delete_session(conn, gone)  # its running turn ends first
+        assert (await asyncio.wait_for(running, 10)).stop_reason == "cancelled"
+        assert [s.session_id for s in (await conn.list_sessions()).sessions] == [kept]
+        with pytest.raises(RequestError) as refused:
+            await conn.prompt(session_id=gone, prompt=text("after delete"))
+        assert refused.value.code == -32602
+        with pytest.raises(RequestError) as refused:
+            await delete_session(conn, gone)
+        assert refused.value.code == -32002 and refused.value.data == {"sessionId": gone}
+    async with agent(workspace) as (conn, recorder):  # gone from the store, not only from the process
+        with pytest.raises(RequestError) as refused:
+            await conn.load_session(session_id=gone, cwd=str(workspace), mcp_servers=[])
+        assert refused.value.code == -32002
+        await conn.load_session(session_id=kept, cwd=str(workspace), mcp_servers=[])
+        assert recorder.texts("user_message_chunk") == ["kept turn"]

@@ -127,7 +127,7 @@ class AgentClientServer:
                 "loadSession": True,
                 "promptCapabilities": dict(updates.PROMPT_CAPABILITIES),
                 "mcpCapabilities": {"http": False, "sse": False},
-                "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "fork": {}},
+                "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "fork": {}, "delete": {}},
             },
             "authMethods": [],
             "agentInfo": {"name": self._agent_name, "title": "CleverAgents", "version": __version__},

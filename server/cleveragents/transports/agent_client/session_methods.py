@@ -35,7 +35,7 @@ class SessionMethods:
 
     def handlers(self) -> dict[str, Handler]:
         return {"session/list": self.list_sessions, "session/close": self.close,
-                "session/resume": self.resume, "session/fork": self.fork}
+                "session/resume": self.resume, "session/fork": self.fork, "session/delete": self.delete}
 
     async def _record(self, session_id: str) -> dict[str, Any]:
         try:
@@ -111,10 +111,39 @@ class SessionMethods:
         this connection. The session stays in the store: ``session/list`` lists it and
         ``session/load`` opens it again."""
         session_id = sessions.require_str(params, "sessionId")
-        session = self._server.sessions.find(session_id)
-        if session is None:
+        if self._server.sessions.find(session_id) is None:
             await self._record(session_id)  # unknown: -32002; known but not open here: nothing to free
             return {}
+        await self._forget(session_id)
+        return {}
+
+    async def delete(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Closes the session here (as ``session/close``), then deletes it from the store
+        with its conversation (its A2A tasks) and its command turns (its metadata):
+        ``session/load`` of it is then -32002."""
+        session_id = sessions.require_str(params, "sessionId")
+        await self._record(session_id)  # unknown: -32002
+        await self._forget(session_id)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + CLOSE_GRACE_SECONDS
+        while True:
+            try:
+                await self._server._call("session.delete", {"session_id": session_id})
+                return {}
+            except AgentClientError as exc:
+                if exc.code in (RESOURCE_NOT_FOUND, -32001):  # deleted meanwhile, by another process
+                    raise AgentClientError(RESOURCE_NOT_FOUND, "Resource not found: no such session",
+                                           {"sessionId": session_id}) from None
+                if "running" not in (exc.data or {}) or loop.time() > deadline:
+                    raise
+            await asyncio.sleep(0.05)  # the cancelled turn's task is still ending
+
+    async def _forget(self, session_id: str) -> None:
+        """The session is no longer open in this connection: its turn ends, its MCP
+        servers stop."""
+        session = self._server.sessions.find(session_id)
+        if session is None:
+            return
         if session.turn is not None and not session.turn.done():
             session.cancel_requested = True
             session.turn.cancel()
@@ -122,7 +151,6 @@ class SessionMethods:
         self._server.sessions.remove(session_id)
         if session.mcp is not None:
             await session.mcp.close()
-        return {}
 
     async def fork(self, params: dict[str, Any]) -> dict[str, Any]:
         """A new session that starts where the given one is: its mode, "always" answers,

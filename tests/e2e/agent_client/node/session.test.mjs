@@ -30,6 +30,7 @@ const RESULTS = {
   "session/close": zod.zCloseSessionResponse,
   "session/resume": zod.zResumeSessionResponse,
   "session/fork": zod.zForkSessionResponse,
+  "session/delete": zod.zDeleteSessionResponse,
 };
 const ORIGINAL = "first TODO\r\nsecond line: TODO";
 
@@ -111,6 +112,8 @@ async function connect(cwd) {
   const init = await conn.initialize({ protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
   assert.equal(init.protocolVersion, acp.PROTOCOL_VERSION);
   assert.equal(init.agentCapabilities.loadSession, true);
+  assert.deepEqual(Object.keys(init.agentCapabilities.sessionCapabilities).sort(),
+    ["close", "delete", "fork", "list", "resume"]);
   const close = async () => {
     child.stdin.end();
     await new Promise((resolve) => child.once("exit", resolve));
@@ -317,5 +320,33 @@ test("a fork's actor goes on from its parent's conversation", async () => {
     assert.deepEqual(recorder.texts(), ["recalls: alpha"]);
   } finally {
     await close();
+  }
+});
+
+test("delete: the session and its conversation are gone, others stay", async () => {
+  const root = workspace();
+  const first = await connect(root);
+  let kept, gone;
+  try {
+    ({ sessionId: kept } = await first.conn.newSession({ cwd: root, mcpServers: [] }));
+    await first.conn.prompt({ sessionId: kept, prompt: text("kept turn") });
+    ({ sessionId: gone } = await first.conn.newSession({ cwd: root, mcpServers: [] }));
+    await first.conn.prompt({ sessionId: gone, prompt: text("gone turn") });
+    await first.conn.deleteSession({ sessionId: gone });
+    assert.deepEqual((await first.conn.listSessions({})).sessions.map((s) => s.sessionId), [kept]);
+    await assert.rejects(first.conn.prompt({ sessionId: gone, prompt: text("x") }), (e) => e.code === -32602);
+    await assert.rejects(first.conn.deleteSession({ sessionId: gone }),
+      (e) => e.code === -32002 && e.data.sessionId === gone);
+  } finally {
+    await first.close();
+  }
+  const second = await connect(root);
+  try {
+    await assert.rejects(second.conn.loadSession({ sessionId: gone, cwd: root, mcpServers: [] }),
+      (e) => e.code === -32002);
+    await second.conn.loadSession({ sessionId: kept, cwd: root, mcpServers: [] });
+    assert.deepEqual(second.recorder.of("user_message_chunk").map((u) => u.content.text), ["kept turn"]);
+  } finally {
+    await second.close();
   }
 });
