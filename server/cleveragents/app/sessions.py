@@ -29,6 +29,8 @@ from cleveragents.domain.session import DEFAULT_ACTOR, Session, SessionCreated, 
 from cleveragents.domain.task import TaskState
 from cleveragents.ids import new_id, utc_now
 
+RUNNING_STATES = (TaskState.SUBMITTED, TaskState.WORKING)  # a runner holds these tasks
+
 
 class SessionService:
     def __init__(self, sessions: SessionRepository, event_bus: events.EventBus, default_actor: str = DEFAULT_ACTOR,
@@ -140,7 +142,6 @@ class SessionService:
 
 
 
-RUNNING_STATES = (TaskState.SUBMITTED, TaskState.WORKING)  # a runner holds these tasks
 NO_USAGE = Usage()
 NO_BUDGET = Budget()
 SPENT_PAGE = 200
