@@ -230,7 +230,8 @@ class Container:
         self.event_queue: A2AEventQueue = A2AEventQueue(self.settings.event_buffer)
         self.bridge: EventBusBridge = EventBusBridge(self.event_bus, self.event_queue).start()
         self.session_service: SessionService = SessionService(
-            self.stores.sessions, self.event_bus, self.settings.default_actor, resolve=self.resolve_actor)
+            self.stores.sessions, self.event_bus, self.settings.default_actor, resolve=self.resolve_actor,
+            tasks=self.stores.tasks)
         self.health_service: HealthService = HealthService(
             self.stores.health, self.workspace, [self.settings.default_actor], ACTOR_PROVIDERS, health_started,
         )

@@ -223,3 +223,18 @@ async def a_message_to_a_plans_context_answers_its_gate(runner):
     assert rejected["status"]["state"] == "canceled"
     status = result_of(await runner.call("_cleveragents/plan/status", {"plan_id": other["plan_id"]}))
     assert status["state"] == "cancelled"
+
+
+@case
+async def session_delete_removes_it_and_its_conversation(runner):
+    session_id = result_of(await runner.call("session.create", {}))["session_id"]
+    sent = result_of(await runner.call("SendMessage", v1_message("hello", contextId=session_id)))["task"]
+    other = result_of(await runner.call("SendMessage", v1_message("elsewhere")))["task"]
+    deleted = result_of(await runner.call("session.delete", {"session_id": session_id}))
+    assert deleted == {"session_id": session_id, "deleted": True, "tasks_deleted": 1}
+    assert error_of(await runner.call("session.get", {"session_id": session_id}))["code"] == -32001
+    assert error_of(await runner.call("GetTask", {"id": sent["id"]}))["code"] == -32001
+    assert result_of(await runner.call("ListTasks", {"contextId": session_id}))["tasks"] == []
+    assert result_of(await runner.call("GetTask", {"id": other["id"]}))["id"] == other["id"]  # not its own: kept
+    missing = error_of(await runner.call("session.delete", {"session_id": session_id}))
+    assert missing["code"] == -32001 and missing["data"] == {"session_id": session_id}

@@ -66,3 +66,12 @@ async def echo_or_wait(text: str, turn: Any):
         yield "waiting;"
         await asyncio.sleep(60)
     yield text
+
+
+async def recall(text: str, turn: Any):
+    """Says what the user said earlier in the session: the user's messages in the turn's
+    history tier (the session's conversation, a fork's parent's included)."""
+    tier = next((t for t in turn.context.get("tiers") or () if t.get("name") == "history"), {})
+    said = [str(item.get("content")) for item in tier.get("items", ())
+            if item.get("role") == "user" and item.get("key") != turn.message.message_id]
+    yield "recalls: " + " | ".join(said)

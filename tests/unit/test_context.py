@@ -150,6 +150,19 @@ async def test_history_is_the_sessions_conversation_oldest_first(container, sess
     assert history["tokens"] == sum(math.ceil(len(text) / 4) for _, text in contents)
 
 
+async def test_a_forks_history_goes_on_from_its_parents_up_to_the_fork(container, session_id):
+    await say(container, session_id, "before")
+    fork = (await container.session_service.create(metadata={"forked_from": {
+        "session_id": session_id, "before": new_id()}})).session.session_id
+    await say(container, session_id, "after")  # the parent's own, once the fork was made
+    await say(container, fork, "forked")
+    items = tier(await container.context_service.show(session_id=fork), "history")["items"]
+    assert [item["content"] for item in items] == ["before", "echo: before", "forked", "echo: forked"]
+    malformed = (await container.session_service.create(metadata={"forked_from": {
+        "session_id": "x", "before": 5}})).session.session_id  # malformed: ignored
+    assert tier(await container.context_service.show(session_id=malformed), "history")["items"] == []
+
+
 @pytest.mark.parametrize("container", ["memory"], indirect=True)  # 101 tasks: once is enough
 async def test_history_keeps_the_last_200_messages(container, session_id):
     for n in range(101):  # 202 messages

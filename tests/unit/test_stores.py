@@ -32,6 +32,15 @@ async def test_add_get_save(store):
     assert await store.get_session("missing") is None
 
 
+async def test_delete_removes_the_record_once(store):
+    await store.add_session(make_session("a"))
+    await store.add_session(make_session("b"))
+    assert await store.delete_session("a") is True
+    assert await store.delete_session("a") is False
+    assert await store.get_session("a") is None and await store.count_sessions() == 1
+    assert [s.session_id for _, s in await store.list_sessions(None, 10, None)] == ["b"]
+
+
 async def test_list_newest_first_with_positions(store):
     for name in "abcde":
         await store.add_session(make_session(name, "closed" if name in "bd" else "active"))

@@ -342,3 +342,17 @@ async def test_sqlite_listing_and_counting_walk_indexes_without_sorting(tmp_path
         assert plan == ["SEARCH tasks USING COVERING INDEX tasks_by_status_at (status_at>?)"]
     finally:
         await store.close()
+
+
+async def test_deleting_a_context_removes_its_tasks_counts_and_push_configs_only(store):
+    for i, (context_id, state) in enumerate([("gone", S.COMPLETED), ("gone", S.INPUT_REQUIRED), ("kept", S.FAILED)]):
+        await store.add_task(make_task(f"t{i}", context_id, state, second=i))
+        await store.put_push_config(PushConfig(f"p{i}", f"t{i}", "https://hook.example/x"))
+    assert await store.delete_context("gone") == 2
+    assert await store.delete_context("gone") == 0
+    assert await read_all(store, 10) == ["t2"] and await read_all(store, 10, context_id="gone") == []
+    assert await store.count_tasks(context_id="gone") == 0 and await store.count_tasks() == 1
+    assert await store.get_task("t0") is None and await store.list_push_configs("t0") == []
+    assert [c.id for c in await store.list_push_configs("t2")] == ["p2"]
+    await store.add_task(make_task("t0", "gone"))  # the id is free again
+    assert await store.count_tasks(context_id="gone") == 1

@@ -34,8 +34,7 @@ for _group, _calls in {
     + [("namespace_service", c) for c in ("list", "show", "members")]
     + [("event_queue", "subscribe"), ("event_queue", "unsubscribe")],
     SEND: [("task_service", c) for c in ("send", "stream", "cancel", "create_push_config", "delete_push_config")]
-    + [("session_service", "create"), ("session_service", "close"), ("session_service", "update"),
-       ("context_service", "set")]
+    + [("session_service", c) for c in ("create", "close", "update", "delete")] + [("context_service", "set")]
     + [("plan_lifecycle_service", c) for c in ("use", "execute", "prompt", "correct", "cancel")],
     ADMIN: [("plan_lifecycle_service", "apply"), ("plan_lifecycle_service", "rollback"),
             ("health_service", "diagnostics"), ("sync_service", "pull"), ("sync_service", "push")],

@@ -90,6 +90,7 @@ BINDINGS: dict[tuple[str, str], Binding[Any, Any]] = {
     (_SESSION, "create"): _bind(SessionEndpoint, p.SessionCreateParams, lambda h, q, c: h.create(
         q.actor_name, q.actor, q.session_id, q.metadata, None if q.budget is None else q.budget.model_dump())),
     (_SESSION, "close"): _bind(SessionEndpoint, p.SessionIdParams, lambda h, q, c: h.close(q.session_id)),
+    (_SESSION, "delete"): _bind(SessionEndpoint, p.SessionIdParams, lambda h, q, c: h.delete(q.session_id)),
     (_SESSION, "get"): _bind(SessionEndpoint, p.SessionIdParams, lambda h, q, c: h.get(q.session_id)),
     (_SESSION, "update"): _bind(SessionEndpoint, p.SessionUpdateParams,
                                   lambda h, q, c: h.update(q.session_id, q.metadata)),

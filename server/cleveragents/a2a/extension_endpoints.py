@@ -74,6 +74,9 @@ class SessionEndpoint:
     async def close(self, session_id: str) -> dict[str, Any]:
         return wire.session_closed(await self.service.close(session_id))
 
+    async def delete(self, session_id: str) -> dict[str, Any]:
+        return await self.service.delete(session_id)
+
     async def get(self, session_id: str) -> dict[str, Any]:
         return wire.session(await self.service.get(session_id))
 

@@ -138,6 +138,10 @@ _ext("session.create", "SessionCreateParams", "session_service", "create",
 _ext("session.close", "SessionIdParams", "session_service", "close",
      "Close a session (closing a closed session is a no-op).", "{session_id, status: closed}",
      _NOT_FOUND, {"session_id": _ULID})
+_ext("session.delete", "SessionIdParams", "session_service", "delete",
+     "Delete a session and its conversation (its context's tasks); refused while a task runs in it.",
+     "{session_id, deleted: true, tasks_deleted}", ("ResourceNotFoundError", "BusinessRuleViolation"),
+     {"session_id": _ULID})
 _ext("session.get", "SessionIdParams", "session_service", "get", "One session.",
      "Session", _NOT_FOUND, {"session_id": _ULID})
 _ext("session.update", "SessionUpdateParams", "session_service", "update",

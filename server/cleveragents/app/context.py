@@ -39,6 +39,7 @@ HISTORY_LIMIT = 200
 HISTORY_PAGE = 50
 # Every task holds at least one message, so this many pages always reach the limit.
 HISTORY_PAGES = math.ceil(HISTORY_LIMIT / HISTORY_PAGE)
+MAX_FORK_DEPTH = 16  # a fork of a fork ...: how far up its conversation reaches
 
 
 class GuardedFiles(Protocol):
@@ -191,21 +192,36 @@ class ContextService:
         ]
 
     async def _history(self, session_id: str) -> list[dict[str, Any]]:
-        """The last ``HISTORY_LIMIT`` messages of the session's context, oldest first."""
+        """The last ``HISTORY_LIMIT`` messages of the session's context, oldest first. A
+        fork's conversation goes on from its parent's (up to the fork), and so on up."""
         newest_first: list[tuple[Task, Message]] = []
-        before: int | None = None
-        for _ in range(HISTORY_PAGES):
-            rows = await self._tasks.list_tasks(context_id=session_id, limit=HISTORY_PAGE, before=before)
-            for _, task in rows:
-                newest_first.extend((task, message) for message in reversed(task.history))
-            if len(newest_first) >= HISTORY_LIMIT or len(rows) < HISTORY_PAGE:
+        source: tuple[str, str | None] | None = (session_id, None)
+        for _ in range(MAX_FORK_DEPTH + 1):
+            if source is None or len(newest_first) >= HISTORY_LIMIT:
                 break
-            before = rows[-1][0]
+            newest_first += await self._messages(*source)
+            session = await self._sessions.get_session(source[0])
+            source = session.forked_from if session is not None else None
         return [
             _item(HISTORY, message.message_id, "message", _message_text(message),
                   role=message.role.value, task_id=task.id)
             for task, message in reversed(newest_first[:HISTORY_LIMIT])
         ]
+
+    async def _messages(self, context_id: str, before_id: str | None) -> list[tuple[Task, Message]]:
+        """Up to ``HISTORY_LIMIT`` messages of a context, newest first; with ``before_id``
+        only those of tasks whose ids sort before it."""
+        newest_first: list[tuple[Task, Message]] = []
+        before: int | None = None
+        for _ in range(HISTORY_PAGES):
+            rows = await self._tasks.list_tasks(context_id=context_id, limit=HISTORY_PAGE, before=before)
+            for _, task in rows:
+                if before_id is None or task.id < before_id:
+                    newest_first.extend((task, message) for message in reversed(task.history))
+            if len(newest_first) >= HISTORY_LIMIT or len(rows) < HISTORY_PAGE:
+                break
+            before = rows[-1][0]
+        return newest_first
 
     async def _overlay_records(self, scope: _Scope) -> list[OverlayRecord] | None:
         """A plan's files are read as the plan sees them: its overlay over the workspace."""

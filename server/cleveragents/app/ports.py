@@ -35,6 +35,9 @@ class SessionRepository(Protocol):
 
     async def count_sessions(self, status: SessionStatus | None = None) -> int: ...
 
+    async def delete_session(self, session_id: str) -> bool:
+        """Remove the record; ``False`` when there was none."""
+
 
 class TaskRepository(Protocol):
     """Tasks. Terminal tasks beyond the store's cap are evicted, earliest-terminal
@@ -47,6 +50,9 @@ class TaskRepository(Protocol):
         """Replace the stored task; ``KeyError`` when it is missing."""
 
     async def get_task(self, task_id: str) -> Task | None: ...
+
+    async def delete_context(self, context_id: str) -> int:
+        """Remove every task of the context, with their push configs; how many."""
 
     async def list_tasks(
         self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,

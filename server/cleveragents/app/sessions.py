@@ -20,18 +20,23 @@ from cleveragents.domain import events
 from cleveragents.domain.actor import Actor, Budget, Usage
 from cleveragents.domain.errors import (
     BudgetExceededError,
+    BusinessRuleViolation,
     DuplicateEntityError,
     ResourceNotFoundError,
     ValidationError,
 )
 from cleveragents.domain.session import DEFAULT_ACTOR, Session, SessionCreated, SessionPage, SessionStatus
+from cleveragents.domain.task import TaskState
 from cleveragents.ids import new_id, utc_now
+
+RUNNING_STATES = (TaskState.SUBMITTED, TaskState.WORKING)  # a runner holds these tasks
 
 
 class SessionService:
     def __init__(self, sessions: SessionRepository, event_bus: events.EventBus, default_actor: str = DEFAULT_ACTOR,
-                 resolve: Callable[[str], Actor] | None = None):
+                 resolve: Callable[[str], Actor] | None = None, tasks: TaskRepository | None = None):
         self._sessions = sessions
+        self._tasks = tasks  # for ``delete``: the session's conversation goes with it
         self._bus = event_bus
         self.default_actor = default_actor
         # Checks an actor name (a ValidationError naming the known providers); no I/O.
@@ -95,6 +100,24 @@ class SessionService:
                 events.SESSION_CLOSED, session_id=session_id, data={"status": "closed"},
             ))
         return session
+
+    async def delete(self, session_id: str) -> dict[str, Any]:
+        """Removes the session and its conversation (the tasks of its context). A task
+        still running in it is a ``BusinessRuleViolation``: cancel it first. Plans made
+        in the session, and their journals, stay (they are the workspace's history)."""
+        await self._require(session_id)
+        if self._tasks is not None:
+            running = await self._tasks.count_tasks(context_id=session_id, states=RUNNING_STATES)
+            if running:
+                raise BusinessRuleViolation("A task is running in this session: cancel it first",
+                                            {"session_id": session_id, "running": running})
+            removed = await self._tasks.delete_context(session_id)
+        else:
+            removed = 0
+        await self._sessions.delete_session(session_id)
+        self._bus.publish(events.DomainEvent(events.SESSION_CLOSED, session_id=session_id,
+                                             data={"status": "deleted"}))
+        return {"session_id": session_id, "deleted": True, "tasks_deleted": removed}
 
     async def get(self, session_id: str) -> Session:
         return await self._require(session_id)

@@ -9,6 +9,9 @@ from cleveragents.domain.errors import BusinessRuleViolation
 
 SessionStatus = Literal["active", "closed"]
 DEFAULT_ACTOR = "local/default"
+# A fork's metadata names where it started: {"session_id": the parent, "before": an id};
+# its conversation goes on from the parent's tasks whose ids (time-ordered) sort before it.
+FORKED_FROM = "forked_from"
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +27,15 @@ class Session:
     @property
     def is_open(self) -> bool:
         return self.status == "active"
+
+    @property
+    def forked_from(self) -> tuple[str, str] | None:
+        """(parent session id, the id the parent's conversation ends before), for a fork."""
+        origin = self.metadata.get(FORKED_FROM)
+        if isinstance(origin, dict) and isinstance(parent := origin.get("session_id"), str) \
+                and isinstance(before := origin.get("before"), str) and parent != self.session_id:
+            return parent, before
+        return None
 
     def closed(self, now: str) -> Session:
         """This session, closed at ``now``. Closing is idempotent."""

@@ -38,10 +38,12 @@ RESULTS = {
     "session/load": schema.LoadSessionResponse,
     "session/prompt": schema.PromptResponse,
     "session/set_mode": schema.SetSessionModeResponse,
+    "session/set_config_option": schema.SetSessionConfigOptionResponse,
     "session/list": schema.ListSessionsResponse,
     "session/close": schema.CloseSessionResponse,
     "session/resume": schema.ResumeSessionResponse,
     "session/fork": schema.ForkSessionResponse,
+    "session/delete": schema.DeleteSessionResponse,
 }
 
 
@@ -186,6 +188,14 @@ async def agent(workspace: Path, *args: str, capabilities: Any = None) -> AsyncI
     assert process.returncode in (0, None, -15)
     assert not recorder.invalid, recorder.invalid
     assert recorder.checked >= 1
+
+
+async def delete_session(conn: Any, session_id: str) -> schema.DeleteSessionResponse:
+    """``session/delete``: the SDK 0.12 client has no method for it, so through its
+    connection, as its own methods send requests, with the answer parsed by its model."""
+    answer = await conn._conn.send_request("session/delete", schema.DeleteSessionRequest(
+        session_id=session_id).model_dump(mode="json", by_alias=True, exclude_none=True))
+    return schema.DeleteSessionResponse.model_validate(answer or {})
 
 
 def text(value: str) -> list[Any]:

@@ -68,6 +68,10 @@ class MemorySessions(MemoryRepository):
         self._check_open()
         return sum(1 for _, s in self._sessions.values() if status is None or s.status == status)
 
+    async def delete_session(self, session_id: str) -> bool:
+        self._check_open()
+        return self._sessions.pop(session_id, None) is not None
+
 
 class MemoryStore(WholeStore):
     backend = "memory"

@@ -285,6 +285,14 @@ class MemoryTasks(MemoryRepository):
         elif task.terminal and not was_terminal:
             self._became_terminal(row.seq)
 
+    async def delete_context(self, context_id: str) -> int:
+        self._check_open()
+        seqs = list(self._in_context(context_id, None))
+        for seq in seqs:
+            self._terminal.pop(seq, None)
+            self._drop(self._rows[seq])  # its push configs go with it
+        return len(seqs)
+
     async def get_task(self, task_id: str) -> Task | None:
         self._check_open()
         seq = self._seq_of.get(task_id)

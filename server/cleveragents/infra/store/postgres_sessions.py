@@ -48,6 +48,9 @@ class PostgresSessions(PgRepository):
 
         return await fill_async(fetch, decode, before, limit)
 
+    async def delete_session(self, session_id: str) -> bool:
+        return await self._rowcount("DELETE FROM sessions WHERE session_id = %s", (session_id,)) == 1
+
     async def count_sessions(self, status: SessionStatus | None = None) -> int:
         if status is None:
             row = await self._one("SELECT COUNT(*) FROM sessions")

@@ -133,6 +133,10 @@ class PostgresTasks(PgRepository):
         if not found:
             raise KeyError(task.id)
 
+    async def delete_context(self, context_id: str) -> int:
+        """The counters follow (triggers); push configs and event logs cascade."""
+        return await self._rowcount("DELETE FROM tasks WHERE context_id = %s", (context_id,))
+
     async def get_task(self, task_id: str) -> Task | None:
         row = await self._one("SELECT body FROM tasks WHERE task_id = %s", (task_id,))
         return self.records.load("tasks", task_id, row[0], Task.from_dict) if row else None

@@ -75,6 +75,9 @@ class SqliteSessions(SqliteRepository):
 
         return await self._run(lambda: fill(fetch, decode, before, limit))
 
+    async def delete_session(self, session_id: str) -> bool:
+        return await self._run(self._execute, "DELETE FROM sessions WHERE session_id = ?", (session_id,)) == 1
+
     async def count_sessions(self, status: SessionStatus | None = None) -> int:
         sql = "SELECT COUNT(*) FROM sessions"
         args: tuple[Any, ...] = ()

@@ -221,6 +221,15 @@ class SqliteTasks(SqliteRepository):
 
         await self._run(run)
 
+    async def delete_context(self, context_id: str) -> int:
+        """The counters follow (triggers); push configs cascade."""
+        def run() -> int:
+            db = self._db()
+            with transaction(db):
+                return int(db.execute("DELETE FROM tasks WHERE context_id = ?", (context_id,)).rowcount)
+
+        return await self._run(self.settled, run)
+
     async def get_task(self, task_id: str) -> Task | None:
         def run() -> Task | None:
             row = self._db().execute("SELECT body FROM tasks WHERE task_id = ?", (task_id,)).fetchone()

@@ -17,7 +17,7 @@ from typing import Any
 from cleveragents._version import __version__
 from cleveragents.config import Settings
 from cleveragents.ids import new_id
-from cleveragents.transports.agent_client import commands, lifecycle, sessions, updates
+from cleveragents.transports.agent_client import commands, lifecycle, session_settings, sessions, updates
 from cleveragents.transports.agent_client.wire import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -52,12 +52,13 @@ class AgentClientServer:
             "session/new": self.new_session,
             "session/load": self.load_session,
             "session/prompt": self.prompt,
-            "session/set_mode": self.set_mode,
         }
         from cleveragents.transports.agent_client.session_methods import SessionMethods
 
         self.session_methods = SessionMethods(self)
+        self.session_settings = session_settings.SessionSettings(self)
         self._handlers.update(self.session_methods.handlers())
+        self._handlers.update(self.session_settings.handlers())
 
     # -- the connection ------------------------------------------------------------
     async def serve(self) -> int:
@@ -126,7 +127,7 @@ class AgentClientServer:
                 "loadSession": True,
                 "promptCapabilities": dict(updates.PROMPT_CAPABILITIES),
                 "mcpCapabilities": {"http": False, "sse": False},
-                "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "fork": {}},
+                "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "fork": {}, "delete": {}},
             },
             "authMethods": [],
             "agentInfo": {"name": self._agent_name, "title": "CleverAgents", "version": __version__},
@@ -151,7 +152,7 @@ class AgentClientServer:
             raise
         session = self.sessions.add(sessions.AgentSession(session_id, cwd, mcp_servers=names, mcp=mcp))
         self._announce_commands(session_id)
-        return {"sessionId": session_id, "modes": session.mode_state()}
+        return {"sessionId": session_id, **session_settings.session_state(session)}
 
     def _announce_commands(self, session_id: str) -> None:
         """The slash commands, sent right after the answer that makes the session known."""
@@ -162,18 +163,6 @@ class AgentClientServer:
     async def load_session(self, params: dict[str, Any]) -> dict[str, Any]:
         """The session as it was kept, its turns replayed (``session_methods``)."""
         return await self.session_methods.open(params, replay=True)
-
-    async def set_mode(self, params: dict[str, Any]) -> dict[str, Any]:
-        session = self.sessions.get(params.get("sessionId"))
-        mode, session.mode = session.mode, sessions.requested_mode(params)
-        try:
-            await self.keeper.save_state(session)  # the mode outlives the process
-        except AgentClientError:
-            session.mode = mode
-            raise
-        self.connection.notify("session/update", {"sessionId": session.session_id, "update": {
-            "sessionUpdate": "current_mode_update", "currentModeId": session.mode}})
-        return {}
 
     async def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
         session = self.sessions.get(params.get("sessionId"))

@@ -10,7 +10,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from cleveragents.ids import new_id
-from cleveragents.transports.agent_client import lifecycle, sessions
+from cleveragents.transports.agent_client import lifecycle, session_settings, sessions
 from cleveragents.transports.agent_client.wire import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -35,7 +35,7 @@ class SessionMethods:
 
     def handlers(self) -> dict[str, Handler]:
         return {"session/list": self.list_sessions, "session/close": self.close,
-                "session/resume": self.resume, "session/fork": self.fork}
+                "session/resume": self.resume, "session/fork": self.fork, "session/delete": self.delete}
 
     async def _record(self, session_id: str) -> dict[str, Any]:
         try:
@@ -66,7 +66,7 @@ class SessionMethods:
             for update in lifecycle.replay(session_id, await self.turns_of(session), session.command_turns):
                 self._server.connection.notify("session/update", update)
         self._server._announce_commands(session_id)
-        return {"modes": session.mode_state()}
+        return session_settings.session_state(session)
 
     async def resume(self, params: dict[str, Any]) -> dict[str, Any]:
         return await self.open(params, replay=False)
@@ -111,10 +111,39 @@ class SessionMethods:
         this connection. The session stays in the store: ``session/list`` lists it and
         ``session/load`` opens it again."""
         session_id = sessions.require_str(params, "sessionId")
-        session = self._server.sessions.find(session_id)
-        if session is None:
+        if self._server.sessions.find(session_id) is None:
             await self._record(session_id)  # unknown: -32002; known but not open here: nothing to free
             return {}
+        await self._forget(session_id)
+        return {}
+
+    async def delete(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Closes the session here (as ``session/close``), then deletes it from the store
+        with its conversation (its A2A tasks) and its command turns (its metadata):
+        ``session/load`` of it is then -32002."""
+        session_id = sessions.require_str(params, "sessionId")
+        await self._record(session_id)  # unknown: -32002
+        await self._forget(session_id)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + CLOSE_GRACE_SECONDS
+        while True:
+            try:
+                await self._server._call("session.delete", {"session_id": session_id})
+                return {}
+            except AgentClientError as exc:
+                if exc.code in (RESOURCE_NOT_FOUND, -32001):  # deleted meanwhile, by another process
+                    raise AgentClientError(RESOURCE_NOT_FOUND, "Resource not found: no such session",
+                                           {"sessionId": session_id}) from None
+                if "running" not in (exc.data or {}) or loop.time() > deadline:
+                    raise
+            await asyncio.sleep(0.05)  # the cancelled turn's task is still ending
+
+    async def _forget(self, session_id: str) -> None:
+        """The session is no longer open in this connection: its turn ends, its MCP
+        servers stop."""
+        session = self._server.sessions.find(session_id)
+        if session is None:
+            return
         if session.turn is not None and not session.turn.done():
             session.cancel_requested = True
             session.turn.cancel()
@@ -122,11 +151,11 @@ class SessionMethods:
         self._server.sessions.remove(session_id)
         if session.mcp is not None:
             await session.mcp.close()
-        return {}
 
     async def fork(self, params: dict[str, Any]) -> dict[str, Any]:
         """A new session that starts where the given one is: its mode, "always" answers,
-        title and turns (replayed when the fork is loaded), its actor and its budget."""
+        title and turns (replayed when the fork is loaded), its actor, its budget and its
+        conversation (the actor's history goes on from the parent's, up to the fork)."""
         parent_id = sessions.require_str(params, "sessionId")
         cwd = sessions.working_directory(params)
         names = sessions.mcp_server_names(params)
@@ -134,12 +163,15 @@ class SessionMethods:
         record = await self._record(parent_id)
         metadata = record.get("metadata") or {}
         parent = lifecycle.restore(parent_id, cwd, metadata)
+        before = new_id()  # the parent's turns up to now are the fork's too
         fork = sessions.AgentSession(new_id(), cwd, parent.mode, always=dict(parent.always), mcp_servers=names,
                                      title=parent.title, command_turns=list(parent.command_turns),
-                                     forked_from={"sessionId": parent_id, "before": new_id()})
+                                     forked_from={"sessionId": parent_id, "before": before})
         create: dict[str, Any] = {"session_id": fork.session_id, "actor_name": record.get("actor_name"),
                                   "metadata": {sessions.METADATA_KEY: lifecycle.state(fork),
-                                               lifecycle.TURNS_KEY: fork.command_turns}}
+                                               lifecycle.TURNS_KEY: fork.command_turns,
+                                               # the core's fork link: the actor's history goes on from the parent's
+                                               "forked_from": {"session_id": parent_id, "before": before}}}
         if isinstance(metadata.get("budget"), dict):
             create["budget"] = metadata["budget"]
         fork.mcp = await self.connect_mcp(params, cwd)  # before the fork is stored: a refusal leaves nothing
@@ -151,7 +183,7 @@ class SessionMethods:
             raise
         self._server.sessions.add(fork)
         self._server._announce_commands(fork.session_id)
-        return {"sessionId": fork.session_id, "modes": fork.mode_state()}
+        return {"sessionId": fork.session_id, **session_settings.session_state(fork)}
 
     async def connect_mcp(self, params: dict[str, Any], cwd: Any) -> Any:
         """The stdio MCP servers of ``params``, connected for the session's actor."""

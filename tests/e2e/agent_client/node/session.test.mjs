@@ -25,10 +25,12 @@ const RESULTS = {
   "session/load": zod.zLoadSessionResponse,
   "session/prompt": zod.zPromptResponse,
   "session/set_mode": zod.zSetSessionModeResponse,
+  "session/set_config_option": zod.zSetSessionConfigOptionResponse,
   "session/list": zod.zListSessionsResponse,
   "session/close": zod.zCloseSessionResponse,
   "session/resume": zod.zResumeSessionResponse,
   "session/fork": zod.zForkSessionResponse,
+  "session/delete": zod.zDeleteSessionResponse,
 };
 const ORIGINAL = "first TODO\r\nsecond line: TODO";
 
@@ -110,6 +112,8 @@ async function connect(cwd) {
   const init = await conn.initialize({ protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
   assert.equal(init.protocolVersion, acp.PROTOCOL_VERSION);
   assert.equal(init.agentCapabilities.loadSession, true);
+  assert.deepEqual(Object.keys(init.agentCapabilities.sessionCapabilities).sort(),
+    ["close", "delete", "fork", "list", "resume"]);
   const close = async () => {
     child.stdin.end();
     await new Promise((resolve) => child.once("exit", resolve));
@@ -251,6 +255,97 @@ test("what a session keeps across restarts; list, close, resume and fork", async
     assert.equal(resumed.modes.currentModeId, "manual");
     await new Promise((resolve) => setTimeout(resolve, 200));
     assert.equal(second.recorder.of("user_message_chunk").length, 0); // resume replays nothing
+  } finally {
+    await second.close();
+  }
+});
+
+const modeOf = (configOptions) => {
+  assert.equal(configOptions.length, 1);
+  const [option] = configOptions;
+  assert.deepEqual([option.id, option.category, option.type], ["mode", "mode", "select"]);
+  assert.deepEqual(option.options.map((o) => o.value), ["manual", "supervised", "autonomous"]);
+  return option.currentValue;
+};
+
+test("the mode as a session config option", async () => {
+  const root = workspace();
+  const first = await connect(root);
+  let sessionId;
+  try {
+    const made = await first.conn.newSession({ cwd: root, mcpServers: [] });
+    sessionId = made.sessionId;
+    assert.equal(modeOf(made.configOptions), "supervised");
+    const answer = await first.conn.setSessionConfigOption({ sessionId, configId: "mode", value: "manual" });
+    assert.equal(modeOf(answer.configOptions), "manual");
+    assert.deepEqual(first.recorder.of("current_mode_update").map((u) => u.currentModeId), ["manual"]);
+    await first.conn.setSessionMode({ sessionId, modeId: "autonomous" });
+    assert.deepEqual(first.recorder.of("config_option_update").map((u) => modeOf(u.configOptions)), ["autonomous"]);
+    await assert.rejects(first.conn.setSessionConfigOption({ sessionId, configId: "mode", value: "reckless" }),
+      (e) => e.code === -32602 && e.data.field === "value" && e.data.available.includes("manual"));
+    await assert.rejects(first.conn.setSessionConfigOption({ sessionId, configId: "model", value: "x" }),
+      (e) => e.code === -32602 && e.data.field === "configId");
+  } finally {
+    await first.close();
+  }
+  const second = await connect(root);
+  try {
+    const loaded = await second.conn.loadSession({ sessionId, cwd: root, mcpServers: [] });
+    assert.equal(modeOf(loaded.configOptions), "autonomous");
+    const fork = await second.conn.unstable_forkSession({ sessionId, cwd: root, mcpServers: [] });
+    assert.equal(modeOf(fork.configOptions), "autonomous");
+  } finally {
+    await second.close();
+  }
+});
+
+// A workspace whose actor says what the user said earlier in the session.
+function recalling() {
+  const root = workspace();
+  writeFileSync(join(root, ".cleveragents", "config.toml"),
+    '[defaults]\ndefault_actor = "python/tests.fakes.agents:recall"\n');
+  return root;
+}
+
+test("a fork's actor goes on from its parent's conversation", async () => {
+  const root = recalling();
+  const { conn, recorder, close } = await connect(root);
+  try {
+    const { sessionId } = await conn.newSession({ cwd: root, mcpServers: [] });
+    await conn.prompt({ sessionId, prompt: text("alpha") });
+    const fork = await conn.unstable_forkSession({ sessionId, cwd: root, mcpServers: [] });
+    await conn.prompt({ sessionId, prompt: text("beta") }); // the parent's own, after the fork
+    recorder.updates.length = 0;
+    await conn.prompt({ sessionId: fork.sessionId, prompt: text("gamma") });
+    assert.deepEqual(recorder.texts(), ["recalls: alpha"]);
+  } finally {
+    await close();
+  }
+});
+
+test("delete: the session and its conversation are gone, others stay", async () => {
+  const root = workspace();
+  const first = await connect(root);
+  let kept, gone;
+  try {
+    ({ sessionId: kept } = await first.conn.newSession({ cwd: root, mcpServers: [] }));
+    await first.conn.prompt({ sessionId: kept, prompt: text("kept turn") });
+    ({ sessionId: gone } = await first.conn.newSession({ cwd: root, mcpServers: [] }));
+    await first.conn.prompt({ sessionId: gone, prompt: text("gone turn") });
+    await first.conn.deleteSession({ sessionId: gone });
+    assert.deepEqual((await first.conn.listSessions({})).sessions.map((s) => s.sessionId), [kept]);
+    await assert.rejects(first.conn.prompt({ sessionId: gone, prompt: text("x") }), (e) => e.code === -32602);
+    await assert.rejects(first.conn.deleteSession({ sessionId: gone }),
+      (e) => e.code === -32002 && e.data.sessionId === gone);
+  } finally {
+    await first.close();
+  }
+  const second = await connect(root);
+  try {
+    await assert.rejects(second.conn.loadSession({ sessionId: gone, cwd: root, mcpServers: [] }),
+      (e) => e.code === -32002);
+    await second.conn.loadSession({ sessionId: kept, cwd: root, mcpServers: [] });
+    assert.deepEqual(second.recorder.of("user_message_chunk").map((u) => u.content.text), ["kept turn"]);
   } finally {
     await second.close();
   }
