@@ -161,6 +161,8 @@ async def test_a_forks_history_goes_on_from_its_parents_up_to_the_fork(container
     malformed = (await container.session_service.create(metadata={"forked_from": {
         "session_id": "x", "before": 5}})).session.session_id  # malformed: ignored
     assert tier(await container.context_service.show(session_id=malformed), "history")["items"] == []
+    with pytest.raises(ValidationError):  # the origin is the fork's own from its creation on
+        await container.session_service.update(fork, {"forked_from": {"session_id": malformed, "before": new_id()}})
 
 
 @pytest.mark.parametrize("container", ["memory"], indirect=True)  # 101 tasks: once is enough

@@ -25,7 +25,7 @@ from cleveragents.domain.errors import (
     ResourceNotFoundError,
     ValidationError,
 )
-from cleveragents.domain.session import DEFAULT_ACTOR, Session, SessionCreated, SessionPage, SessionStatus
+from cleveragents.domain.session import DEFAULT_ACTOR, FORKED_FROM, Session, SessionCreated, SessionPage, SessionStatus
 from cleveragents.domain.task import TaskState
 from cleveragents.ids import new_id, utc_now
 
@@ -127,6 +127,8 @@ class SessionService:
         is the session's limit, fixed at creation: it is not changed here."""
         if "budget" in metadata:
             raise ValidationError.for_field(["metadata", "budget"], "the budget is set when the session is created")
+        if FORKED_FROM in metadata:  # whose conversation the actor goes on from
+            raise ValidationError.for_field(["metadata", FORKED_FROM], "a fork's origin is set when it is created")
         async with self._updating:
             session = (await self._require(session_id)).with_metadata(metadata, utc_now())
             await self._sessions.save_session(session)
