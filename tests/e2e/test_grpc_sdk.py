@@ -12,12 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import re
 import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import SimpleNamespace
 
 import grpc
@@ -31,10 +27,9 @@ from a2a.types import a2a_pb2_grpc
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 from google.rpc import error_details_pb2, status_pb2
 
-from tests.conftest import REPO
+from tests.e2e.grpc_server import AGENTS, ECHO_ACTOR_CONFIG, grpc_server
 from tests.oauth2_issuer import AUDIENCE, ISSUER, TOKEN_URL, Issuer
 
-AGENTS = Path(sys.executable).with_name("agents")
 TOKEN = "grpc-token-5b2e"
 API_KEY = "grpc-key-0c7d"
 AUTH = ClientCallContext(service_parameters={"authorization": f"Bearer {TOKEN}"})
@@ -55,28 +50,13 @@ def served(tmp_path_factory, issuer) -> Iterator[SimpleNamespace]:
     (workspace / ".cleveragents").mkdir()
     (workspace / "jwks.json").write_text(json.dumps(issuer.jwks()))
     (workspace / ".cleveragents" / "config.toml").write_text(
-        '[defaults]\ndefault_actor = "python/tests.fakes.agents:echo_or_wait"\n\n'
+        ECHO_ACTOR_CONFIG + '\n'
         f'[oauth2]\nissuer = "{ISSUER}"\naudience = "{AUDIENCE}"\njwks_file = "jwks.json"\n'
         f'token_url = "{TOKEN_URL}"\n\n'
         '[oauth2.scopes]\n"agents:read" = ["read"]\n"agents:send" = ["read", "send"]\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")}
-    env["PYTHONPATH"] = str(REPO)
-    process = subprocess.Popen(
-        [str(AGENTS), "serve", "--grpc-port", "0", "--port", "0", "--host", "127.0.0.1", "--memory",
-         "--workspace", str(workspace), "--auth-token", TOKEN, "--api-key", API_KEY, "--push-allow-network", "127.0.0.1/32",
-         "--max-message-size", str(MAX_MESSAGE)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=workspace)
-    try:
-        assert process.stderr is not None
-        seen: list[str] = []
-        while not (line := process.stderr.readline()).startswith("listening on "):
-            assert line, f"the server stopped before listening: {''.join(seen)[-1500:]}"
-            seen.append(line)
-        target = next(m.group(1) for s in seen if (m := re.match(r"gRPC listening on (\S+)", s)))
-        yield SimpleNamespace(url=line.split()[-1], target=target)
-    finally:
-        process.terminate()
-        assert process.wait(timeout=15) == 0
+    with grpc_server(workspace, "--auth-token", TOKEN, "--api-key", API_KEY, "--push-allow-network", "127.0.0.1/32",
+         "--max-message-size", str(MAX_MESSAGE)) as served:
+        yield served
 
 
 async def card_of(served) -> pb.AgentCard:

@@ -8,22 +8,16 @@ until it is cancelled (``tests.fakes.agents:echo_or_wait``)."""
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import REPO
+from tests.e2e.grpc_server import ECHO_ACTOR_CONFIG, grpc_server
 from tests.e2e.sdk03 import run_driver, sdk03  # noqa: F401 - a fixture
 
 pytest.importorskip("grpc", reason="the grpc extra")
 
-AGENTS = Path(sys.executable).with_name("agents")
 TOKEN = "grpc03-token-4e1a"
 V03_CARD = "/.well-known/agent.json"
 
@@ -32,25 +26,9 @@ V03_CARD = "/.well-known/agent.json"
 def served(tmp_path_factory) -> Iterator[SimpleNamespace]:
     workspace = tmp_path_factory.mktemp("grpc03-ws")
     (workspace / ".cleveragents").mkdir()
-    (workspace / ".cleveragents" / "config.toml").write_text(
-        '[defaults]\ndefault_actor = "python/tests.fakes.agents:echo_or_wait"\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")}
-    env["PYTHONPATH"] = str(REPO)
-    process = subprocess.Popen(
-        [str(AGENTS), "serve", "--grpc-port", "0", "--port", "0", "--host", "127.0.0.1", "--memory",
-         "--workspace", str(workspace), "--auth-token", TOKEN, "--push-allow-network", "127.0.0.1/32"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=workspace)
-    try:
-        assert process.stderr is not None
-        seen: list[str] = []
-        while not (line := process.stderr.readline()).startswith("listening on "):
-            assert line, f"the server stopped before listening: {''.join(seen)[-1500:]}"
-            seen.append(line)
-        target = next(m.group(1) for s in seen if (m := re.match(r"gRPC listening on (\S+)", s)))
-        yield SimpleNamespace(url=line.split()[-1], target=target)
-    finally:
-        process.terminate()
-        assert process.wait(timeout=15) == 0
+    (workspace / ".cleveragents" / "config.toml").write_text(ECHO_ACTOR_CONFIG)
+    with grpc_server(workspace, "--auth-token", TOKEN, "--push-allow-network", "127.0.0.1/32") as served:
+        yield served
 
 
 async def test_the_0_3_card_names_the_grpc_interface(sdk03, served):  # noqa: F811
