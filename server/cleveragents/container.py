@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cleveragents.config import OAuth2, Settings
-from cleveragents.infra.actors.resolve import PROVIDERS, is_local_actor
 
 if TYPE_CHECKING:
     from cleveragents.a2a.card_service import AgentCardService, CardSource
@@ -47,16 +46,20 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Actor providers that exist in this build (docs/actors.md).
-ACTOR_PROVIDERS: frozenset[str] = frozenset(PROVIDERS)
+
+def actor_providers() -> frozenset[str]:
+    """Actor providers that exist in this build (docs/actors.md). The resolver is
+    imported here, not at the top: the stdio entry point imports this module for
+    ``configuration_problem`` before its first answer, and the actors are heavy."""
+    from cleveragents.infra.actors.resolve import PROVIDERS
+
+    return frozenset(PROVIDERS)
 
 
 def known_providers() -> list[str] | tuple[str, ...]:
     """The actor providers, as the actor resolver describes them."""
-    try:
-        from cleveragents.infra.actors.resolve import known_providers as resolver_providers
-    except ImportError:
-        return sorted(ACTOR_PROVIDERS)
+    from cleveragents.infra.actors.resolve import known_providers as resolver_providers
+
     return resolver_providers()
 
 
@@ -232,7 +235,7 @@ class Container:
         self.session_service: SessionService = SessionService(
             self.stores.sessions, self.event_bus, self.settings.default_actor, resolve=self.resolve_actor)
         self.health_service: HealthService = HealthService(
-            self.stores.health, self.workspace, [self.settings.default_actor], ACTOR_PROVIDERS, health_started,
+            self.stores.health, self.workspace, [self.settings.default_actor], actor_providers(), health_started,
         )
         self.max_message_size = max_message_size
         self._build_plans()
@@ -308,6 +311,8 @@ class Container:
                              local=self._local_actor, remote=self._remote_client)
 
     def _default_is_local(self) -> bool:
+        from cleveragents.infra.actors.resolve import is_local_actor
+
         name = self.settings.default_actor
         return is_local_actor(name, self.config.declared_actors().get(name))
 
