@@ -4,6 +4,7 @@ the entry point, and whatever follows goes to the pygls server in its order."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
@@ -117,6 +118,26 @@ async def test_a_request_cancelled_while_the_services_load_is_answered_once(work
     assert next(m for m in answers if m["id"] == 1)["error"]["code"] == -32800
     assert next(m for m in answers if m["id"] == 2)["result"]["status"] == "ok"
     assert "unknown message id" not in err  # the cancel reached its request
+
+
+async def test_a_client_slow_to_write_its_first_message_is_served(workspace, tmp_path, monkeypatch):
+    """The services load while the server waits for a late first message; the early
+    answers are the same once it comes."""
+    monkeypatch.setenv(USER_CONFIG_ENV, str(tmp_path / "no-user-config.toml"))
+    server = await RawServer.start("--log-level", "DEBUG", "--workspace", str(workspace))
+    try:
+        await asyncio.sleep(0.5)
+        messages, err = await run_to_shutdown(server, (
+            request(0, "initialize", {"processId": None, "capabilities": {}}) + notification("initialized")
+            + request(1, "_cleveragents/health/check") + request(2, "session.create", {})
+            + request(3, "shutdown")
+        ), 3)
+    finally:
+        await server.kill()
+    by_id = {m["id"]: m for m in messages if "method" not in m}
+    assert set(by_id) == {0, 1, 2, 3}
+    assert by_id[1]["result"]["status"] == "ok"
+    assert by_id[2]["result"]["session_id"]
 
 
 def test_the_entry_point_does_not_import_pygls_to_answer_initialize():
