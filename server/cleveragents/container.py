@@ -10,8 +10,6 @@ import asyncio
 import functools
 import importlib.util
 import logging
-import shutil
-import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -270,6 +268,8 @@ class Container:
         if not self.settings.memory:
             return self.settings.resolved_state_dir
         if self._scratch is None:
+            import tempfile
+
             self._scratch = Path(tempfile.mkdtemp(prefix="cleveragents-"))
         return self._scratch
 
@@ -547,4 +547,6 @@ class Container:
 
     def _remove_scratch(self) -> None:
         if self._scratch is not None:
+            import shutil
+
             shutil.rmtree(self._scratch, ignore_errors=True)
