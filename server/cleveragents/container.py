@@ -10,14 +10,11 @@ import asyncio
 import functools
 import importlib.util
 import logging
-import shutil
-import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cleveragents.config import OAuth2, Settings
-from cleveragents.infra.actors.resolve import PROVIDERS, is_local_actor
 
 if TYPE_CHECKING:
     from cleveragents.a2a.card_service import AgentCardService, CardSource
@@ -47,16 +44,20 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Actor providers that exist in this build (docs/actors.md).
-ACTOR_PROVIDERS: frozenset[str] = frozenset(PROVIDERS)
+
+def actor_providers() -> frozenset[str]:
+    """Actor providers that exist in this build (docs/actors.md). The resolver is
+    imported here, not at the top: the stdio entry point imports this module for
+    ``configuration_problem`` before its first answer, and the actors are heavy."""
+    from cleveragents.infra.actors.resolve import PROVIDERS
+
+    return frozenset(PROVIDERS)
 
 
 def known_providers() -> list[str] | tuple[str, ...]:
     """The actor providers, as the actor resolver describes them."""
-    try:
-        from cleveragents.infra.actors.resolve import known_providers as resolver_providers
-    except ImportError:
-        return sorted(ACTOR_PROVIDERS)
+    from cleveragents.infra.actors.resolve import known_providers as resolver_providers
+
     return resolver_providers()
 
 
@@ -233,7 +234,7 @@ class Container:
             self.stores.sessions, self.event_bus, self.settings.default_actor, resolve=self.resolve_actor,
             tasks=self.stores.tasks)
         self.health_service: HealthService = HealthService(
-            self.stores.health, self.workspace, [self.settings.default_actor], ACTOR_PROVIDERS, health_started,
+            self.stores.health, self.workspace, [self.settings.default_actor], actor_providers(), health_started,
         )
         self.max_message_size = max_message_size
         self._build_plans()
@@ -268,6 +269,8 @@ class Container:
         if not self.settings.memory:
             return self.settings.resolved_state_dir
         if self._scratch is None:
+            import tempfile
+
             self._scratch = Path(tempfile.mkdtemp(prefix="cleveragents-"))
         return self._scratch
 
@@ -309,6 +312,8 @@ class Container:
                              local=self._local_actor, remote=self._remote_client)
 
     def _default_is_local(self) -> bool:
+        from cleveragents.infra.actors.resolve import is_local_actor
+
         name = self.settings.default_actor
         return is_local_actor(name, self.config.declared_actors().get(name))
 
@@ -543,4 +548,6 @@ class Container:
 
     def _remove_scratch(self) -> None:
         if self._scratch is not None:
+            import shutil
+
             shutil.rmtree(self._scratch, ignore_errors=True)

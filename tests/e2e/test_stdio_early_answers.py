@@ -4,6 +4,7 @@ the entry point, and whatever follows goes to the pygls server in its order."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
@@ -119,12 +120,44 @@ async def test_a_request_cancelled_while_the_services_load_is_answered_once(work
     assert "unknown message id" not in err  # the cancel reached its request
 
 
+async def test_a_client_slow_to_write_its_first_message_is_served(workspace, tmp_path, monkeypatch):
+    """The services load while the server waits for a late first message; the early
+    answers are the same once it comes."""
+    monkeypatch.setenv(USER_CONFIG_ENV, str(tmp_path / "no-user-config.toml"))
+    server = await RawServer.start("--log-level", "DEBUG", "--workspace", str(workspace))
+    try:
+        await asyncio.sleep(0.5)
+        messages, err = await run_to_shutdown(server, (
+            request(0, "initialize", {"processId": None, "capabilities": {}}) + notification("initialized")
+            + request(1, "_cleveragents/health/check") + request(2, "session.create", {})
+            + request(3, "shutdown")
+        ), 3)
+    finally:
+        await server.kill()
+    by_id = {m["id"]: m for m in messages if "method" not in m}
+    assert set(by_id) == {0, 1, 2, 3}
+    assert by_id[1]["result"]["status"] == "ok"
+    assert by_id[2]["result"]["session_id"]
+
+
 def test_the_entry_point_does_not_import_pygls_to_answer_initialize():
     """Only light modules load before the first answers; pygls comes last."""
     code = ("import sys, cleveragents.transports.lsp.main, cleveragents.transports.lsp.early; "
             "print(any(m.split('.')[0] in ('pygls', 'lsprotocol', 'pydantic') for m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_the_entry_points_configuration_check_does_not_import_the_actors():
+    """``run_stdio`` checks the configuration before its first answer: that takes the
+    composition root, not the actors or the models behind it."""
+    code = ("import sys; from cleveragents.config import Settings; "
+            "from cleveragents.container import configuration_problem; "
+            "configuration_problem(Settings()); "
+            "print(sorted(m for m in sys.modules if m.startswith(('cleveragents.infra.actors', 'cleveragents.app.', "
+            "'cleveragents.a2a.facade', 'pydantic'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "[]", done.stderr
 
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from pathlib import Path
@@ -112,6 +111,8 @@ def _workspace_report(root: Path) -> tuple[str, str, dict[str, Any]]:
         return "error", "the workspace root is not a directory", {}
     if not os.access(root, os.R_OK | os.X_OK):
         return "error", "the workspace root is not readable", {}
+    import tempfile  # not at the top: health is checked before the services load
+
     try:
         with tempfile.TemporaryFile(dir=root):
             pass

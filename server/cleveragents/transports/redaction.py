@@ -12,6 +12,7 @@ level.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable
@@ -20,15 +21,20 @@ REDACTED = "[redacted]"
 MIN_REGISTERED_LENGTH = 8  # shorter values would redact ordinary words; such secrets are weak anyway
 
 # A query parameter whose name says it holds a secret; its value runs to the next separator.
-_QUERY = re.compile(
-    r"(?i)([?&;][\w.\-\[\]]*(?:token|key|secret|passw|pwd|sig|auth|credential|session|code)[\w.\-\[\]]*=)"
-    r"[^&;#\s\"'<>]*")
+_QUERY = (r"(?i)([?&;][\w.\-\[\]]*(?:token|key|secret|passw|pwd|sig|auth|credential|session|code)[\w.\-\[\]]*=)"
+          r"[^&;#\s\"'<>]*")
 # ``Authorization: Bearer x``, ``'x-api-key': 'x'``, ``(b'cookie', b'x')``, ``api_key=x``.
-_HEADER = re.compile(
-    r"(?i)((?:proxy-)?authorization|x-api-key|api[-_]?key|cookie|set-cookie|x-a2a-notification-token)"
-    r"(['\"]?\s*[:=,]\s*(?:b(?=['\"]))?['\"]?)(?:(?:bearer|basic|token|apikey)\s+)?[^\s'\",;)}\]]+")
+_HEADER = (r"(?i)((?:proxy-)?authorization|x-api-key|api[-_]?key|cookie|set-cookie|x-a2a-notification-token)"
+           r"(['\"]?\s*[:=,]\s*(?:b(?=['\"]))?['\"]?)(?:(?:bearer|basic|token|apikey)\s+)?[^\s'\",;)}\]]+")
 # A credential scheme followed by its value, wherever it is.
-_SCHEME = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9\-._~+/]+=*")
+_SCHEME = r"(?i)\b(bearer|basic)\s+[A-Za-z0-9\-._~+/]+=*"
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    # Compiled at the first line logged, not at import: the stdio server sets up its
+    # logging before its first answer, and these take milliseconds to compile.
+    return re.compile(_QUERY), re.compile(_HEADER), re.compile(_SCHEME)
 
 _registered: set[str] = set()
 _registered_pattern: re.Pattern[str] | None = None
@@ -59,9 +65,10 @@ def register_environment(environ: dict[str, str]) -> None:
 def redact(text: str) -> str:
     if _registered_pattern is not None:
         text = _registered_pattern.sub(REDACTED, text)
-    text = _QUERY.sub(lambda m: m.group(1) + REDACTED, text)
-    text = _HEADER.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
-    return _SCHEME.sub(lambda m: m.group(1) + " " + REDACTED, text)
+    query, header, scheme = _patterns()
+    text = query.sub(lambda m: m.group(1) + REDACTED, text)
+    text = header.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
+    return scheme.sub(lambda m: m.group(1) + " " + REDACTED, text)
 
 
 class RedactingFormatter(logging.Formatter):

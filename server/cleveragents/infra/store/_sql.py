@@ -6,9 +6,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from cleveragents.infra.store.records import RecordReader
+if TYPE_CHECKING:  # the early health probe opens the file through this module, before the store loads
+    from cleveragents.infra.store.records import RecordReader
 
 T = TypeVar("T")
 

@@ -7,10 +7,12 @@ which; only the chosen server's code is imported.
 
 A cold start is dominated by imports: the services' (pydantic models, the store) and
 pygls's (lsprotocol's attrs classes). So this module imports only light code and
-loads the rest in a worker thread, the services first: it answers ``initialize`` as
-soon as it arrives (``handshake.py``), then A2A requests that need nothing of the
-LSP layer once the services are up (``early.py``), and hands over to the pygls
-server once that has loaded.
+loads the rest in a worker thread, one thing at a time (imports hold the GIL, and two
+loading side by side only slow the first answers): it answers ``initialize`` as soon
+as it arrives (``handshake.py``), health checks from the store's file opened on its
+own (``early_health.py``), then the services load, and A2A requests that need
+nothing of the LSP layer are answered once they are up (``early.py``); it hands over
+to the pygls server once that has loaded, last.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import importlib
 import sys
 from collections.abc import Awaitable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from cleveragents._version import __version__
 from cleveragents.config import Settings
@@ -36,6 +38,10 @@ from cleveragents.transports.serving import DEFAULT_MAX_MESSAGE_SIZE, add_server
 SERVER_MODULE = "cleveragents.transports.lsp.server"
 AGENT_CLIENT_MODULE = "cleveragents.transports.agent_client.server"
 SERVICE_MODULES = ("cleveragents.container", "cleveragents.a2a.facade")
+# Seconds the client's first message may take before the services load while waiting
+# for it (input already in the pipe is read well within one loop pass).
+LATE_INPUT = 0.01
+_T = TypeVar("_T")
 TERMINAL_HINT = ("cleveragents-lsp: waiting for an editor to speak LSP-framed JSON-RPC (or the Agent Client "
                  "Protocol) on stdin; start it from an editor instead (docs/getting-started.md, docs/editors.md). "
                  "Ctrl-D stops it.")
@@ -50,21 +56,20 @@ def _stdin_is_a_terminal() -> bool:
 
 async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Settings | None = None,
                  container_options: dict[str, Any] | None = None) -> int:
-    # The services' modules (either framing uses them) load while the client's first
-    # message is on its way; on LSP's framing, pygls after them.
-    services_loading = _load(*SERVICE_MODULES)
+    services = _ServicesLoading()
     protocol = getattr(args, "protocol", None)
     reader = await framing.open_stdin(stdin)
     head = b""
     if protocol not in sniff.PROTOCOLS:
-        protocol, head = await sniff.detect(reader)
+        protocol, head = await services.while_waiting(sniff.detect(reader))
         if protocol is None:
             return 0  # end of input before a message: nothing to serve
     writer = await PipeWriter.open(stdout, getattr(args, "max_output_buffer", None))
     if protocol == sniff.ACP:
+        services.start()
         return await _serve_agent_client(args, reader, head, writer, settings, container_options)
     frames: framing.Frames = framing.FrameReader(reader, args.max_message_size, pending=head)
-    first = await frames.next()
+    first = await services.while_waiting(frames.next())
     options = {**(container_options or {}), "max_message_size": args.max_message_size}
     card = options.get("card")
     agent_card = card.agent_card("1.0") if card is not None else None
@@ -75,7 +80,7 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
     runtime = ServiceRuntime(settings=settings, container_options=options,
                              before_build=health.before_build if health is not None else None)
     if initialize is None:
-        server_module = await _load_server_after(services_loading)
+        server_module = await _load_server_after(services.start())
     else:
         msg_id, params = initialize
         writer.write(framing.encode_frame(handshake.initialize_response(msg_id, params, agent_card=agent_card)))
@@ -97,6 +102,31 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
     if initialize is not None:
         return await server.serve(frames, writer, first, answered=initialize[0], running=calls.hand_over())
     return await server.serve(frames, writer, first)
+
+
+class _ServicesLoading:
+    """The services' modules, loaded while the client's first message is late.
+
+    A message already in the pipe (an editor writes ``initialize`` as it spawns the
+    server) is read at once, and then the services load after the early health
+    check's store is open (``runtime.start()``, ``early_health.py``): imports hold the
+    GIL, and loading them beside it would delay the first answers. A client that is
+    slow to write gets them loaded while it is."""
+
+    def __init__(self) -> None:
+        self._loading: asyncio.Future[Any] | None = None
+
+    def start(self) -> asyncio.Future[Any]:
+        if self._loading is None:
+            self._loading = _load(*SERVICE_MODULES)
+        return self._loading
+
+    async def while_waiting(self, reading: Awaitable[_T]) -> _T:
+        task = asyncio.ensure_future(reading)
+        done, _ = await asyncio.wait({task}, timeout=LATE_INPUT)
+        if not done:
+            self.start()
+        return await task
 
 
 def _load(*modules: str) -> asyncio.Future[Any]:
