@@ -11,6 +11,7 @@ import threading
 import pytest
 
 from cleveragents.domain.task import TaskState as S
+from cleveragents.infra.store import sqlite as sqlite_store
 from cleveragents.infra.store.sqlite import DB_FILENAME, SqliteStore
 from tests.unit.test_task_store import finished, make_task
 
@@ -90,7 +91,7 @@ async def test_a_database_that_fills_up_mid_batch_fails_exactly_the_unstored_wri
         assert raw.execute("SELECT SUM(n) FROM task_state_counts").fetchone() == (len(stored),)
 
 
-async def test_a_ping_runs_at_once_when_idle_and_waits_behind_a_batch(store):
+async def test_a_ping_runs_at_once_when_idle_and_never_waits_behind_a_batch(store, monkeypatch):
     threads: list[int] = []
     store._batches.run_now_if_idle(lambda: threads.append(threading.get_ident()))
     assert threads == [threading.get_ident()]  # idle: on the caller's thread, no hop
@@ -105,11 +106,18 @@ async def test_a_ping_runs_at_once_when_idle_and_waits_behind_a_batch(store):
         store._db().execute("UPDATE tasks SET state = state")
 
     write = asyncio.ensure_future(store._run(long_write))
-    await asyncio.to_thread(running.wait)  # the batch holds the connection
-    assert store._batches.run_now_if_idle(lambda: threads.append(0)) == (False, None)
-    ping = asyncio.ensure_future(store.ping())
-    await asyncio.sleep(0.05)
-    assert not ping.done() and 0 not in threads  # the ping waits behind the batch, never beside it
-    gate.set()
-    await write
-    assert (await ping)["ok"] is True
+    try:
+        await asyncio.to_thread(running.wait)  # the batch holds the connection
+        assert store._batches.run_now_if_idle(lambda: threads.append(0)) == (False, None)
+        # At work: answered at once, without touching the connection the batch holds.
+        answer = await asyncio.wait_for(store.ping(), 0.5)
+        assert answer["ok"] is True and 0 not in threads
+        # A batch that runs on past the limit is a stuck store.
+        monkeypatch.setattr(sqlite_store, "STUCK_SECONDS", 0.05)
+        await asyncio.sleep(0.1)
+        stuck = await asyncio.wait_for(store.ping(), 0.5)
+        assert stuck["ok"] is False and "has run for" in stuck["error"], stuck
+    finally:
+        gate.set()
+        await write
+    assert (await store.ping()) == {"ok": True, "backend": "sqlite", "schema_version": store.schema_version}

@@ -33,6 +33,8 @@ from cleveragents.infra.store.whole import WholeStore
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+# A write batch running longer than this makes the health check report the store stuck.
+STUCK_SECONDS = 30.0
 
 __all__ = ["DB_FILENAME", "MIGRATIONS", "SqliteStore", "statements"]
 
@@ -127,9 +129,13 @@ class SqliteStore(WholeStore):
             return self._db().execute("SELECT 1").fetchone()
 
         ran, _ = self._batches.run_now_if_idle(select_one)  # touches no file and no lock: can't block
-        if not ran:
-            await self._run(select_one)
-        return {"ok": True, "backend": self.backend, "schema_version": self.schema_version}
+        answer: dict[str, object] = {"ok": True, "backend": self.backend, "schema_version": self.schema_version}
+        # At work, the store answers for itself: a health check must not queue behind a
+        # long write (a plan's 1,000 files, hundreds of ms). One running past
+        # STUCK_SECONDS is a stuck store.
+        if not ran and (busy := self._batches.busy_for()) >= STUCK_SECONDS:
+            return {**answer, "ok": False, "error": f"one write has run for {busy:.0f} s"}
+        return answer
 
     async def check(self) -> dict[str, object]:
         def run() -> dict[str, object]:

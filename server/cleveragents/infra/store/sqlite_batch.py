@@ -14,7 +14,9 @@ operation of the batch that had succeeded gets that error instead.
 
 A read that can't wait on the disk or on a lock (the health check's ``SELECT 1``)
 may run at once on the caller's thread instead (``run_now_if_idle``) when nothing is
-queued or running: the hop to the thread and back would be most of its time.
+queued or running: the hop to the thread and back would be most of its time. When
+something is, ``busy_for`` says how long the batch on the thread has been running, so
+a health check can tell a store at work from a stuck one without queueing behind it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import Any
@@ -45,6 +48,7 @@ class GroupCommit:
         self.before_commit: list[Callable[[sqlite3.Connection], None]] = []
         # Run on the store's thread once a batch is over (committed or not).
         self.after_batch: list[Callable[[], None]] = []
+        self._batch_started: float | None = None  # monotonic; set while a batch runs
 
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
         loop = asyncio.get_running_loop()
@@ -68,6 +72,12 @@ class GroupCommit:
         finally:
             self.in_use.release()
 
+    def busy_for(self) -> float:
+        """Seconds the batch on the store's thread has been running; 0 when none is
+        (what is queued starts as soon as the thread takes it)."""
+        started = self._batch_started
+        return 0.0 if started is None else time.monotonic() - started
+
     def _drain(self) -> None:
         with self._lock:
             batch, self._queued = self._queued[:MAX_BATCH], self._queued[MAX_BATCH:]
@@ -81,7 +91,11 @@ class GroupCommit:
         if not batch:
             return
         with self.in_use:
-            outcomes = self._execute(batch)
+            self._batch_started = time.monotonic()
+            try:
+                outcomes = self._execute(batch)
+            finally:
+                self._batch_started = None
         for hook in self.after_batch:
             hook()
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
