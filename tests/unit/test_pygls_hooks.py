@@ -159,3 +159,34 @@ def test_the_adapter_lists_every_private_name_it_uses() -> None:
     doc = pygls_hooks.__doc__ or ""
     assert used, "the adapter uses no pygls private name: is this test still looking?"
     assert not {n for n in used if f"``{n}" not in doc}, f"used but not listed in the docstring: {used}"
+
+
+VSCODE_LIKE_INITIALIZE = {
+    "processId": 1, "rootUri": "file:///tmp/ws", "clientInfo": {"name": "editor"},
+    "capabilities": {
+        "workspace": {"applyEdit": True, "workspaceEdit": {"documentChanges": True, "resourceOperations": ["create"]},
+                      "configuration": True, "workspaceFolders": True},
+        "textDocument": {"synchronization": {"didSave": True}, "hover": {"contentFormat": ["markdown"]}},
+        "window": {"workDoneProgress": True}, "general": {"positionEncodings": ["utf-16"]},
+    },
+}
+
+
+def test_a_prepared_converter_already_has_the_hooks_of_the_clients_initialize(monkeypatch):
+    """cattrs generates an attrs class's hooks the first time it meets a value; the
+    pygls server converts ``initialize`` on the event loop, so the entry point
+    prepares its converter with the client's params in a worker thread first."""
+    message = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": VSCODE_LIKE_INITIALIZE}
+    pygls_hooks.prepare_converter(VSCODE_LIKE_INITIALIZE)
+    prepared = pygls_hooks.prepared_converter()
+    made: list[object] = []
+    for name in ("make_dict_structure_fn", "make_dict_unstructure_fn"):
+        real = getattr(cattrs.gen, name)
+        monkeypatch.setattr(cattrs.gen, name, lambda cls, *a, _real=real, **k: made.append(cls) or _real(cls, *a, **k))
+
+    prepared.unstructure(prepared.structure(message, types.InitializeRequest).params)
+    assert made == []
+    fresh = pygls_hooks.prepared_converter()  # taken once: the next server gets a new one
+    assert fresh is not prepared
+    fresh.unstructure(fresh.structure(message, types.InitializeRequest).params)
+    assert types.ClientCapabilities in made  # what the prepared one was spared

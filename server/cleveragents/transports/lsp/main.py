@@ -91,7 +91,7 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
         calls = early.EarlyCalls(runtime, connection, writer, health)
         starting = runtime.start()
         starting.add_done_callback(health.services_started)  # type: ignore[union-attr]
-        loading = asyncio.ensure_future(_load_server_after(starting))
+        loading = asyncio.ensure_future(_load_server_after(starting, params))
         frames = await early.serve_until_loaded(frames, calls, loading)
         server_module = await loading
     server = server_module.A2ALanguageServer(
@@ -142,12 +142,21 @@ def _import_all(names: Sequence[str]) -> Any:
     return module
 
 
-async def _load_server_after(services: Awaitable[Any]) -> Any:
+async def _load_server_after(services: Awaitable[Any], initialize_params: Any = None) -> Any:
     """The pygls server's module, imported once the services are up (or failed: the
-    server reports that to the requests that need them)."""
+    server reports that to the requests that need them), and its converter made for
+    this client's ``initialize``, in a worker thread too (``prepare_converter``)."""
     with contextlib.suppress(Exception):
         await services
-    return await _load(SERVER_MODULE)
+    module = await _load(SERVER_MODULE)
+    await asyncio.to_thread(_prepare_converter, initialize_params)
+    return module
+
+
+def _prepare_converter(initialize_params: Any) -> None:
+    from cleveragents.transports.lsp.pygls_hooks import prepare_converter  # loaded with the server
+
+    prepare_converter(initialize_params)
 
 
 async def _serve_agent_client(args: argparse.Namespace, reader: Any, head: bytes, writer: PipeWriter,

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from cattrs import Converter
 
 PYGLS_LOGGER = logging.getLogger("pygls.protocol.json_rpc")
+logger = logging.getLogger(__name__)
 
 
 def plain_dict_converter() -> Converter:
@@ -74,6 +75,38 @@ def plain_dict_converter() -> Converter:
             cls, lambda obj, c, names=names: c(**{name: obj.get(name) for name in names})
         )
     return converter
+
+
+_prepared: Converter | None = None
+
+
+def prepare_converter(initialize_params: Any = None) -> None:
+    """Make the converter of the next pygls server, in the caller's (worker) thread.
+
+    cattrs generates a class's hooks the first time it meets one of its values, and
+    ``initialize``'s params nest most of lsprotocol: about 450 ms of code generation,
+    which ran on the event loop as the pygls server took over ``initialize`` from the
+    early handshake, and every request waited (a plan's first execute included).
+    Converting this client's params once here generates the very hooks it will need.
+    """
+    global _prepared
+    from lsprotocol import types
+
+    converter = plain_dict_converter()
+    if initialize_params is not None:
+        message = {"jsonrpc": "2.0", "id": 0, "method": types.INITIALIZE, "params": initialize_params}
+        try:
+            converter.unstructure(converter.structure(message, types.InitializeRequest).params)
+        except Exception:  # refused later, on the loop, as any malformed initialize is
+            logger.debug("initialize params that don't convert: left for the server to refuse")
+    _prepared = converter
+
+
+def prepared_converter() -> Converter:
+    """The converter ``prepare_converter`` made (taken once), else a new one."""
+    global _prepared
+    converter, _prepared = _prepared, None
+    return converter if converter is not None else plain_dict_converter()
 
 
 class PyglsProtocol(LanguageServerProtocol):
@@ -184,4 +217,4 @@ class PyglsProtocol(LanguageServerProtocol):
             self.notification_failed(exc)
 
 
-__all__ = ["PYGLS_LOGGER", "PyglsProtocol", "plain_dict_converter"]
+__all__ = ["PYGLS_LOGGER", "PyglsProtocol", "plain_dict_converter", "prepare_converter", "prepared_converter"]

@@ -31,7 +31,7 @@ from cleveragents.transports.lsp.protocol import (
     JsonRpcInternalError,
     WireResponse,
     error_for,
-    plain_dict_converter,
+    prepared_converter,
 )
 from cleveragents.transports.runtime import ServiceRuntime
 
@@ -51,7 +51,7 @@ class A2ALanguageServer(LanguageServer):
                  runtime: ServiceRuntime | None = None):
         super().__init__(
             "cleveragents", __version__, protocol_cls=A2AProtocol,
-            converter_factory=plain_dict_converter,
+            converter_factory=prepared_converter,
         )
         self._workspace_fixed = workspace_fixed
         # The options are the Container's: a published agent's actor and card (``A2A(...)``).
