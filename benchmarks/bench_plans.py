@@ -175,7 +175,10 @@ async def one_round(files: int, timeout: float) -> dict[str, Any]:
 async def run_plan(conn: Conn, result: dict[str, Any], workspace: Path, copies: Path, paths: list[str]) -> None:
     await conn.call("initialize", INIT_PARAMS)
     conn.send("initialized", {}, notify=True)
-    await conn.call(HEALTH, {})  # the services are loaded before anything is timed
+    # Everything is loaded before anything is timed. A health check alone is answered
+    # before the LSP layer has loaded (transports/lsp/early.py); one with a progress
+    # token is not, so its answer means the whole server is up.
+    await conn.call(HEALTH, {"workDoneToken": "bench-ready"})
     plan = await conn.call(PLAN + "use", {
         "action_name": "replace", "automation_profile": "supervised",
         "arguments": {"pattern": "foo", "replacement": "bar", "glob": "**/*.txt"},
