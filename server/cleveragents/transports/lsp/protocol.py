@@ -18,7 +18,7 @@ from cleveragents.a2a.errors import error_payload, internal_error_payload, is_kn
 from cleveragents.transports.lsp.calls import WireResponse
 from cleveragents.transports.lsp.framing import frame_body
 from cleveragents.transports.lsp.handshake import initialize_response
-from cleveragents.transports.lsp.pygls_hooks import PyglsProtocol, plain_dict_converter, prepared_converter
+from cleveragents.transports.lsp.pygls_hooks import PyglsProtocol, prepared_converter
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -234,4 +234,4 @@ class A2AProtocol(PyglsProtocol):
 
 
 __all__ = ["A2AProtocol", "JsonRpcException", "JsonRpcInternalError", "WireResponse", "error_for",
-           "plain_dict_converter", "prepared_converter"]
+           "prepared_converter"]
