@@ -153,7 +153,7 @@ class Call:
         if self.error is not None:
             return A2AResponse(id=self.id, error=A2AErrorDetail(**self.error))
         assert self._last is not None  # a stream has a first item
-        return A2AResponse(id=self.id, result=self._last.payload)
+        return A2AResponse.of_result(self.id, self._last.payload)
 
     async def aclose(self) -> None:
         """Stop reading: the handler's iterator is closed (its task keeps running)."""
