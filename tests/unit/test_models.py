@@ -105,3 +105,15 @@ def test_an_error_detail_without_data_has_an_empty_dict_left_off_the_wire():
     # The 1.0 dialect's data is a list of error details.
     info = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "TASK_NOT_FOUND"}]
     assert A2AErrorDetail(code=-32001, message="m", data=info).model_dump()["data"] == info
+
+
+@pytest.mark.parametrize("result", [None, {"status": "ok", "n": [1, 2]}, "text", 0])
+def test_a_result_response_built_fast_is_the_model_pydantic_builds(result):
+    fast = A2AResponse.of_result(7, result)
+    built = A2AResponse(id=7, result=result)
+    assert fast == built and fast.model_fields_set == built.model_fields_set
+    assert fast.to_wire() == built.to_wire() and fast.json_bytes() == built.json_bytes()
+    assert fast.ok and fast.model_copy(update={"id": 8}).id == 8
+    assert fast.__pydantic_private__ == built.__pydantic_private__
+    fast.keep_encoded(b"{}")
+    assert fast.json_bytes() == b"{}" and built.json_bytes() != b"{}"  # each keeps its own
