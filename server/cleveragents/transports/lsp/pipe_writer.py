@@ -30,9 +30,11 @@ class PipeWriter:
         self._stream = stream
         self.max_buffered = max_buffered
         self.on_overflow: Callable[[str], None] = lambda reason: None
-        # Frames written during one pass of the event loop go out in one write: many
-        # requests in flight answer in the same pass, and a write is a system call.
+        # The first frame of a pass of the event loop goes out at once (a lone answer
+        # waits for nothing); those after it in the same pass go out together at its
+        # end: many requests in flight answer in one pass, and a write is a system call.
         self._pending: list[bytes] = []
+        self._in_pass = False
 
     @classmethod
     async def open(cls, stream: BinaryIO, max_buffered: int | None = None) -> PipeWriter:
@@ -49,17 +51,25 @@ class PipeWriter:
             return
         if self._transport.is_closing():
             return  # given up on, or shutting down: nothing more is kept
-        if not self._pending:
-            asyncio.get_running_loop().call_soon(self.flush)
-        self._pending.append(data)
+        if self._in_pass:
+            self._pending.append(data)
+            return
+        self._in_pass = True
+        asyncio.get_running_loop().call_soon(self.flush)
+        self._send(data, 1)
 
     def flush(self) -> None:
-        """Write what this pass of the event loop produced."""
+        """Write what this pass of the event loop produced after its first frame."""
+        self._in_pass = False
         if not self._pending or self._transport is None:
             return
         frames = len(self._pending)
         data = b"".join(self._pending)
         self._pending.clear()
+        self._send(data, frames)
+
+    def _send(self, data: bytes, frames: int) -> None:
+        assert self._transport is not None
         if self._transport.is_closing():
             return
         waiting = self._transport.get_write_buffer_size()
