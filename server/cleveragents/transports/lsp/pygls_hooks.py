@@ -165,9 +165,25 @@ class PyglsProtocol(LanguageServerProtocol):
         shutdown find it, ``_send_handler_result`` answers it), without the lookup."""
         context = contextvars.copy_context()
         context.run(self._ctx_msg_id.set, msg_id)  # what ``msg_id`` reads during the request
-        task = asyncio.get_running_loop().create_task(work, context=context)
+        task = asyncio.get_running_loop().create_task(self._answered(msg_id, work), context=context)
         self._request_futures[msg_id] = task
-        task.add_done_callback(functools.partial(self._send_handler_result, msg_id=msg_id))
+        task.add_done_callback(functools.partial(self._unanswered, msg_id=msg_id))
+
+    async def _answered(self, msg_id: Any, work: Coroutine[Any, Any, Any]) -> bool:
+        """``work``, answered in its own last step (then ``True``): a done-callback
+        would wait for another pass of the event loop. A cancelled request is answered
+        by ``_unanswered``, as pygls answers one."""
+        outcome = asyncio.get_running_loop().create_future()
+        try:
+            outcome.set_result(await work)
+        except Exception as exc:
+            outcome.set_exception(exc)
+        self._send_handler_result(outcome, msg_id=msg_id)
+        return True
+
+    def _unanswered(self, task: asyncio.Future[Any], *, msg_id: Any) -> None:
+        if task.cancelled() or task.exception() is not None or task.result() is not True:
+            self._send_handler_result(task, msg_id=msg_id)
 
     def adopt_request(self, msg_id: Any, task: asyncio.Future[Any]) -> None:
         """Take on a request that started before this protocol existed (``early.py``):
