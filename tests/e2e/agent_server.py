@@ -57,6 +57,7 @@ class AgentServer:
         self._reader.start()
         self._initialize_id: int | None = None
         self._initialize_result: dict[str, Any] | None = None
+        self._responses_before_kill: int | None = None
         if handshake:  # at once, so servers started together load together
             self.handshake()
 
@@ -173,9 +174,20 @@ class AgentServer:
         with self._changed:
             self._changed.notify_all()
 
+    def kill_on_response(self, count: int) -> None:
+        """SIGKILL the server from the reader thread as its ``count``-th response from
+        now arrives. Killing there leaves no scheduling delay between seeing an answer and
+        the kill, in which a fast server could finish everything still in flight."""
+        with self._changed:
+            self._responses_before_kill = count
+
     def _route(self, message: dict[str, Any]) -> None:
         if "method" not in message:
             self._responses[message.get("id")] = message
+            if self._responses_before_kill is not None:
+                self._responses_before_kill -= 1
+                if self._responses_before_kill == 0:
+                    self.proc.kill()
         elif message["method"] in STREAM_NOTIFICATIONS and "requestId" in message.get("params", {}):
             self._items.setdefault(message["params"]["requestId"], []).append((message["method"], message["params"]))
 

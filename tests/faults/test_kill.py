@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cleveragents.app.tasks import RESTART_REASON
-from tests.e2e.agent_server import V1, AgentServer
+from tests.e2e.agent_server import TIMEOUT, V1, AgentServer
 
 BURST = 400
 # Kill once this many answers have arrived: the rest of the burst is still in flight.
@@ -62,14 +62,20 @@ def test_every_acknowledged_send_survives_a_sigkill_mid_burst(first_servers):
     cwd = server.cwd
     server.initialize_result()
     after = successor(server)
-    msg_ids = [server.send("SendMessage", V1.message(f"burst {n}")) for n in range(BURST)]
-    # Wait for the first answers, then kill with the rest still being written.
-    answered = {msg_ids[KILL_AFTER - 1]: server.response(msg_ids[KILL_AFTER - 1])}
-    kill(server)
+    server.kill_on_response(KILL_AFTER)
+    msg_ids = []
+    try:
+        for n in range(BURST):
+            msg_ids.append(server.send("SendMessage", V1.message(f"burst {n}")))
+    except BrokenPipeError:
+        pass  # killed before the whole burst was written
+    server.proc.wait(TIMEOUT)
+    server.close()
+    # Acknowledged: every answer that reached the client, including those still in the
+    # pipe when the server died.
     acknowledged = {}
     for msg_id in msg_ids:
-        response = answered.get(msg_id) or server._responses.get(msg_id)
-        if response is not None:
+        if (response := server._responses.get(msg_id)) is not None:
             task = response["result"]["task"]
             acknowledged[task["id"]] = task
     assert KILL_AFTER <= len(acknowledged) < BURST, f"the kill landed after the burst: {len(acknowledged)}"
