@@ -136,6 +136,16 @@ async def test_a_401_says_how_to_authenticate_and_nothing_else(served):
     assert body["error"]["code"] == -32002 and body["error"]["data"] == {"schemes": ["bearerAuth", "apiKey"]}
 
 
+@pytest.mark.parametrize("method", [["ListTasks"], {"name": "ListTasks"}, 7, None], ids=["list", "object", "number", "null"])
+async def test_a_refused_request_whose_method_is_no_string_gets_its_401(served, method):
+    """The refusal answers in the request's dialect, worked out from its method: one that
+    is no string (a list can't even be looked up) must not turn the 401 into a 500."""
+    response = await served["client"].post(served["prefix"] + "/a2a", json={"jsonrpc": "2.0", "id": 9, "method": method})
+    assert response.status_code == 401
+    body = response.json()
+    assert body["id"] == 9 and body["error"]["data"] == {"schemes": ["bearerAuth", "apiKey"]}, body
+
+
 async def _raw(url: str, request_line: str, headers: str = "") -> tuple[int, bytes]:
     host, port = url.removeprefix("http://").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))

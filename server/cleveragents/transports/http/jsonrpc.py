@@ -89,7 +89,8 @@ def _dialect_of(message: Any, standard_only: bool = False) -> str:
     """The dialect to answer a refused request in: its method's, else 0.3 (the
     standard table, without ErrorInfo). ``standard_only``: the error has a code in
     the A2A table only."""
-    spec = methods.get(message.get("method")) if isinstance(message, dict) else None
+    method = message.get("method") if isinstance(message, dict) else None
+    spec = methods.get(method) if isinstance(method, str) else None
     if spec is None or (standard_only and spec.dialect not in dialects.STANDARD):
         return dialects.A2A_V03
     return spec.dialect
