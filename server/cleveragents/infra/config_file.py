@@ -150,7 +150,7 @@ def definitions(text: str) -> list[tuple[int, list[str | int]]]:
         parts = _split_key(key) if key is not None else None
         if parts is None:
             continue
-        found.append((number, table + parts))
+        found.append((number, [*table, *parts]))
         for quotes in ('"""', "'''"):
             if line.count(quotes) % 2:
                 in_string = quotes
@@ -240,11 +240,11 @@ def read_config_file(path: Path, base: Path, providers: Iterable[str] | None = N
         content = validate_document(document, base, set(providers) if providers is not None else None)
     except SchemaProblem as problem:
         key = format_key(problem.loc)
-        line = line_of(text, list(problem.loc))
-        where = f"{path}:{line}" if line else str(path)
+        defined_at = line_of(text, list(problem.loc))
+        where = f"{path}:{defined_at}" if defined_at else str(path)
         data: dict[str, Any] = {"file": str(path), "key": key}
-        if line:
-            data["line"] = line
+        if defined_at:
+            data["line"] = defined_at
         raise ConfigError(f"{where}: {key}: {problem.message}", data) from None
     source = str(path)
     return ConfigFile(

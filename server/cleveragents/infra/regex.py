@@ -65,7 +65,7 @@ class Pattern:
 
     def fullmatch(self, text: str | bytes) -> bool:
         data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogateescape")
-        return self._match(_ANCHOR_BOTH, data, 0, len(data))[0][0] >= 0
+        return bool(self._match(_ANCHOR_BOTH, data, 0, len(data))[0][0] >= 0)
 
     def finditer(self, data: bytes, endpos: int | None = None) -> Iterator[list[tuple[int, int]]]:
         """The matches left to right, none overlapping; after an empty match the search

@@ -63,7 +63,7 @@ def _call(number: int, *args: object) -> int:
     if result < 0:
         error = ctypes.get_errno()
         raise LandlockError(error, os.strerror(error))
-    return result
+    return int(result)
 
 
 def abi_version() -> int:

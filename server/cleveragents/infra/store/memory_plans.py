@@ -24,9 +24,10 @@ from cleveragents.infra.store.sqlite_plans import (
 
 def _session_of(body: str) -> str | None:
     try:
-        return json.loads(body).get("session_id")
+        session_id = json.loads(body).get("session_id")
     except (ValueError, RecursionError, AttributeError):
         return None
+    return session_id if isinstance(session_id, str) else None
 
 
 def _encode_overlay(records: list[OverlayRecord]) -> list[str]:

@@ -104,7 +104,7 @@ class RecordReader:
         try:
             _bounded(to_json())
         except Exception as exc:
-            return self._unreadable_error(store, record_id, exc).data["reason"]
+            return str(self._unreadable_error(store, record_id, exc).data["reason"])
         if self._unreadable:
             self._forget(store, record_id)
         return None

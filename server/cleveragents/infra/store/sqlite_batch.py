@@ -27,9 +27,10 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
-from typing import Any
+from typing import Any, TypeVar
 
 MAX_BATCH = 256
+T = TypeVar("T")
 
 Operation = tuple[Callable[..., Any], tuple[Any, ...], asyncio.Future[Any], asyncio.AbstractEventLoop]
 
@@ -50,9 +51,9 @@ class GroupCommit:
         self.after_batch: list[Callable[[], None]] = []
         self._batch_started: float | None = None  # monotonic; set while a batch runs
 
-    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
+        future: asyncio.Future[T] = loop.create_future()
         with self._lock:
             self._queued.append((fn, args, future, loop))
             schedule = not self._scheduled

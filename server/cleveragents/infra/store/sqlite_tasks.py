@@ -98,7 +98,7 @@ def _evict(db: sqlite3.Connection, cap: int) -> None:
 
 def task_total(db: sqlite3.Connection) -> int:
     """Every stored task, from the counters (for health checks)."""
-    return db.execute("SELECT COALESCE(SUM(n), 0) FROM task_state_counts").fetchone()[0]
+    return int(db.execute("SELECT COALESCE(SUM(n), 0) FROM task_state_counts").fetchone()[0])
 
 
 def list_query(context_id: str | None, states: list[str] | None, status_after: str | None,
@@ -110,7 +110,7 @@ def list_query(context_id: str | None, states: list[str] | None, status_after: s
     columns = "SELECT seq, task_id, body FROM tasks"
     if context_id is not None or status_after is not None:
         index = "tasks_by_context" if context_id is not None else "tasks_by_status_at"
-        clauses, args = ["seq < ?"], [cursor]
+        clauses, args = ["seq < ?"], list[Any]([cursor])
         if context_id is not None:
             clauses.append("context_id = ?")
             args.append(context_id)

@@ -102,7 +102,8 @@ class TurnStream:
 
         name = str(call.get("name", "tool"))
         call_id = f"{self.task_id or 'turn'}-{call.get('call_id', '')}"
-        arguments = call.get("arguments") if isinstance(call.get("arguments"), dict) else {}
+        given = call.get("arguments")
+        arguments: dict[str, Any] = given if isinstance(given, dict) else {}
         said = " ".join(f"{key}={value}" for key, value in arguments.items() if isinstance(value, (str, int, float)))
         title = f"{name} {said}" if said else name
         yield {"sessionId": self.session_id, "update": {

@@ -46,6 +46,7 @@ from cleveragents.transports.http.guards import GuardPolicy, HttpGuard
 from cleveragents.transports.http.jsonrpc import MAX_BODY_BYTES, JsonRpcEndpoint
 from cleveragents.transports.http.media import json_answer
 from cleveragents.transports.http.rest import RestBinding, status_body
+from cleveragents.transports.http.sse import EventStreamResponse
 from cleveragents.transports.runtime import ServiceRuntime
 
 logger = logging.getLogger("cleveragents.http")
@@ -208,7 +209,7 @@ def build_app(container: Any = None, *, settings: Settings | None = None,
     cards = CardRoutes(shared)
     p = shared.prefix
 
-    async def events(request: Request) -> Response:
+    async def events(request: Request) -> Response | EventStreamResponse:
         """EventSource: GET with query params; each event's ULID is its SSE id."""
         query = request.query_params
         params: dict[str, Any] = {k: query[k] for k in ("plan_id", "since") if query.get(k)}

@@ -154,6 +154,7 @@ class _Limited:
 
 def limited_protocol(limits: HttpLimits, http: str = "auto") -> type:
     """uvicorn's HTTP protocol class (``http``: auto, h11 or httptools) with ``limits``."""
+    base: type
     if http == "h11":
         from uvicorn.protocols.http.h11_impl import H11Protocol as base
     elif http == "httptools":

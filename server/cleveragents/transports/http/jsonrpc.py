@@ -101,7 +101,7 @@ class JsonRpcEndpoint:
         self.app = app
         self._background: set[asyncio.Task[Any]] = set()
 
-    async def handle(self, request: Request) -> Response:
+    async def handle(self, request: Request) -> Response | EventStreamResponse:
         # A caller without a credential is read only far enough to echo its id in the 401.
         caller = await self.app.auth.authenticate(request.headers)
         allowed = isinstance(caller, Caller)
@@ -158,9 +158,9 @@ class JsonRpcEndpoint:
         body = envelope.error_response(envelope.echo_id(message), error_payload(refusal.error, _dialect_of(message)))
         return json_answer(request, body, refusal.status, refusal.headers)
 
-    async def subscribe_get(self, request: Request, params: dict[str, Any]) -> Response:
+    async def subscribe_get(self, request: Request, params: dict[str, Any]) -> Response | EventStreamResponse:
         """``GET {prefix}/events``: an event subscription for EventSource clients."""
-        message = {"jsonrpc": "2.0", "id": "events", "method": methods.EVENT_FEED, "params": params}
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": "events", "method": methods.EVENT_FEED, "params": params}
         caller = await self.app.auth.authenticate(request.headers)
         refusal = caller if isinstance(caller, Refusal) else self.app.auth.authorize(caller, methods.EVENT_FEED)
         if refusal is not None:
@@ -176,7 +176,8 @@ class JsonRpcEndpoint:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _stream(self, request: Request, facade: Any, message: dict[str, Any], context: CallContext) -> Response:
+    async def _stream(self, request: Request, facade: Any, message: dict[str, Any],
+                      context: CallContext) -> Response | EventStreamResponse:
         msg_id = message.get("id")
         call = StreamCall(facade, message, context)
         first = await call.next()
@@ -196,7 +197,7 @@ class JsonRpcEndpoint:
         return sse_response(call, first, frame, headers=headers)
 
     async def _followed(self, request: Request, facade: Any, message: dict[str, Any],
-                        context: CallContext) -> Response:
+                        context: CallContext) -> Response | EventStreamResponse:
         """A call whose response a live stream may follow (an event subscription): the
         response, then the stream, as SSE; or the response alone."""
         context.push = True

@@ -88,8 +88,8 @@ def oauth2_overrides(args: argparse.Namespace, environ: Mapping[str, str] | None
         if (value := environ.get(variable(key), "").strip()):
             found[key] = _from_env(key, value)
     for key in (*_TEXT, *_NUMBERS, "accept_plain_jwt"):
-        if (value := getattr(args, f"oauth2_{key}", None)) is not None:
-            found[key] = value
+        if (given := getattr(args, f"oauth2_{key}", None)) is not None:
+            found[key] = given
     for key, (dest, _, _) in _LISTS.items():
         if values := getattr(args, dest, None):
             found[key] = tuple(values)

@@ -30,6 +30,7 @@ from cleveragents.transports.http.auth import Caller, Refusal
 from cleveragents.transports.http.cards import extended_card_headers
 from cleveragents.transports.http.jsonrpc import JSON_TYPES, BodyTooLarge, is_json, read_body
 from cleveragents.transports.http.media import json_answer
+from cleveragents.transports.http.sse import EventStreamResponse
 from cleveragents.transports.http.streams import ERROR, StreamCall, resuming, sse_response
 
 if TYPE_CHECKING:
@@ -120,13 +121,13 @@ class RestBinding:
                 for version, table in tables for route in table]
 
     def _endpoint(self, version: RestVersion, route: RestRoute) -> Any:
-        async def endpoint(request: Request) -> Response:
+        async def endpoint(request: Request) -> Response | EventStreamResponse:
             return await self.handle(request, version, route)
 
         endpoint.__name__ = route.method
         return endpoint
 
-    async def handle(self, request: Request, version: RestVersion, route: RestRoute) -> Response:
+    async def handle(self, request: Request, version: RestVersion, route: RestRoute) -> Response | EventStreamResponse:
         method = route.method
         caller = await self.app.auth.authenticate(request.headers)
         refusal = caller if isinstance(caller, Refusal) else self.app.auth.authorize(caller, method)
@@ -179,7 +180,7 @@ class RestBinding:
         return json_answer(request, route.result(response.result), headers=headers)
 
     async def _stream(self, request: Request, version: RestVersion, facade: Any, message: dict[str, Any],
-                      context: Any) -> Response:
+                      context: Any) -> Response | EventStreamResponse:
         call = StreamCall(facade, message, context)
         first = await call.next()
         headers = self.app.echo(request, context)  # the facade has checked the extensions by now

@@ -55,8 +55,9 @@ class StreamCall:
     async def _run(self, facade: Any, request: dict[str, Any], context: CallContext) -> A2AResponse | None:
         """The call's error response, if it has one."""
         call = await facade.open(request, context)
-        if call.response is not None:
-            return call.response
+        response: A2AResponse | None = call.response
+        if response is not None:
+            return response
         try:
             async for item in call:
                 self._on_item(item)

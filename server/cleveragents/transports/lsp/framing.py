@@ -37,7 +37,7 @@ import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Literal, Protocol
 
 from cleveragents.transports.serving import DEFAULT_MAX_MESSAGE_SIZE
 
@@ -229,7 +229,7 @@ class FrameReader:
         self._pending = data[start:] + self._pending
         return _error("Content-Length is larger than the body", content_length=length, received=start)
 
-    async def _skip(self) -> bool | FrameError | None:
+    async def _skip(self) -> Literal[True] | FrameError | None:
         """Skip the rest of a refused frame, up to the next ``Content-Length:`` (then
         ``True``; ``None`` at end of input). When the input pauses after bytes of its
         body, those bytes get an answer (a FrameError): they may have been a message

@@ -28,7 +28,7 @@ def position_encoding(client_capabilities: Any) -> str:
     offered = general.get("positionEncodings") if isinstance(general, dict) else None
     for encoding in offered if isinstance(offered, list) else ():
         if encoding in POSITION_ENCODINGS:
-            return encoding
+            return str(encoding)
     return "utf-16"
 
 

@@ -24,7 +24,7 @@ import importlib
 import sys
 from collections.abc import Awaitable, Sequence
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cleveragents._version import __version__
 from cleveragents.config import Settings
@@ -34,6 +34,9 @@ from cleveragents.transports.lsp.calls import Connection
 from cleveragents.transports.lsp.pipe_writer import PipeWriter, claim_stdout
 from cleveragents.transports.runtime import ServiceRuntime
 from cleveragents.transports.serving import DEFAULT_MAX_MESSAGE_SIZE, add_server_arguments, configure_logging
+
+if TYPE_CHECKING:  # loaded in a worker thread, once the services are up
+    from cleveragents.transports.lsp.server import A2ALanguageServer
 
 SERVER_MODULE = "cleveragents.transports.lsp.server"
 AGENT_CLIENT_MODULE = "cleveragents.transports.agent_client.server"
@@ -94,7 +97,7 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
         loading = asyncio.ensure_future(_load_server_after(starting, params))
         frames = await early.serve_until_loaded(frames, calls, loading)
         server_module = await loading
-    server = server_module.A2ALanguageServer(
+    server: A2ALanguageServer = server_module.A2ALanguageServer(
         settings, workspace_fixed=args.workspace is not None,
         container_options=options, agent_card=agent_card, runtime=runtime,
     )

@@ -42,7 +42,7 @@ class PipeWriter:
         if not pollable(stream):
             return cls(None, stream, limit)
         transport, _ = await asyncio.get_running_loop().connect_write_pipe(asyncio.Protocol, stream)
-        return cls(transport, stream, limit)  # type: ignore[arg-type]
+        return cls(transport, stream, limit)
 
     def write(self, data: bytes) -> None:
         if self._transport is None:

@@ -21,10 +21,9 @@ from cleveragents.transports.lsp.handshake import initialize_response
 from cleveragents.transports.lsp.pygls_hooks import PyglsProtocol, prepared_converter
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
-
     from cattrs import Converter
 
+    from cleveragents.transports.lsp.pygls_hooks import RequestFuture
     from cleveragents.transports.lsp.server import A2ALanguageServer
 
 logger = logging.getLogger(__name__)
@@ -101,7 +100,7 @@ class A2AProtocol(PyglsProtocol):
         self._suppressed.add(msg_id)
 
     @lsp_method(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
-    def lsp_work_done_progress_cancel(self, params: types.WorkDoneProgressCancelParams) -> None:  # type: ignore[override]
+    def lsp_work_done_progress_cancel(self, params: types.WorkDoneProgressCancelParams) -> None:
         token = params.token
         if type(token) not in (str, int):  # pygls passes any JSON through
             logger.warning("window/workDoneProgress/cancel: the token must be a string or an integer, not %s",
@@ -159,7 +158,7 @@ class A2AProtocol(PyglsProtocol):
         self.server.report_server_error(exc, "a notification")
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(  # type: ignore[override]
+    def lsp_text_document__did_change(
         self, params: types.DidChangeTextDocumentParams
     ) -> Generator[Any, Any, None]:
         if not self._document_is_open(self.workspace.text_documents, params.text_document.uri, "textDocument"):
@@ -167,7 +166,7 @@ class A2AProtocol(PyglsProtocol):
         yield from super().lsp_text_document__did_change(params)
 
     @lsp_method(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
-    def lsp_notebook_document__did_change(  # type: ignore[override]
+    def lsp_notebook_document__did_change(
         self, params: types.DidChangeNotebookDocumentParams
     ) -> Generator[Any, Any, None]:
         if not self._document_is_open(self.workspace.notebook_documents, params.notebook_document.uri, "notebook"):
@@ -196,7 +195,7 @@ class A2AProtocol(PyglsProtocol):
         """Run ``action`` once the response to ``msg_id`` has been written."""
         self._after_response.setdefault(msg_id, []).append(action)
 
-    def answer(self, future: Future[Any], msg_id: Any) -> bool:
+    def answer(self, future: RequestFuture, msg_id: Any) -> bool:
         """Write what pygls would get wrong: nothing for a suppressed response, an
         error by ``error_for``, a ``WireResponse`` as it is."""
         method = self._methods.pop(msg_id, None)
@@ -209,7 +208,7 @@ class A2AProtocol(PyglsProtocol):
             if wire.body is not None:
                 self._send_body(wire.body)
             else:
-                self.send_message(wire.payload)  # type: ignore[arg-type]
+                self.send_message(wire.payload)
         else:
             return False
         return True

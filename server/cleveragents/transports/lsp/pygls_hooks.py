@@ -61,6 +61,10 @@ if TYPE_CHECKING:
 
     from cattrs import Converter
 
+    # pygls types a request's future as a concurrent one, and keeps asyncio's (a
+    # coroutine handler's task) in the same places: both are answered alike.
+    RequestFuture = Future[Any] | asyncio.Future[Any]
+
 PYGLS_LOGGER = logging.getLogger("pygls.protocol.json_rpc")
 logger = logging.getLogger(__name__)
 
@@ -68,7 +72,7 @@ logger = logging.getLogger(__name__)
 def plain_dict_converter() -> Converter:
     """pygls's converter, except that custom messages keep their params as dicts
     (pygls would turn them into namedtuples and rename keys such as ``_meta``)."""
-    converter = default_converter()
+    converter: Converter = default_converter()
     for cls in (JsonRPCRequestMessage, JsonRPCNotification, JsonRPCResponseMessage):
         names = tuple(f.name for f in attrs.fields(cls))
         converter.register_structure_hook(
@@ -126,7 +130,7 @@ class PyglsProtocol(LanguageServerProtocol):
         """The handler for a method pygls doesn't know; None for -32601."""
         return None
 
-    def answer(self, future: Future[Any], msg_id: Any) -> bool:
+    def answer(self, future: RequestFuture, msg_id: Any) -> bool:
         """Write the response of a finished request; False lets pygls write it."""
         return False
 
@@ -166,7 +170,7 @@ class PyglsProtocol(LanguageServerProtocol):
         context = contextvars.copy_context()
         context.run(self._ctx_msg_id.set, msg_id)  # what ``msg_id`` reads during the request
         task = asyncio.get_running_loop().create_task(self._answered(msg_id, work), context=context)
-        self._request_futures[msg_id] = task
+        self._request_futures[msg_id] = task  # type: ignore[assignment]  # see RequestFuture
         task.add_done_callback(functools.partial(self._unanswered, msg_id=msg_id))
 
     async def _answered(self, msg_id: Any, work: Coroutine[Any, Any, Any]) -> bool:
@@ -188,7 +192,7 @@ class PyglsProtocol(LanguageServerProtocol):
     def adopt_request(self, msg_id: Any, task: asyncio.Future[Any]) -> None:
         """Take on a request that started before this protocol existed (``early.py``):
         from now on it is answered, cancelled and drained like the others."""
-        self._request_futures[msg_id] = task
+        self._request_futures[msg_id] = task  # type: ignore[assignment]  # see RequestFuture
         task.add_done_callback(functools.partial(self._send_handler_result, msg_id=msg_id))
 
     def structure_quietly(self, data: Any) -> Any:
@@ -220,11 +224,11 @@ class PyglsProtocol(LanguageServerProtocol):
                 raise
             return handler
 
-    def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
+    def _send_handler_result(self, future: RequestFuture, *, msg_id: Any) -> None:
         try:
             self._request_futures.pop(msg_id, None)  # as pygls's does, first
             if not self.answer(future, msg_id):
-                super()._send_handler_result(future, msg_id=msg_id)
+                super()._send_handler_result(future, msg_id=msg_id)  # type: ignore[arg-type]  # see RequestFuture
         finally:
             self.answered(msg_id)
 

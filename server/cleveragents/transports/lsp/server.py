@@ -10,6 +10,7 @@ import asyncio
 import logging
 import os
 import threading
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -117,18 +118,17 @@ class A2ALanguageServer(LanguageServer):
 
     async def _serve(self, method: str, params: Any, msg_id: Any) -> WireResponse:
         token = params.get("workDoneToken") if isinstance(params, dict) else None
-        current = asyncio.current_task()
         # A token of another type than LSP's (an integer or a string) is refused by the facade.
-        tracked = type(token) in (str, int) and current is not None
-        if tracked:
-            self._progress_requests[token] = current  # type: ignore[index]
+        tracked = asyncio.current_task() if type(token) in (str, int) else None
+        if tracked is not None:
+            self._progress_requests[token] = tracked
         try:
             return await answer_call(self.runtime, Connection(self.a2a_version, self.a2a_extensions), method,
                                      params, msg_id, notify=self.notify, attach=self._attach,
                                      editor=self._client_editor())
         finally:
-            if tracked and self._progress_requests.get(token) is current:  # type: ignore[arg-type]
-                del self._progress_requests[token]  # type: ignore[arg-type]
+            if tracked is not None and self._progress_requests.get(token) is tracked:
+                del self._progress_requests[token]
 
     def _client_editor(self) -> Any:
         """An ``app.calls.Editor`` when the client applies workspace edits, else ``None``
@@ -225,7 +225,7 @@ class A2ALanguageServer(LanguageServer):
             if kind == "request":
                 self.protocol.send_error(message["id"], payload)
 
-    def _admit_in_lifecycle(self, kind: str, message: dict[str, Any]) -> bool:
+    def _admit_in_lifecycle(self, kind: str | None, message: dict[str, Any]) -> bool:
         """LSP's order: ``initialize`` once, first. Before it a request gets -32002 and a
         notification other than ``exit`` is dropped; a second one is refused."""
         method = message["method"]
@@ -255,7 +255,7 @@ class A2ALanguageServer(LanguageServer):
         if msg_id != self._answered_early:
             self._initialize_seen = False
 
-    def report_server_error(self, error: Exception, source: Any) -> None:
+    def report_server_error(self, error: BaseException, source: Any) -> None:
         """An error nobody waits for (a notification's handler, a failed write). pygls
         would show the user ``Error in server: <the exception>``, whose text may hold
         the server's paths: a bug is logged under an error id, and only that id is
@@ -295,7 +295,7 @@ class A2ALanguageServer(LanguageServer):
 
     async def serve(self, frames: Frames, writer: PipeWriter, first: bytes | FrameError | None,
                     answered: Any = _UNANSWERED,
-                    running: dict[Any, tuple[str, asyncio.Future[Any]]] | None = None) -> int:
+                    running: Mapping[Any, tuple[str, asyncio.Future[Any]]] | None = None) -> int:
         """Serve until ``exit`` or end of input. ``first`` is the frame the entry point
         already read; ``answered`` is its id when the entry point already answered it;
         ``running`` are the requests the entry point started and didn't finish."""
