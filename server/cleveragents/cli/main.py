@@ -82,7 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.token is None:
         args.token = os.environ.get("CLEVERAGENTS_TOKEN")
     if getattr(args, "serve", None) is not None:
-        return args.serve(args)
+        code: int = args.serve(args)
+        return code
     from cleveragents.cli.run import run
 
     return run(args)

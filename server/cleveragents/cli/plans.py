@@ -150,7 +150,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     verbs = plan.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     def verb(name: str, help_text: str, handler: Any, plan_id: bool = True) -> argparse.ArgumentParser:
-        p = verbs.add_parser(name, parents=[common], help=help_text, description=help_text)
+        p: argparse.ArgumentParser = verbs.add_parser(name, parents=[common], help=help_text, description=help_text)
         if plan_id:
             p.add_argument("plan_id", metavar="PLAN_ID")
         p.set_defaults(handler=handler)

@@ -54,7 +54,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     def group(kind: str, help_text: str, handler: Any) -> argparse.ArgumentParser:
         parent = commands.add_parser(kind, help=help_text, description=help_text)
         verbs = parent.add_subparsers(dest="verb", metavar="VERB", required=True)
-        p = verbs.add_parser("list", parents=[common], help=f"list {kind}s ({kind}/list)")
+        p: argparse.ArgumentParser = verbs.add_parser("list", parents=[common], help=f"list {kind}s ({kind}/list)")
         p.set_defaults(handler=handler)
         return p
 

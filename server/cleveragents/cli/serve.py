@@ -37,7 +37,8 @@ def _run_stdio(args: argparse.Namespace) -> int:
 
 
 def _run_http(args: argparse.Namespace) -> int:
-    return _http_module().run_http(args)
+    code: int = _http_module().run_http(args)
+    return code
 
 
 def register(commands: Any, with_http: bool) -> None:

@@ -105,7 +105,8 @@ class Agent:
         if self.handler is not None:
             return self._from_handler(turn)
         if self.actor is not None:
-            return self.actor.respond(self._delegated(turn))
+            delegated: AsyncIterator[ActorEvent] = self.actor.respond(self._delegated(turn))
+            return delegated
         if self.actor_name is not None:
             raise BusinessRuleViolation(
                 f"Agent {self.name!r} uses the actor {self.actor_name!r}, which no configured provider resolved",
@@ -140,7 +141,7 @@ class Agent:
             events = self.respond(turn)
         reply: list[str] = []
         artifacts: list[Artifact] = []
-        message: Message | None = None
+        direct: Message | None = None  # the first message a handler answered with
         question: InputRequired | None = None
         try:
             async for event in events:
@@ -150,7 +151,7 @@ class Agent:
                     collect_artifact(artifacts, event)
                 elif isinstance(event, DirectReply):  # a handler's Message: its text is the reply
                     reply.append(event.message.text())
-                    message = message or event.message
+                    direct = direct or event.message
                 elif isinstance(event, InputRequired):
                     reply.append(event.prompt)
                     question = event
@@ -158,7 +159,7 @@ class Agent:
         finally:  # an actor left early closes what it opened (an HTTP stream)
             if (aclose := getattr(events, "aclose", None)) is not None:
                 await aclose()
-        return AgentReply("".join(reply), artifacts=artifacts, message=message, input_required=question)
+        return AgentReply("".join(reply), artifacts=artifacts, message=direct, input_required=question)
 
     # -- the three ways to answer ------------------------------------------------------
     def _from_handler(self, turn: Turn) -> AsyncIterator[ActorEvent]:

@@ -173,7 +173,7 @@ class A2A:
             from fastapi import APIRouter
         except ImportError as exc:
             raise ImportError("A2A.get_router() needs FastAPI: pip install fastapi") from exc
-        from starlette.routing import Route
+        from starlette.routing import BaseRoute, Route
 
         from cleveragents.transports.http.app import slash_forms
         from cleveragents.transports.http.guards import guarded
@@ -182,7 +182,7 @@ class A2A:
         # A router has no middleware (FastAPI copies its routes one by one): each endpoint
         # gets the app's guard, which also answers OPTIONS (CORS preflights) for its path.
         # FastAPI copies a route by its path: each slash form is a route of its own.
-        routes = [Route(path, guarded(_handling_errors(route.endpoint, app.exception_handlers), app.state.guard),
+        routes: list[BaseRoute] = [Route(path, guarded(_handling_errors(route.endpoint, app.exception_handlers), app.state.guard),
                         methods=[*route.methods, "OPTIONS"], name=route.name)
                   for route in app.routes for path in slash_forms(route.path)]
         return APIRouter(routes=routes, lifespan=app.router.lifespan_context)

@@ -36,7 +36,7 @@ class FunctionTool:
 
     def __init__(self, func: Callable[..., Any], *, name: str | None = None, description: str | None = None):
         self.func = func
-        self.name = name or getattr(func, "__name__", "")
+        self.name: str = name or str(getattr(func, "__name__", ""))
         if not all(part.isidentifier() for part in self.name.split(".")):
             raise TypeError(f"a tool needs a name like `search_web`: pass tool(name=...) for {func!r}")
         self.description = description if description is not None else first_paragraph(func.__doc__)
@@ -59,7 +59,8 @@ class FunctionTool:
         return inspect.iscoroutinefunction(self.func)
 
     def input_schema(self) -> dict[str, Any]:
-        return json.loads(json.dumps(self._schema))  # a copy a caller may change
+        copy: dict[str, Any] = json.loads(json.dumps(self._schema))  # a copy a caller may change
+        return copy
 
     def info(self) -> ToolInfo:
         return ToolInfo(self.name, self.description, self.input_schema())
