@@ -181,7 +181,8 @@ async def test_the_extended_card_is_private_to_the_credential(agent_server, http
     assert "Authorization" in response.headers["vary"]
     public = await http.get(agent_server.url + "/.well-known/agent-card.json")
     assert public.headers["cache-control"].startswith("public")
-    refused = await httpx.AsyncClient(timeout=10).get(agent_server.url + path)
+    async with httpx.AsyncClient(timeout=10) as anonymous:
+        refused = await anonymous.get(agent_server.url + path)
     assert refused.status_code == 401 and "private" not in refused.headers.get("cache-control", "")
 
 

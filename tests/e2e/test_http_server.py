@@ -121,7 +121,8 @@ async def test_the_cards_are_public_and_the_extended_card_is_not(served):
 
 async def test_the_sdk_client_with_and_without_a_token(served):
     server, _ = served
-    card = parse_agent_card((await httpx.AsyncClient().get(server.url + "/.well-known/agent-card.json")).json())
+    async with httpx.AsyncClient() as anonymous:
+        card = parse_agent_card((await anonymous.get(server.url + "/.well-known/agent-card.json")).json())
     async with httpx.AsyncClient(timeout=10, headers={"Authorization": "Bearer nope"}) as wrong:
         client = ClientFactory(ClientConfig(streaming=False, httpx_client=wrong)).create(card)
         with pytest.raises(A2AClientError, match="401"):
