@@ -182,9 +182,10 @@ class A2A:
         # A router has no middleware (FastAPI copies its routes one by one): each endpoint
         # gets the app's guard, which also answers OPTIONS (CORS preflights) for its path.
         # FastAPI copies a route by its path: each slash form is a route of its own.
-        routes: list[BaseRoute] = [Route(path, guarded(_handling_errors(route.endpoint, app.exception_handlers), app.state.guard),
-                        methods=[*route.methods, "OPTIONS"], name=route.name)
-                  for route in app.routes for path in slash_forms(route.path)]
+        routes: list[BaseRoute] = [
+            Route(path, guarded(_handling_errors(route.endpoint, app.exception_handlers), app.state.guard),
+                  methods=[*route.methods, "OPTIONS"], name=route.name)
+            for route in app.routes for path in slash_forms(route.path)]
         return APIRouter(routes=routes, lifespan=app.router.lifespan_context)
 
     def serve(self, port: int = 8000, host: str = "127.0.0.1", *, log_level: str = "WARNING", no_auth: bool = False,

@@ -110,7 +110,8 @@ def list_query(context_id: str | None, states: list[str] | None, status_after: s
     columns = "SELECT seq, task_id, body FROM tasks"
     if context_id is not None or status_after is not None:
         index = "tasks_by_context" if context_id is not None else "tasks_by_status_at"
-        clauses, args = ["seq < ?"], list[Any]([cursor])
+        clauses = ["seq < ?"]
+        args: list[Any] = [cursor]
         if context_id is not None:
             clauses.append("context_id = ?")
             args.append(context_id)
