@@ -152,7 +152,7 @@ def test_the_entry_points_configuration_check_does_not_import_the_actors():
     """``run_stdio`` checks the configuration before its first answer: that takes the
     composition root, not the actors or the models behind it."""
     code = ("import sys; from cleveragents.config import Settings; "
-            "from cleveragents.container import configuration_problem; "
+            "from cleveragents.container.configured import configuration_problem; "
             "configuration_problem(Settings()); "
             "print(sorted(m for m in sys.modules if m.startswith(('cleveragents.infra.actors', 'cleveragents.app.', "
             "'cleveragents.a2a.facade', 'pydantic'))))")

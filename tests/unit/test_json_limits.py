@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from cleveragents.config import Settings
-from cleveragents.container import configuration_problem
+from cleveragents.container.configured import configuration_problem
 from cleveragents.domain.errors import ValidationError
 from cleveragents.domain.json_limits import MAX_DEPTH, MAX_METADATA_SIZE, JsonLimits, first_too_deep
 

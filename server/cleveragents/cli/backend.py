@@ -140,7 +140,7 @@ def _check_setup(settings: Any) -> None:
     """Refuse, before anything is created, a workspace that isn't there (it would be
     made, with a state directory in it) or a bad configuration file (the servers'
     one line, as ``cleveragents-lsp`` prints it)."""
-    from cleveragents.container import configuration_problem
+    from cleveragents.container.configured import configuration_problem
 
     if not settings.resolved_workspace.is_dir():
         raise CallError(BAD_SETUP, f"the workspace {settings.resolved_workspace} is not a directory")

@@ -31,7 +31,7 @@ def _migrate(args: argparse.Namespace) -> int:
     if not url:
         sys.stderr.write(f"{PROG}: name the database: --store postgresql://... or CLEVERAGENTS_STORE\n")
         return 2
-    from cleveragents.container import migrate_store
+    from cleveragents.container.configured import migrate_store
 
     try:
         version = migrate_store(url)

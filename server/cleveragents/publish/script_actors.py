@@ -19,7 +19,7 @@ def resolve_for_script(name: str | None) -> Actor | None:
     """The actor called ``name``; with ``None``, the configured default actor, or
     ``None`` when that is a local one. ``ValidationError`` for an unknown provider,
     ``ConfigError`` for a bad configuration file. It reads files: call it off the loop."""
-    from cleveragents.container import load_configuration, remote_client
+    from cleveragents.container.configured import load_configuration, remote_client
     from cleveragents.infra.actors.resolve import is_local_actor, resolve_actor
 
     settings = Settings.from_env()

@@ -149,7 +149,7 @@ class A2A:
         the HTTP+JSON binding, and the agent cards. Mount it in any ASGI app. The
         services start on the first request (or at startup when run by a server that
         sends lifespan events) and stop at shutdown."""
-        from cleveragents.container import configured_oauth2
+        from cleveragents.container.configured import configured_oauth2
         from cleveragents.transports.http.app import build_app
         from cleveragents.transports.http.auth import HttpAuth
 

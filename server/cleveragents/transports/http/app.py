@@ -194,7 +194,7 @@ def build_app(container: Any = None, *, settings: Settings | None = None,
               auth: HttpAuth | None = None, public_url: str | None = None) -> Starlette:
     """The ASGI app. ``auth`` defaults to the secrets and the OAuth2 of ``settings``
     (or of the configuration files); ``ValueError`` for an OAuth2 that can't work."""
-    from cleveragents.container import configured_oauth2
+    from cleveragents.container.configured import configured_oauth2
 
     # The same settings the services are built from (the environment's, when none are given).
     source = settings or getattr(container, "settings", None) or Settings.from_env()

@@ -24,7 +24,7 @@ class ServeRefused(ValueError):
 
 def has_credential(settings: Settings, extra_tokens: tuple[str | None, ...] = ()) -> bool:
     """Whether a token, an API key or OAuth2 (in the settings or the configuration files) is configured."""
-    from cleveragents.container import configured_oauth2
+    from cleveragents.container.configured import configured_oauth2
 
     return any(t and t.strip() for t in (*settings.auth_tokens, *settings.api_keys, *extra_tokens)) \
         or configured_oauth2(settings) is not None

@@ -137,7 +137,7 @@ def with_oauth2_options(settings: Settings, args: argparse.Namespace,
     if not overrides:
         return settings
     from cleveragents.config import OAuth2
-    from cleveragents.container import oauth2_file_table
+    from cleveragents.container.configured import oauth2_file_table
 
     base = oauth2_file_table(settings) if settings.oauth2 is None else _fields(settings.oauth2)
     for pair in _EITHER:  # one of a pair given here replaces the other one in the files

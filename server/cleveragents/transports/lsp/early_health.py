@@ -4,8 +4,9 @@ An editor's first A2A request is usually ``_cleveragents/health/check``, and the
 services' modules (the models, the store, the actors) take a few hundred milliseconds
 to load. What the health check reports needs none of them: the version, the uptime,
 and whether the store answers. So, just before the container is built, the store's
-file is opened on its own (``container.early_health_service``, a ``SqliteProbe``: created and migrated as the store opens
-it, in the same worker thread, so the two never migrate at once), and health checks
+file is opened on its own (``container.configured.early_health_service``, a
+``SqliteProbe``: created and migrated as the store opens it, in the same worker
+thread, so the two never migrate at once), and health checks
 are answered from a ``HealthService`` on it until the services are up. The
 container's health service goes on from the same start (``started_at``, the uptime).
 
@@ -55,7 +56,7 @@ class EarlyHealth:
     def before_build(self, settings: Settings, options: dict[str, Any]) -> None:
         """In the services' worker thread, before the container is built: open the
         probe, and have the container's health service start where its own did."""
-        from cleveragents.container import early_health_service
+        from cleveragents.container.configured import early_health_service
 
         health = None
         try:

@@ -182,7 +182,7 @@ def run_stdio(args: argparse.Namespace, settings: Settings | None = None,
               container_options: dict[str, Any] | None = None) -> int:
     configure_logging(args.log_level)
     # A workspace the client names in `initialize` is checked when the services start.
-    from cleveragents.container import configuration_problem
+    from cleveragents.container.configured import configuration_problem
 
     try:
         settings = settings or settings_from(args)
