@@ -12,7 +12,7 @@ import functools
 import logging
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from cleveragents.config import Settings
 from cleveragents.container.configured import (
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from cleveragents.app.registry import ActionRegistry, RegistryService, ResourceRegistryService, ToolRegistry
     from cleveragents.app.sessions import SessionActors, SessionService
     from cleveragents.app.tasks import TaskService
-    from cleveragents.app.workspace import PlanWorkspace as PlanWorkspacePort
     from cleveragents.domain.actor import Actor
     from cleveragents.domain.events import EventBus
     from cleveragents.domain.guards import GuardPolicy
@@ -153,11 +152,8 @@ class Container:
         self.action_registry: ActionRegistry = ActionRegistry(
             lambda: load_actions(self.workspace), self.tool_registry, lambda: actions_fingerprint(self.workspace)
         )
-        # The workspace takes back only overlays it made (its own Overlay type); the port
-        # names them by what the plan service uses of them.
-        workspace = cast("PlanWorkspacePort", self.plan_workspace)
         self.plan_service: PlanLifecycleService = PlanLifecycleService(
-            self.stores.plans, workspace, self.tool_registry, self.action_registry, self.event_bus,
+            self.stores.plans, self.plan_workspace, self.tool_registry, self.action_registry, self.event_bus,
             sessions=self.stores.sessions, call_tool=self.tool_runner.call, max_steps=self.guard_policy.max_steps,
             actor_for=self._plan_actor,
             plan_budget=Budget(self.settings.plan_max_tokens, self.settings.plan_max_cost),

@@ -10,6 +10,7 @@ from typing import Any
 
 from cleveragents.domain.guards import GuardPolicy
 from cleveragents.domain.plan_files import Checkpoint, OverlayRecord, Recovery
+from cleveragents.domain.tools import WorkspaceView
 from cleveragents.infra.workspace._dirfd import Dirs
 from cleveragents.infra.workspace.blobs import BlobStore
 from cleveragents.infra.workspace.checkpoint import pre_images
@@ -17,6 +18,14 @@ from cleveragents.infra.workspace.diff import diff_overlay
 from cleveragents.infra.workspace.journal import Applier
 from cleveragents.infra.workspace.overlay import NEW_FILE_MODE, Overlay, ReadThrough
 from cleveragents.infra.workspace.text import editor_or_disk
+
+
+def _made_here(view: WorkspaceView) -> Overlay:
+    """The overlay given back, which ``overlay()`` made: the port takes any view, and
+    only this module's overlays carry the entries an apply and a diff read."""
+    if isinstance(view, Overlay):
+        return view
+    raise TypeError(f"not an overlay of a plan workspace: {type(view).__name__}")
 
 
 class PlanWorkspace:
@@ -33,8 +42,9 @@ class PlanWorkspace:
             return Overlay(self._root, self.blobs, self.policy, read_through)
         return Overlay.from_records(self._root, self.blobs, self.policy, records, read_through)
 
-    def diff(self, overlay: Overlay, checkpoint: Checkpoint | None = None,
+    def diff(self, view: WorkspaceView, checkpoint: Checkpoint | None = None,
              current: Mapping[str, bytes] | None = None) -> dict[str, Any]:
+        overlay = _made_here(view)
         if checkpoint is None:
             against = self._as_editor_has_them(current) if current else None
             return diff_overlay(overlay, self._root, self.blobs, against=against)
@@ -55,16 +65,17 @@ class PlanWorkspace:
                     against[path] = editor_or_disk(found[0], editor)
         return against
 
-    def apply(self, plan_id: str, overlay: Overlay, force: bool, current: Mapping[str, bytes] | None = None) -> Checkpoint:
-        return self._applier.apply(plan_id, overlay.entries(), force=force, current=current)
+    def apply(self, plan_id: str, view: WorkspaceView, force: bool,
+              current: Mapping[str, bytes] | None = None) -> Checkpoint:
+        return self._applier.apply(plan_id, _made_here(view).entries(), force=force, current=current)
 
     def rollback(self, checkpoint: Checkpoint, force: bool) -> list[str]:
         return self._applier.rollback(checkpoint, force=force)
 
     # -- changes an editor makes ---------------------------------------------------
-    def prepare_apply(self, plan_id: str, overlay: Overlay, force: bool,
+    def prepare_apply(self, plan_id: str, view: WorkspaceView, force: bool,
                       current: Mapping[str, bytes] | None = None) -> Checkpoint:
-        return self._applier.prepare(plan_id, overlay.entries(), force=force, current=current)
+        return self._applier.prepare(plan_id, _made_here(view).entries(), force=force, current=current)
 
     def editor_changes(self, checkpoint: Checkpoint, side: str) -> list[dict[str, Any]] | None:
         """Each file's text now and on ``side`` ("post": after the apply, "pre": before
