@@ -18,12 +18,15 @@ VALUES = st.recursive(
     max_leaves=60)
 
 
+PIECE_CHARS, PIECE_SIZE = bulk_json.PIECE_CHARS, bulk_json.PIECE_SIZE  # before tiny_pieces changes them
+
+
 @pytest.fixture(scope="module")
 def tiny_pieces():
-    # Pieces this small split every string and list the strategy makes.
+    # Pieces this small split every string, list and dict the strategy makes.
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(bulk_json, "PIECE_CHARS", 3)
-        patch.setattr(bulk_json, "BATCH", 2)
+        patch.setattr(bulk_json, "PIECE_SIZE", 40)
         yield
 
 
@@ -51,6 +54,29 @@ def test_long_text_many_items_and_other_objects_are_not_small():
     assert bulk_json.small({"task": {"id": "t1", "history": [{"text": "hello"}] * 10}})
     assert not bulk_json.small("x" * (bulk_json.SMALL_SIZE + 1))
     assert not bulk_json.small({"files": [0] * (bulk_json.SMALL_SIZE // bulk_json.ITEM_SIZE + 1)})
-    assert not bulk_json.small({"deep": [[["x" * 10_000]], ["y" * 10_000]]})
+    half = bulk_json.SMALL_SIZE // 2
+    assert not bulk_json.small({"deep": [[["x" * half]], ["y" * half]]})
     assert not bulk_json.small({"model": A2AResponse(id=1, result=None)})  # not plain data: the worker encodes it
     assert not bulk_json.small({1: "a key JSON spells as text"})
+
+
+def test_a_page_of_nested_items_goes_in_few_bounded_pieces(monkeypatch):
+    # What holds the GIL is one call of pydantic's encoder: each is bounded, and items
+    # nested a few levels deep go together in runs, not leaf by leaf.
+    task = {"id": "t", "status": {"state": "TASK_STATE_COMPLETED"},
+            "history": [{"role": "ROLE_USER", "parts": [{"text": "hello " * 20}]}] * 3}
+    value = {"tasks": [task] * 2_000, "diff": "x" * (3 * PIECE_CHARS), "pageSize": 2_000,
+             "numbers": list(range(200_000))}
+    monkeypatch.setattr(bulk_json, "PIECE_CHARS", PIECE_CHARS)  # as they are, whatever ran before
+    monkeypatch.setattr(bulk_json, "PIECE_SIZE", PIECE_SIZE)
+    pieces = []
+    encode_one = bulk_json._json
+    monkeypatch.setattr(bulk_json, "_json", lambda part: pieces.append(encode_one(part)) or pieces[-1])
+    assert bulk_json.encode(value) == pydantic_core.to_json(value)
+    runs = [piece for piece in pieces if piece.startswith(b'[{"id"')]
+    per_task = bulk_json._size(task, 1 << 30) + bulk_json.ITEM_SIZE
+    assert 2 <= len(runs) <= 2_000 * per_task // PIECE_SIZE + 2
+    assert max(map(len, runs)) <= 24 * (PIECE_SIZE + 1)
+    numbers = [piece for piece in pieces if piece.startswith(b"[") and piece[1:2].isdigit()]
+    assert len(numbers) >= 2 and max(map(len, numbers)) <= 24 * (PIECE_SIZE + 1)
+    assert len(pieces) < 200  # leaf by leaf, it would be tens of thousands
