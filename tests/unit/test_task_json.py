@@ -2,9 +2,11 @@
 encoding the task whole, through a task's whole life."""
 
 import json
+import math
 from dataclasses import replace
 
 from cleveragents.domain.task import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
+from cleveragents.infra.store.records import parse
 from cleveragents.infra.store.task_json import TaskBodies
 
 S = TaskState
@@ -53,6 +55,8 @@ def test_what_only_the_standard_encoder_writes_is_still_written():
     text = TaskBodies().body(task)
     assert same_json(text, task) and text == whole(task)
     assert json.loads(text)["metadata"]["big"] == 10**30
+    read = parse(text)["metadata"]  # as the stores read it back
+    assert read["surrogate"] == "\ud800" and read["big"] == 10**30 and math.isnan(read["nan"])
 
 
 def test_only_live_tasks_are_kept_and_no_more_than_the_bound():

@@ -18,6 +18,8 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
+import pydantic_core
+
 from cleveragents.domain.errors import UnreadableRecordError
 from cleveragents.domain.json_limits import MAX_RECORD_DEPTH, first_too_deep
 
@@ -61,7 +63,13 @@ def _bounded(value: Any) -> Any:
 
 def parse(text: str) -> Any:
     """JSON text as a value that can be served; raises when it can't be."""
-    value = json.loads(text)
+    try:
+        # pydantic-core's parser, about twice as fast as the standard one on a page of tasks.
+        value = pydantic_core.from_json(text)
+    except ValueError:
+        # What it refuses and the standard one reads (a lone surrogate, which the stores'
+        # writers escape; nesting past its 200 levels), or the standard error to report.
+        value = json.loads(text)
     # Nesting needs an opening bracket per level: most records have too few to matter.
     return _bounded(value) if text.count("{") + text.count("[") > MAX_RECORD_DEPTH else value
 
