@@ -17,3 +17,14 @@ def test_serving_freezes_start_up_objects_and_collects_the_young_less_often():
         gc.unfreeze()
         gc.set_threshold(*threshold)
         sys.setswitchinterval(switch)
+
+
+def test_sharing_the_gil_changes_only_the_switch_interval():
+    threshold, switch = gc.get_threshold(), sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.005)
+        gc_policy.share_the_gil()
+        assert sys.getswitchinterval() == gc_policy.SWITCH_INTERVAL
+        assert gc.get_threshold() == threshold  # the collector is tuned only once the server is built
+    finally:
+        sys.setswitchinterval(switch)

@@ -59,6 +59,7 @@ def _stdin_is_a_terminal() -> bool:
 
 async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Settings | None = None,
                  container_options: dict[str, Any] | None = None) -> int:
+    gc_policy.share_the_gil()
     services = _ServicesLoading()
     protocol = getattr(args, "protocol", None)
     reader = await framing.open_stdin(stdin)
