@@ -1,3 +1,4 @@
+import gc
 import sys
 from pathlib import Path
 
@@ -14,6 +15,25 @@ def workspace(tmp_path: Path) -> Path:
     root.mkdir()
     (root / "README.md").write_text("hello\n")
     return root
+
+
+@pytest.fixture(autouse=True)
+def _test_process_heap_out_of_the_collectors_way(request: pytest.FixtureRequest):
+    """For a test that measures time (``serial``): the test process's own heap is moved out
+    of the collector's reach while it runs. Serial tests run last, when a worker holds a
+    whole suite's objects, and a full collection then took 170 ms and more: long enough to
+    be timed as the server's stall in a client's round trip."""
+    from tests import parallel
+
+    if not parallel.is_serial(request.node):
+        yield
+        return
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def pytest_configure(config: pytest.Config) -> None:
