@@ -26,7 +26,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_stdio import HEALTH, INIT_PARAMS, SERVERS, TRACING_OFF, TRACING_OFF_TARGET, TRACING_ON, Conn, percentile
+from bench_stdio import (
+    HEALTH,
+    INIT_PARAMS,
+    SERVERS,
+    SETTLE_SECONDS,
+    TRACING_OFF,
+    TRACING_OFF_TARGET,
+    TRACING_ON,
+    Conn,
+    percentile,
+)
 from bench_task_store import MIB, fill, rss_bytes
 from targets import paired_info, paired_target, target
 
@@ -110,6 +120,8 @@ async def load(cmd: list[str], method: str, params: Any, cfg: dict[str, Any],
                env: dict[str, str] | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="bench-tasks-") as workdir:  # an empty store for every spawn
         conn = await spawn(cmd, workdir, env)
+        await timed_calls(conn, method, params, 1)
+        await asyncio.sleep(SETTLE_SECONDS)  # a server at work, not one still loading (bench_stdio.py)
         await timed_calls(conn, method, params, cfg["warmup"])  # not counted: one-off costs
         latencies = await timed_calls(conn, method, params, cfg["requests"])
         rps = await in_flight(conn, method, params, cfg["pipelined"], cfg["depth"])
@@ -145,6 +157,9 @@ async def tracing_pairs(cfg: dict[str, Any]) -> dict[str, list[float]]:
             order = list(servers) if i % 2 == 0 else list(reversed(servers))
             workdirs = dict(zip(servers, (ours_dir, baseline_dir), strict=True))
             conns = {name: await spawn(servers[name], workdirs[name], TRACING_OFF) for name in order}
+            for conn in conns.values():
+                await timed_calls(conn, *SEND, 1)
+            await asyncio.sleep(SETTLE_SECONDS)
             for conn in conns.values():
                 await timed_calls(conn, *SEND, cfg["warmup"])
             latencies: dict[str, list[float]] = {name: [] for name in servers}
