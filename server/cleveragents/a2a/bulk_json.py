@@ -100,19 +100,16 @@ def _take_apart(value: Any, out: list[bytes]) -> None:
             size = _size(item, PIECE_SIZE)
             if size is not None:
                 size += ITEM_SIZE  # its place in the list, as ``small`` counts it: a run of numbers is bounded too
-            if size is not None and run_size + size <= PIECE_SIZE:
+            if run and (size is None or run_size + size > PIECE_SIZE):
+                _run(run, out)
+                run, run_size = [], 0
+            if size is None:  # too big for one piece: taken apart in its turn
+                if out[-1] != b"[":
+                    out.append(b",")
+                _take_apart(item, out)
+            else:
                 run.append(item)
                 run_size += size
-                continue
-            if run:
-                _run(run, out)
-            if size is not None:  # fits a piece, but not beside the run before it
-                run, run_size = [item], size
-                continue
-            run, run_size = [], 0
-            if out[-1] != b"[":
-                out.append(b",")
-            _take_apart(item, out)
         if run:
             _run(run, out)
         out.append(b"]")
