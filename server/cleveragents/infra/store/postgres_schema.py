@@ -16,6 +16,8 @@ from typing import Any
 
 import psycopg
 
+from cleveragents.infra.store.shared_tables import plan_tables, sessions_table
+
 logger = logging.getLogger(__name__)
 
 # pg_advisory_lock keys: one for the migrations, one that orders terminal writes (the cap).
@@ -28,29 +30,18 @@ RUNNER_LOCK_CLASS = 0x636C6576
 LIVE_RUNNERS_SQL = ("SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND granted "
                     f"AND classid::bigint = {RUNNER_LOCK_CLASS} AND objsubid = 2 AND database = "
                     "(SELECT oid FROM pg_database WHERE datname = current_database())")
+SEQ = "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"  # the auto-numbered key of a table
 COUNTER_SHARDS = 16  # state counter rows per state: concurrent writers rarely wait on one row
 
 # Each entry moves the schema one version up; never edit an applied entry.
 MIGRATIONS: tuple[str, ...] = (
     # 1: sessions, tasks with their counters, push configs.
-    f"""
-    CREATE TABLE sessions (
-        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        session_id TEXT NOT NULL UNIQUE,
-        actor_name TEXT NOT NULL,
-        status TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL,
-        closed_at TEXT,
-        metadata TEXT NOT NULL DEFAULT '{{}}'
-    );
-    CREATE INDEX sessions_by_status ON sessions (status, seq);
-
+    sessions_table(SEQ) + f"""
     -- `seq` is the creation order and the cursor; `terminal_seq` the order of becoming
     -- terminal (NULL while live), which is the eviction order.
     CREATE SEQUENCE tasks_terminal_order;
     CREATE TABLE tasks (
-        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        seq {SEQ},
         task_id TEXT NOT NULL UNIQUE,
         context_id TEXT NOT NULL,
         state TEXT NOT NULL,
@@ -103,7 +94,7 @@ MIGRATIONS: tuple[str, ...] = (
         EXECUTE FUNCTION tasks_counted();
 
     CREATE TABLE push_configs (
-        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        seq {SEQ},
         task_id TEXT NOT NULL REFERENCES tasks (task_id) ON DELETE CASCADE,
         config_id TEXT NOT NULL,
         body TEXT NOT NULL,
@@ -111,52 +102,7 @@ MIGRATIONS: tuple[str, ...] = (
     );
     """,
     # 2: plans and what hangs off them, and context pins.
-    """
-    CREATE TABLE plans (
-        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        plan_id TEXT NOT NULL UNIQUE,
-        session_id TEXT,
-        state TEXT NOT NULL,
-        body TEXT NOT NULL
-    );
-    CREATE INDEX plans_by_session ON plans (session_id, seq);
-    CREATE INDEX plans_by_state ON plans (state, seq);
-    CREATE TABLE plan_decisions (
-        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        plan_id TEXT NOT NULL REFERENCES plans (plan_id),
-        decision_id TEXT NOT NULL,
-        body TEXT NOT NULL,
-        UNIQUE (plan_id, decision_id)
-    );
-    CREATE INDEX plan_decisions_by_plan ON plan_decisions (plan_id, seq);
-    CREATE TABLE plan_overlay (
-        plan_id TEXT NOT NULL REFERENCES plans (plan_id),
-        path TEXT NOT NULL,
-        position INTEGER NOT NULL,
-        record TEXT NOT NULL,
-        PRIMARY KEY (plan_id, path)
-    );
-    CREATE TABLE plan_checkpoints (
-        plan_id TEXT PRIMARY KEY REFERENCES plans (plan_id),
-        checkpoint TEXT NOT NULL
-    );
-    CREATE TABLE plan_artifacts (
-        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        plan_id TEXT NOT NULL REFERENCES plans (plan_id),
-        artifact_id TEXT NOT NULL,
-        record TEXT NOT NULL,
-        UNIQUE (plan_id, artifact_id)
-    );
-    CREATE INDEX plan_artifacts_by_plan ON plan_artifacts (plan_id, seq);
-    CREATE TABLE context_pins (
-        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        scope TEXT NOT NULL,
-        key TEXT NOT NULL,
-        value TEXT NOT NULL,
-        UNIQUE (scope, key)
-    );
-    CREATE INDEX context_pins_by_scope ON context_pins (scope, seq);
-    """,
+    plan_tables(SEQ),
     # 3: which replica runs a live task, so that one starting up repairs only the tasks
     # of replicas that are gone (``PostgresTasks.live_tasks``).
     """

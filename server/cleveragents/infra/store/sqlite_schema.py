@@ -11,56 +11,14 @@ import logging
 import sqlite3
 
 from cleveragents.infra.store._sql import transaction
+from cleveragents.infra.store.shared_tables import plan_tables, sessions_table
 
 logger = logging.getLogger("cleveragents.infra.store.sqlite")
 
+SEQ = "INTEGER PRIMARY KEY AUTOINCREMENT"  # the auto-numbered key of a table
+
 # Migration 3 (after sessions and tasks).
-PLANS_MIGRATION = """
-    CREATE TABLE plans (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        plan_id TEXT NOT NULL UNIQUE,
-        session_id TEXT,
-        state TEXT NOT NULL,
-        body TEXT NOT NULL
-    );
-    CREATE INDEX plans_by_session ON plans (session_id, seq);
-    CREATE INDEX plans_by_state ON plans (state, seq);
-    CREATE TABLE plan_decisions (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        plan_id TEXT NOT NULL REFERENCES plans (plan_id),
-        decision_id TEXT NOT NULL,
-        body TEXT NOT NULL,
-        UNIQUE (plan_id, decision_id)
-    );
-    CREATE INDEX plan_decisions_by_plan ON plan_decisions (plan_id, seq);
-    CREATE TABLE plan_overlay (
-        plan_id TEXT NOT NULL REFERENCES plans (plan_id),
-        path TEXT NOT NULL,
-        position INTEGER NOT NULL,
-        record TEXT NOT NULL,
-        PRIMARY KEY (plan_id, path)
-    );
-    CREATE TABLE plan_checkpoints (
-        plan_id TEXT PRIMARY KEY REFERENCES plans (plan_id),
-        checkpoint TEXT NOT NULL
-    );
-    CREATE TABLE plan_artifacts (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        plan_id TEXT NOT NULL REFERENCES plans (plan_id),
-        artifact_id TEXT NOT NULL,
-        record TEXT NOT NULL,
-        UNIQUE (plan_id, artifact_id)
-    );
-    CREATE INDEX plan_artifacts_by_plan ON plan_artifacts (plan_id, seq);
-    CREATE TABLE context_pins (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        scope TEXT NOT NULL,
-        key TEXT NOT NULL,
-        value TEXT NOT NULL,
-        UNIQUE (scope, key)
-    );
-    CREATE INDEX context_pins_by_scope ON context_pins (scope, seq);
-    """
+PLANS_MIGRATION = plan_tables(SEQ)
 
 # Migration 5: the counters follow the rows in SQLite itself, so a write is one
 # statement from Python (each statement from Python costs more than its work here).
@@ -92,19 +50,7 @@ DB_FILENAME = "state.db"
 
 # Each entry moves the schema one version up; never edit an applied entry.
 MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE sessions (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        session_id TEXT NOT NULL UNIQUE,
-        actor_name TEXT NOT NULL,
-        status TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL,
-        closed_at TEXT,
-        metadata TEXT NOT NULL DEFAULT '{}'
-    );
-    CREATE INDEX sessions_by_status ON sessions (status, seq);
-    """,
+    sessions_table(SEQ),
     # Tasks (sqlite_tasks.py). The rowid `seq` is the creation order and the cursor;
     # `terminal_seq` is the order of becoming terminal (NULL while live), which is the
     # eviction order; `status_at` is the status timestamp as fixed-width UTC text.
