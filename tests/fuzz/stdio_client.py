@@ -4,6 +4,7 @@ any byte that is not part of one."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import subprocess
@@ -117,6 +118,7 @@ class StdioServer:
             pass
         code = self.proc.wait(TIMEOUT)
         self._reader.join(TIMEOUT)
+        self._close_stdout()
         return code, self.stderr_text()
 
     def kill(self) -> None:
@@ -124,4 +126,11 @@ class StdioServer:
             self.proc.kill()
             self.proc.wait()
         self._reader.join(TIMEOUT)
+        with contextlib.suppress(OSError):  # what the server didn't read can't be flushed
+            self.proc.stdin.close()  # type: ignore[union-attr]
+        self._close_stdout()
         self.stderr.close()
+
+    def _close_stdout(self) -> None:
+        if not self._reader.is_alive():  # else the reader still uses it; the process's end closes it
+            self.proc.stdout.close()  # type: ignore[union-attr]

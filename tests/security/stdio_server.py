@@ -4,6 +4,7 @@ and as an unprivileged user alike."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import subprocess
@@ -36,7 +37,9 @@ class IdentityServer:
         self._responses: dict[Any, dict[str, Any]] = {}
         self.notifications: list[dict[str, Any]] = []
         self._changed = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self._stderr_text: str | None = None  # kept when the server is closed
         self.result("initialize", {"processId": None, "capabilities": {}})
         self.notify("initialized", {})
 
@@ -91,6 +94,8 @@ class IdentityServer:
         return response["result"]
 
     def stderr(self) -> str:
+        if self._stderr_text is not None:
+            return self._stderr_text
         self._stderr.seek(0)
         return self._stderr.read().decode(errors="replace")
 
@@ -118,4 +123,12 @@ class IdentityServer:
             except (AssertionError, OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
         self.proc.wait()
+        if self._stderr_text is None:  # the first close lets go of the pipes and the stderr file
+            self._reader.join(TIMEOUT)
+            with contextlib.suppress(OSError):  # what a server gone early didn't read can't be flushed
+                self.proc.stdin.close()  # type: ignore[union-attr]
+            if not self._reader.is_alive():  # else it still reads stdout (a child of the server holds it)
+                self.proc.stdout.close()  # type: ignore[union-attr]
+            self._stderr_text = self.stderr()
+            self._stderr.close()
         return self.proc.returncode
