@@ -9,6 +9,7 @@ look at each one's items.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -211,7 +212,11 @@ class AgentServer:
                     self.proc.kill()
                     self.proc.wait()
         self._reader.join(TIMEOUT)
-        if not self._stderr.closed:
+        if not self._stderr.closed:  # the first close lets go of the pipes and the stderr file
+            with contextlib.suppress(OSError):  # what a server gone early didn't read can't be flushed
+                self.proc.stdin.close()  # type: ignore[union-attr]
+            if not self._reader.is_alive():  # else it still reads stdout (a child of the server holds it)
+                self.proc.stdout.close()  # type: ignore[union-attr]
             self._stderr_text = self.stderr()
             self._stderr.close()
         return self.proc.returncode
