@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from tests.conftest import REPO
+from tests.listening import listening
 
 AGENTS = Path(sys.executable).with_name("agents")
 ECHO_ACTOR_CONFIG = '[defaults]\ndefault_actor = "python/tests.fakes.agents:echo_or_wait"\n'
@@ -27,18 +27,7 @@ def grpc_server(workspace: Path, *args: str) -> Iterator[SimpleNamespace]:
     ``url`` (HTTP, for the card) and ``target`` (gRPC). It must exit 0 when stopped."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")}
     env["PYTHONPATH"] = str(REPO)
-    process = subprocess.Popen(
-        [str(AGENTS), "serve", "--grpc-port", "0", "--port", "0", "--host", "127.0.0.1", "--memory",
-         "--workspace", str(workspace), *args],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=workspace)
-    try:
-        assert process.stderr is not None
-        seen: list[str] = []
-        while not (line := process.stderr.readline()).startswith("listening on "):
-            assert line, f"the server stopped before listening: {''.join(seen)[-1500:]}"
-            seen.append(line)
-        target = next(m.group(1) for s in seen if (m := re.match(r"gRPC listening on (\S+)", s)))
-        yield SimpleNamespace(url=line.split()[-1], target=target)
-    finally:
-        process.terminate()
-        assert process.wait(timeout=15) == 0
+    with listening([str(AGENTS), "serve", "--grpc-port", "0", "--port", "0", "--host", "127.0.0.1", "--memory",
+                    "--workspace", str(workspace), *args], clean_exit=True, env=env, cwd=workspace) as served:
+        target = next(m.group(1) for s in served.before if (m := re.match(r"gRPC listening on (\S+)", s)))
+        yield SimpleNamespace(url=served.url, target=target)

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.rawclient import RawServer
+from tests.listening import listening
 
 AGENTS = Path(sys.executable).with_name("agents")
 TIMEOUT = 60
@@ -286,14 +287,10 @@ def test_remote_backend_over_http(ws):
     if (reason := _remote_ready()) is not None:
         pytest.skip(reason)
     token = "cli-test-token"
-    server = subprocess.Popen(
-        [str(AGENTS), "serve", "--http", "--host", "127.0.0.1", "--port", "0", "--auth-token", token,
-         "--workspace", str(ws), "--memory"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        assert server.stderr is not None
-        line = server.stderr.readline()  # "listening on http://HOST:PORT", once bound
-        assert line.startswith("listening on http://127.0.0.1:"), line
-        url = line.split()[-1]
+    with listening([str(AGENTS), "serve", "--http", "--host", "127.0.0.1", "--port", "0", "--auth-token", token,
+                    "--workspace", str(ws), "--memory"]) as served:
+        assert not served.before and served.url.startswith("http://127.0.0.1:"), served.stderr()
+        url = served.url
         remote = ("--server", url, "--token", token)
         health, missing, reply, plans, refused = many(
             ws, ("health", "check", "--json", *remote), ("plan", "status", "01NOSUCHPLAN", *remote),
@@ -314,9 +311,6 @@ def test_remote_backend_over_http(ws):
         assert (ws / "src" / "app.py").read_text() == "bar = 1\nprint(bar)\n"
         assert agents("plan", "rollback", plan_id, *remote, cwd=ws).returncode == 0
         assert (ws / "src" / "app.py").read_text() == "foo = 1\nprint(foo)\n"
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 def test_unreachable_server_is_one_line(ws):

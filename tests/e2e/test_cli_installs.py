@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.listening import listening
 from tests.venvs import host_env, make_venv, pip_install
 
 PIP_TIMEOUT = 300
@@ -162,17 +163,10 @@ def test_a_bad_configuration_file_is_one_line(install, workspace):
 @contextlib.contextmanager
 def http_server(bin_dir: Path, workspace: Path, *options: str) -> Iterator[str]:
     """``agents serve --http`` from ``bin_dir``, an install that has the extra; its URL."""
-    server = subprocess.Popen([str(bin_dir / "agents"), "serve", "--http", "--port", "0", "--memory",
-                               "--workspace", str(workspace), *options], env=host_env(),
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        assert server.stderr is not None
-        line = server.stderr.readline()  # "listening on http://HOST:PORT", once bound
-        assert line.startswith("listening on http://127.0.0.1:"), line
-        yield line.split()[-1]
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    with listening([str(bin_dir / "agents"), "serve", "--http", "--port", "0", "--memory",
+                    "--workspace", str(workspace), *options], env=host_env()) as served:
+        assert served.url.startswith("http://127.0.0.1:"), served.line
+        yield served.url
 
 
 def test_the_token_is_optional_and_can_come_from_the_environment(install, http_install, workspace):

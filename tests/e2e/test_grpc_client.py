@@ -4,7 +4,6 @@ whose card offers only the gRPC interface."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -15,6 +14,7 @@ from cleveragents.a2a.client import A2AClient, A2AClientError, A2ARemoteError, S
 from cleveragents.domain.errors import AuthenticationError, TaskNotCancelableError, TaskNotFoundError
 from cleveragents.domain.task import PushConfig, Task, TaskArtifactUpdate, TaskState, TaskStatusUpdate
 from tests.conftest import REPO
+from tests.listening import listening
 
 TOKEN = "grpc-client-token-93ad"
 HOOK = "http://127.0.0.1:9/hook"
@@ -22,19 +22,9 @@ HOOK = "http://127.0.0.1:9/hook"
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[SimpleNamespace]:
-    process = subprocess.Popen([sys.executable, "-m", "tests.e2e.sdk_grpc_server", TOKEN], cwd=REPO,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        assert process.stderr is not None
-        seen: list[str] = []
-        while not (line := process.stderr.readline()).startswith("listening on "):
-            assert line, f"the a2a-sdk server stopped before listening: {''.join(seen)[-1500:]}"
-            seen.append(line)
-        _, _, url, _, target = line.split()
+    with listening([sys.executable, "-m", "tests.e2e.sdk_grpc_server", TOKEN], cwd=REPO) as served:
+        _, _, url, _, target = served.line.split()
         yield SimpleNamespace(url=url, target=target)
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
 
 
 @pytest.fixture

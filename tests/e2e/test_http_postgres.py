@@ -15,13 +15,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import SimpleNamespace
 
 import httpx
 import pytest
 from a2a.types import a2a_pb2 as pb
 
 from tests.e2e.test_http_sdk import client_for, collect, message
+from tests.listening import Listening, listening
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -30,23 +30,12 @@ TOKEN = "pg-test-token"
 
 
 @contextmanager
-def serving(workspace: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[SimpleNamespace]:
-    """A real ``agents serve --http`` process; its URL once it listens."""
+def serving(workspace: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[Listening]:
+    """A real ``agents serve --http`` process, once it listens."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")}
-    process = subprocess.Popen(
-        [str(AGENTS), "serve", "--http", "--host", "127.0.0.1", "--port", "0", "--auth-token", TOKEN,
-         "--workspace", str(workspace), *args],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**clean, **(env or {})})
-    try:
-        assert process.stderr is not None
-        seen = []
-        while not (line := process.stderr.readline()).startswith("listening on "):
-            assert line, f"the server stopped before listening: {''.join(seen)[-1500:]}"
-            seen.append(line)
-        yield SimpleNamespace(url=line.split()[-1], process=process)
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
+    with listening([str(AGENTS), "serve", "--http", "--host", "127.0.0.1", "--port", "0", "--auth-token", TOKEN,
+                    "--workspace", str(workspace), *args], env={**clean, **(env or {})}) as served:
+        yield served
 
 
 @pytest.fixture
@@ -103,23 +92,15 @@ def test_a_store_that_cant_be_used_is_one_line_and_exit_2(ws, args, said):
 
 
 @contextmanager
-def slow_replica(workspace: Path, url: str, seconds: float = 60, **env_extra: str) -> Iterator[SimpleNamespace]:
+def slow_replica(workspace: Path, url: str, seconds: float = 60, **env_extra: str) -> Iterator[Listening]:
     """A real process serving the slow agent (answers after ``seconds``) on ``url``'s
     database, sweeping every 0.5 s."""
     workspace.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")}
     env.update(CLEVERAGENTS_STORE=url, CLEVERAGENTS_REPLICA_SWEEP_SECONDS="0.5", **env_extra)
     agent = Path(__file__).parent / "agents" / "replica_agent.py"
-    process = subprocess.Popen([sys.executable, str(agent), TOKEN, str(workspace), str(seconds)], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        assert process.stderr is not None
-        while not (line := process.stderr.readline()).startswith("listening on "):
-            assert line, "the replica stopped before listening"
-        yield SimpleNamespace(url=line.split()[-1], process=process)
-    finally:
-        process.kill()
-        process.wait(timeout=15)
+    with listening([sys.executable, str(agent), TOKEN, str(workspace), str(seconds)], kill=True, env=env) as served:
+        yield served
 
 
 async def test_a_replica_killed_mid_task_loses_nothing_and_its_task_fails_on_a_peer(tmp_path, postgres_url):

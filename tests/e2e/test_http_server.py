@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import json
 import re
-import subprocess
 import sys
 
 import httpx
@@ -25,6 +24,7 @@ from cleveragents.config import Settings
 from cleveragents.transports.http.app import build_app
 from tests.contract.runners import UvicornServer, sse_messages
 from tests.e2e.test_http_sdk import handler, message
+from tests.listening import listening
 
 V1 = {"A2A-Version": "1.0"}
 
@@ -287,21 +287,16 @@ async def test_plan_events_are_task_notifications(open_server, tmp_path):
 
 # -- the entry point ------------------------------------------------------------------
 def test_the_entry_point_serves_on_loopback_and_a_free_port(tmp_path):
-    process = subprocess.Popen(
-        [sys.executable, "-m", "cleveragents.transports.http", "--memory", "--workspace", str(tmp_path),
-         "--port", "0", "--auth-token", "t"], stderr=subprocess.PIPE, text=True)
-    try:
-        line = process.stderr.readline()
-        match = re.match(r"listening on http://(127\.0\.0\.1):(\d+)", line)
-        assert match, line
+    with listening([sys.executable, "-m", "cleveragents.transports.http", "--memory", "--workspace", str(tmp_path),
+                    "--port", "0", "--auth-token", "t"], clean_exit=True) as served:
+        assert not served.before, served.before  # the first thing it says
+        match = re.match(r"listening on http://(127\.0\.0\.1):(\d+)", served.line)
+        assert match, served.line
         url = f"http://127.0.0.1:{match.group(2)}"
         assert httpx.get(url + "/.well-known/agent-card.json").status_code == 200
         assert httpx.post(url + "/a2a", json=rpc("_cleveragents/health/check")).status_code == 401
         health = httpx.post(url + "/a2a", json=rpc("_cleveragents/health/check"), headers={"Authorization": "Bearer t"})
         assert health.json()["result"]["status"] == "ok"
-    finally:
-        process.terminate()
-        assert process.wait(10) == 0
 
 
 async def test_the_app_mounts_inside_another_asgi_app(tmp_path):

@@ -45,6 +45,7 @@ from cleveragents.transports.http.app import build_app
 from cleveragents.transports.http.auth import HttpAuth
 from tests.contract.runners import UvicornServer
 from tests.fakes.a2a_agent import Executor
+from tests.listening import listening
 
 TOKEN = "signed-cards-token-51aa"
 ALGORITHMS = ["ES256", "ES384", "RS256", "EdDSA"]
@@ -350,14 +351,10 @@ def test_agents_serve_signs_and_agents_server_requires_a_trusted_signature(tmp_p
     public_pem(tmp_path / "other.pub.pem", other)
     clean = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")}
     serving_env = {**clean, "CLEVERAGENTS_CARD_SIGNING_KEYS": "card.pem#srv-1"}
-    server = subprocess.Popen([str(agents_cli), "serve", "--http", "--host", "127.0.0.1", "--port", "0", "--auth-token",
-                               TOKEN, "--workspace", str(tmp_path), "--memory"], cwd=tmp_path, env=serving_env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        assert server.stderr is not None
-        line = server.stderr.readline()
-        assert line.startswith("listening on http://127.0.0.1:"), line
-        url = line.split()[-1]
+    with listening([str(agents_cli), "serve", "--http", "--host", "127.0.0.1", "--port", "0", "--auth-token",
+                    TOKEN, "--workspace", str(tmp_path), "--memory"], cwd=tmp_path, env=serving_env) as served:
+        assert not served.before and served.url.startswith("http://127.0.0.1:"), served.stderr()
+        url = served.url
 
         def health(trusted: str) -> subprocess.CompletedProcess[str]:
             env = {**clean, "CLEVERAGENTS_CARD_SIGNATURE_POLICY": "require",
@@ -369,6 +366,3 @@ def test_agents_serve_signs_and_agents_server_requires_a_trusted_signature(tmp_p
         assert trusted.returncode == 0, trusted.stderr
         refused = health("other.pub.pem#srv-1")
         assert refused.returncode != 0 and "not trusted" in refused.stderr, refused.stderr
-    finally:
-        server.terminate()
-        server.wait(15)
