@@ -9,7 +9,6 @@ look at each one's items.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import os
@@ -30,6 +29,7 @@ from google.protobuf import json_format
 
 from tests.conftest import REPO
 from tests.e2e.rawclient import frame
+from tests.processes import close_pipes
 
 AGENTS = Path(__file__).resolve().parent / "agents"
 EXAMPLES = REPO / "docs" / "examples"
@@ -213,10 +213,7 @@ class AgentServer:
                     self.proc.wait()
         self._reader.join(TIMEOUT)
         if not self._stderr.closed:  # the first close lets go of the pipes and the stderr file
-            with contextlib.suppress(OSError):  # what a server gone early didn't read can't be flushed
-                self.proc.stdin.close()  # type: ignore[union-attr]
-            if not self._reader.is_alive():  # else it still reads stdout (a child of the server holds it)
-                self.proc.stdout.close()  # type: ignore[union-attr]
+            close_pipes(self.proc, self._reader)
             self._stderr_text = self.stderr()
             self._stderr.close()
         return self.proc.returncode

@@ -7,7 +7,6 @@ its stdout. The limit is ``CLEVERAGENTS_MAX_OUTPUT_BUFFER`` (``--max-output-buff
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import time
 from tests.conftest import SERVER_COMMAND
 from tests.e2e.agent_server import AGENTS, V1, AgentServer
 from tests.e2e.rawclient import frame
+from tests.processes import close_pipes
 
 LIMIT = 256 * 1024
 STREAMS = 300
@@ -65,7 +65,7 @@ def test_a_client_that_stops_reading_is_given_up_and_its_tasks_canceled(tmp_path
         if proc.poll() is None:
             proc.kill()
         proc.wait()
-        _close_pipes(proc)
+        close_pipes(proc)
     log = stderr.read_text()
     assert "the client stopped reading" in log and f"more than {LIMIT} bytes" in log, log[-2000:]
     assert "Traceback" not in log, log[-4000:]
@@ -106,14 +106,6 @@ def test_the_backend_gives_up_at_its_max_output_buffer_and_exits_1(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        _close_pipes(proc)
+        close_pipes(proc)
     log = stderr.read_text()
     assert f"more than {LIMIT} bytes" in log and "Traceback" not in log, log[-2000:]
-
-
-def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
-    """The ends of a client that never read: what it wrote and the server didn't read
-    can't be flushed to a process that is gone."""
-    for stream in (proc.stdin, proc.stdout):
-        with contextlib.suppress(OSError):
-            stream.close()  # type: ignore[union-attr]

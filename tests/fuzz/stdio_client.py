@@ -4,7 +4,6 @@ any byte that is not part of one."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import queue
 import subprocess
@@ -13,6 +12,7 @@ import threading
 from typing import Any
 
 from tests.conftest import SERVER_COMMAND
+from tests.processes import close_pipes
 
 TIMEOUT = 15.0
 
@@ -118,7 +118,7 @@ class StdioServer:
             pass
         code = self.proc.wait(TIMEOUT)
         self._reader.join(TIMEOUT)
-        self._close_stdout()
+        close_pipes(self.proc, self._reader)
         return code, self.stderr_text()
 
     def kill(self) -> None:
@@ -126,11 +126,5 @@ class StdioServer:
             self.proc.kill()
             self.proc.wait()
         self._reader.join(TIMEOUT)
-        with contextlib.suppress(OSError):  # what the server didn't read can't be flushed
-            self.proc.stdin.close()  # type: ignore[union-attr]
-        self._close_stdout()
+        close_pipes(self.proc, self._reader)
         self.stderr.close()
-
-    def _close_stdout(self) -> None:
-        if not self._reader.is_alive():  # else the reader still uses it; the process's end closes it
-            self.proc.stdout.close()  # type: ignore[union-attr]

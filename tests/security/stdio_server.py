@@ -4,7 +4,6 @@ and as an unprivileged user alike."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import subprocess
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.rawclient import frame
+from tests.processes import close_pipes
 from tests.security.identities import Identity
 
 TIMEOUT = 30.0
@@ -125,10 +125,7 @@ class IdentityServer:
         self.proc.wait()
         if self._stderr_text is None:  # the first close lets go of the pipes and the stderr file
             self._reader.join(TIMEOUT)
-            with contextlib.suppress(OSError):  # what a server gone early didn't read can't be flushed
-                self.proc.stdin.close()  # type: ignore[union-attr]
-            if not self._reader.is_alive():  # else it still reads stdout (a child of the server holds it)
-                self.proc.stdout.close()  # type: ignore[union-attr]
+            close_pipes(self.proc, self._reader)
             self._stderr_text = self.stderr()
             self._stderr.close()
         return self.proc.returncode

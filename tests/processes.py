@@ -1,0 +1,18 @@
+"""Letting go of a finished server process's pipes."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import threading
+
+
+def close_pipes(proc: subprocess.Popen[bytes], reader: threading.Thread | None = None) -> None:
+    """Close the stdin and stdout of ``proc``, which has exited. stdout stays open while
+    ``reader`` (the thread that reads it) is still at it: a child of the server holds the
+    pipe, and the reader's end of input closes nothing it needs."""
+    if proc.stdin is not None:
+        with contextlib.suppress(OSError):  # what the server didn't read can't be flushed any more
+            proc.stdin.close()
+    if proc.stdout is not None and (reader is None or not reader.is_alive()):
+        proc.stdout.close()
