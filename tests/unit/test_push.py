@@ -36,6 +36,7 @@ def webhook():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_port}", received
     server.shutdown()
+    server.server_close()
 
 
 def update(state: TaskState) -> TaskStatusUpdate:
