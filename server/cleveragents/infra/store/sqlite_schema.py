@@ -17,9 +17,6 @@ logger = logging.getLogger("cleveragents.infra.store.sqlite")
 
 SEQ = "INTEGER PRIMARY KEY AUTOINCREMENT"  # the auto-numbered key of a table
 
-# Migration 3 (after sessions and tasks).
-PLANS_MIGRATION = plan_tables(SEQ)
-
 # Migration 5: the counters follow the rows in SQLite itself, so a write is one
 # statement from Python (each statement from Python costs more than its work here).
 COUNTS_MIGRATION = """
@@ -54,9 +51,9 @@ MIGRATIONS: tuple[str, ...] = (
     # Tasks (sqlite_tasks.py). The rowid `seq` is the creation order and the cursor;
     # `terminal_seq` is the order of becoming terminal (NULL while live), which is the
     # eviction order; `status_at` is the status timestamp as fixed-width UTC text.
-    """
+    f"""
     CREATE TABLE tasks (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        seq {SEQ},
         task_id TEXT NOT NULL UNIQUE,
         context_id TEXT NOT NULL,
         state TEXT NOT NULL,
@@ -84,7 +81,7 @@ MIGRATIONS: tuple[str, ...] = (
         UNIQUE (task_id, config_id)
     );
     """,
-    PLANS_MIGRATION,
+    plan_tables(SEQ),  # plans and what hangs off them, and context pins
     # The tasks waiting for input, per context (SqliteTasks.waiting_task): a send into a
     # context finds the one it continues without reading the context's other tasks. Its
     # WHERE is sqlite_tasks.WAITING_STATES_SQL, which a query must repeat word for word.
