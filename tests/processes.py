@@ -1,10 +1,21 @@
-"""Letting go of a finished server process's pipes."""
+"""Stopping a server process and letting go of its pipes."""
 
 from __future__ import annotations
 
 import contextlib
 import subprocess
 import threading
+
+
+def stop(proc: subprocess.Popen[bytes], reader: threading.Thread | None = None, timeout: float = 15.0) -> None:
+    """Kill ``proc`` if it still runs, wait for it, give ``reader`` up to ``timeout``
+    seconds to finish reading its stdout, and close its pipes."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    if reader is not None:
+        reader.join(timeout)
+    close_pipes(proc, reader)
 
 
 def close_pipes(proc: subprocess.Popen[bytes], reader: threading.Thread | None = None) -> None:

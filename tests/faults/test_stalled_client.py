@@ -15,7 +15,7 @@ import time
 from tests.conftest import SERVER_COMMAND
 from tests.e2e.agent_server import AGENTS, V1, AgentServer
 from tests.e2e.rawclient import frame
-from tests.processes import close_pipes
+from tests.processes import stop
 
 LIMIT = 256 * 1024
 STREAMS = 300
@@ -62,10 +62,7 @@ def test_a_client_that_stops_reading_is_given_up_and_its_tasks_canceled(tmp_path
             time.sleep(0.02)
         assert proc.poll() is not None, "the server kept serving a client that never reads"
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        close_pipes(proc)
+        stop(proc)
     log = stderr.read_text()
     assert "the client stopped reading" in log and f"more than {LIMIT} bytes" in log, log[-2000:]
     assert "Traceback" not in log, log[-4000:]
@@ -103,9 +100,6 @@ def test_the_backend_gives_up_at_its_max_output_buffer_and_exits_1(tmp_path):
             pass
         assert proc.wait(15) == 1
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        close_pipes(proc)
+        stop(proc)
     log = stderr.read_text()
     assert f"more than {LIMIT} bytes" in log and "Traceback" not in log, log[-2000:]

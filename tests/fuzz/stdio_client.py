@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from tests.conftest import SERVER_COMMAND
-from tests.processes import close_pipes
+from tests.processes import close_pipes, stop
 
 TIMEOUT = 15.0
 
@@ -122,9 +122,5 @@ class StdioServer:
         return code, self.stderr_text()
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self._reader.join(TIMEOUT)
-        close_pipes(self.proc, self._reader)
+        stop(self.proc, self._reader, TIMEOUT)
         self.stderr.close()
