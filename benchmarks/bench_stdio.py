@@ -121,28 +121,29 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
 
 
-async def round_trips(conn: Conn, n: int) -> list[float]:
+async def timed_calls(conn: Conn, method: str, params: Any, n: int) -> list[float]:
+    """The latencies (us) of ``n`` calls made one at a time."""
     latencies = []
     for _ in range(n):
         t0 = time.perf_counter_ns()
-        await conn.call(HEALTH, {})
+        await conn.call(method, params)
         latencies.append((time.perf_counter_ns() - t0) / 1000)
     return latencies
 
 
-async def pipelined(conn: Conn, total: int, depth: int) -> float:
-    """Keep `depth` requests in flight; a new one goes out as each response arrives."""
+async def in_flight(conn: Conn, method: str, params: Any, total: int, depth: int) -> float:
+    """Requests per second with ``depth`` in flight: a new one goes out as each answer arrives."""
     t0 = time.perf_counter()
     sent = done = 0
     while sent < min(depth, total):
-        conn.send(HEALTH, {})
+        conn.send(method, params)
         sent += 1
     await conn.drain()
     while done < total:
         await conn.response()
         done += 1
         if sent < total:
-            conn.send(HEALTH, {})
+            conn.send(method, params)
             sent += 1
             await conn.drain()
     return total / (time.perf_counter() - t0)
@@ -176,14 +177,14 @@ async def session(cmd: list[str], cfg: dict[str, int], load: bool, env: dict[str
             result["ready_ms"] = (time.perf_counter() - t0) * 1000  # spawn to the first A2A answer
             result["health_body_bytes"] = conn.last_body_size
             if load:
-                early = await round_trips(conn, cfg["early"])
+                early = await timed_calls(conn, HEALTH, {}, cfg["early"])
                 result["early_p50_us"], result["early_p99_us"] = percentile(early, 50), percentile(early, 99)
                 await asyncio.sleep(SETTLE_SECONDS)
-                await round_trips(conn, cfg["warmup"])  # not counted: first calls pay one-off costs (caches, allocator)
-                latencies = await round_trips(conn, cfg["requests"])
+                await timed_calls(conn, HEALTH, {}, cfg["warmup"])  # not counted: one-off costs (caches, allocator)
+                latencies = await timed_calls(conn, HEALTH, {}, cfg["requests"])
                 result["rtt_p50_us"] = percentile(latencies, 50)
                 result["rtt_p99_us"] = percentile(latencies, 99)
-                result["rps"] = await pipelined(conn, cfg["pipelined"], cfg["depth"])
+                result["rps"] = await in_flight(conn, HEALTH, {}, cfg["pipelined"], cfg["depth"])
                 result["latencies_us"] = latencies
             await conn.call("shutdown")
             conn.send("exit", notify=True)

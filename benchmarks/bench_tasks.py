@@ -22,7 +22,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,9 @@ from bench_stdio import (
     TRACING_OFF_TARGET,
     TRACING_ON,
     Conn,
+    in_flight,
     percentile,
+    timed_calls,
 )
 from bench_task_store import MIB, fill, rss_bytes
 from targets import paired_info, paired_target, target
@@ -86,34 +87,6 @@ def server_rss_mib(conn: Conn) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError("no VmRSS for the server")
-
-
-async def timed_calls(conn: Conn, method: str, params: Any, n: int) -> list[float]:
-    """Sequential calls: send one, wait for its answer; microseconds each."""
-    latencies = []
-    for _ in range(n):
-        started = time.perf_counter_ns()
-        await conn.call(method, params)
-        latencies.append((time.perf_counter_ns() - started) / 1000)
-    return latencies
-
-
-async def in_flight(conn: Conn, method: str, params: Any, total: int, depth: int) -> float:
-    """Requests per second with ``depth`` in flight (a new one goes out per answer)."""
-    started = time.perf_counter()
-    sent = done = 0
-    while sent < min(depth, total):
-        conn.send(method, params)
-        sent += 1
-    await conn.drain()
-    while done < total:
-        await conn.response()
-        done += 1
-        if sent < total:
-            conn.send(method, params)
-            sent += 1
-            await conn.drain()
-    return total / (time.perf_counter() - started)
 
 
 async def load(cmd: list[str], method: str, params: Any, cfg: dict[str, Any],
