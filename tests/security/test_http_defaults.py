@@ -193,6 +193,22 @@ def test_without_a_credential_the_server_makes_a_token_and_prints_it_once(identi
         assert httpx.post(f"http://127.0.0.1:{exposed.port}/a2a", json=rpc("ListTasks"), timeout=10).status_code == 401
 
 
+def test_a_made_token_works_in_the_command_the_notice_shows(tmp_path):
+    """The notice says ``agents <command> --server URL --token <token>``: a token that
+    began with "-" would be read as an option there (base64url has "-" in its alphabet)."""
+    from cleveragents.cli.main import build_parser
+    from cleveragents.config import Settings
+    from cleveragents.transports.http.credentials import credentials_for_serving
+
+    parser = build_parser()
+    tokens = {credentials_for_serving(Settings(workspace=tmp_path), "127.0.0.1")[1] for _ in range(2000)}
+    assert len(tokens) == 2000 and None not in tokens
+    for token in tokens:
+        assert len(token) >= 43, token  # at least 256 bits as base64, or more characters
+        args = parser.parse_args(["health", "check", "--server", "http://127.0.0.1:1", "--token", token])
+        assert args.token == token
+
+
 def test_no_auth_only_on_loopback(identity):
     agents = [*identity.server_command("cleveragents.cli.main"), "serve", "--http", "--port", "0", "--memory"]
     workspace = identity.directory("refused")

@@ -45,7 +45,9 @@ def credentials_for_serving(settings: Settings, host: str, *, no_auth: bool = Fa
         return settings, None
     if configured:
         return settings, None
-    token = secrets.token_urlsafe(TOKEN_BYTES)
+    # Hex, not base64url: a token starting with "-" would be taken for an option by
+    # the `--token <token>` the notice suggests.
+    token = secrets.token_hex(TOKEN_BYTES)
     return dataclasses.replace(settings, auth_tokens=(token,)), token
 
 
