@@ -12,6 +12,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.conftest import SERVER_COMMAND
 from tests.e2e.agent_server import AGENTS, V1, AgentServer
 from tests.e2e.rawclient import frame
@@ -79,7 +81,12 @@ def test_a_client_that_stops_reading_is_given_up_and_its_tasks_canceled(tmp_path
         assert server.close() == 0
 
 
-def test_the_backend_gives_up_at_its_max_output_buffer_and_exits_1(tmp_path):
+@pytest.mark.parametrize("method, params", [
+    ("SendMessage", V1.message(TEXT)),
+    # Answered while the LSP layer loads (about 5 KB each): the limit holds then too.
+    ("_cleveragents/registry/tool/list", {}),
+], ids=["SendMessage", "tool-list"])
+def test_the_backend_gives_up_at_its_max_output_buffer_and_exits_1(tmp_path, method, params):
     """``--max-output-buffer`` on the backend: requests only (no streams), and the
     exit code says the client was dropped."""
     stderr = tmp_path / "stderr.log"
@@ -93,8 +100,7 @@ def test_the_backend_gives_up_at_its_max_output_buffer_and_exits_1(tmp_path):
                                 "params": {"processId": None, "capabilities": {}}}))
         try:
             for n in range(1, 500):
-                proc.stdin.write(frame({"jsonrpc": "2.0", "id": n, "method": "SendMessage",
-                                        "params": V1.message(f"{n} {TEXT}")}))
+                proc.stdin.write(frame({"jsonrpc": "2.0", "id": n, "method": method, "params": params}))
             proc.stdin.flush()
         except BrokenPipeError:
             pass

@@ -58,8 +58,8 @@ class EarlyCalls:
     def take(self, frame: Frame) -> str | None:
         """``TAKEN`` when ``frame`` is a request this phase answers (or the cancel of
         one it runs), ``HELD`` for ``initialized``, else ``None``."""
-        if not isinstance(frame, bytes):
-            return None
+        if not isinstance(frame, bytes) or self._writer.gave_up is not None:
+            return None  # a client that stopped reading is given up on by the pygls server
         incoming = envelope.read(frame)
         message = incoming.message
         if incoming.refusal is None and incoming.kind == "notification":

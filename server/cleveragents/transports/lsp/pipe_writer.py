@@ -22,7 +22,8 @@ class PipeWriter:
 
     What the client has not read yet waits in memory, up to ``max_buffered`` bytes.
     Past that the client has stopped reading: the writer drops the output, stops
-    writing and calls ``on_overflow`` (the server then gives up on the client)."""
+    writing, keeps the reason in ``gave_up`` and calls ``on_overflow`` (the server then
+    gives up on the client)."""
 
     def __init__(self, transport: asyncio.WriteTransport | None, stream: BinaryIO,
                  max_buffered: int = DEFAULT_MAX_OUTPUT_BUFFER):
@@ -30,6 +31,7 @@ class PipeWriter:
         self._stream = stream
         self.max_buffered = max_buffered
         self.on_overflow: Callable[[str], None] = lambda reason: None
+        self.gave_up: str | None = None
         # The first frame of a pass of the event loop goes out at once (a lone answer
         # waits for nothing); those after it in the same pass go out together at its
         # end: many requests in flight answer in one pass, and a write is a system call.
@@ -85,6 +87,7 @@ class PipeWriter:
         reason = f"the client stopped reading: more than {self.max_buffered} bytes of output waited for it"
         logger.error("%s; giving up on the client", reason)
         self._transport.abort()  # frees the buffer; nothing more is written
+        self.gave_up = reason
         self.on_overflow(reason)
 
     @property

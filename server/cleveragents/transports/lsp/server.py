@@ -303,6 +303,8 @@ class A2ALanguageServer(LanguageServer):
         self._loop_thread = threading.get_ident()
         self.protocol.set_writer(writer)
         writer.on_overflow = self._give_up_on_client
+        if writer.gave_up is not None:  # while the early requests were answered
+            self._give_up_on_client(writer.gave_up)
         for msg_id, (method, task) in (running or {}).items():
             self.protocol.request_received(msg_id, method)
             self.protocol.adopt_request(msg_id, task)
