@@ -240,3 +240,24 @@ async def test_a_restart_while_the_editor_holds_the_edit_moves_no_file(workspace
     finally:
         await asyncio.wait_for(client.shutdown_session(), TIMEOUT)
         await client.stop()
+
+
+async def test_an_apply_sent_as_the_server_starts_goes_through_the_editor(workspace: Path):
+    """Requests that need nothing of the LSP layer are answered while it loads; an
+    apply and a rollback need its connection to the editor, so they wait for it."""
+    client, _ = await start(workspace, types.ClientCapabilities())
+    plan_id = await executed_plan(client, "replace", pattern="foo", replacement="bar", glob="*.txt")
+    await asyncio.wait_for(client.shutdown_session(), TIMEOUT)
+    await client.stop()
+
+    for step in ("apply", "rollback"):
+        client, editor = await start(workspace, EDIT_CAPABILITIES)  # the first request after initialize
+        try:
+            written = await call(client, step, plan_id=plan_id)
+            assert (written["phase"], written["state"], written["written_by"]) == (step, "completed", "editor")
+            assert len(editor.edits) == 1 and editor.edits[0]["label"].endswith("plan replace")
+        finally:
+            await asyncio.wait_for(client.shutdown_session(), TIMEOUT)
+            await client.stop()
+        if step == "apply":
+            (workspace / "a.txt").write_text("bar one\nbar two\n")  # the user saves

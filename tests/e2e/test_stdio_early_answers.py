@@ -11,7 +11,9 @@ import sys
 from cleveragents.infra.config_file import USER_CONFIG_ENV, workspace_config_path
 from tests.e2e.rawclient import RawServer, frame, unframe
 
-EARLY_LOG = "before the LSP layer has loaded"
+
+def early_log(method: str) -> str:
+    return f"answering {method} before the LSP layer has loaded"
 
 
 def request(msg_id: int, method: str, params: object = None) -> bytes:
@@ -46,21 +48,47 @@ async def test_an_a2a_request_after_initialize_is_answered_before_pygls_loads(wo
             + notification("initialized")
             + request(1, "_cleveragents/health/check")
             + request(2, "session.create", {"metadata": {"n": 1}})
-            + request(3, "ListTasks", {})  # takes the caller's context: the pygls server's
-            + request(4, "shutdown")
-        ), 4)
+            + request(3, "ListTasks", {})
+            + request(4, "ListTasks", {"workDoneToken": "t"})  # progress is the pygls server's
+            + request(5, "shutdown")
+        ), 5)
     finally:
         await server.kill()
     answers = [m for m in messages if "method" not in m]
-    assert sorted(m["id"] for m in answers) == [0, 1, 2, 3, 4]  # each once
+    assert sorted(m["id"] for m in answers) == [0, 1, 2, 3, 4, 5]  # each once
     by_id = {m["id"]: m for m in answers}
     assert by_id[1]["result"]["status"] == "ok"
     assert by_id[2]["result"]["session_id"]
-    assert by_id[3]["result"]["tasks"] == []
-    assert by_id[4]["result"] is None
-    assert EARLY_LOG in err
+    assert by_id[3]["result"]["tasks"] == by_id[4]["result"]["tasks"] == []
+    assert by_id[5]["result"] is None
+    assert early_log("session.create") in err and early_log("ListTasks") in err
+    assert err.count(early_log("ListTasks")) == 1  # the one with a progress token waited
     # The store is the workspace's from initialize, not the process's directory.
     assert (workspace / ".cleveragents").is_dir() and not (elsewhere / ".cleveragents").exists()
+
+
+async def test_a_first_message_is_answered_before_pygls_loads(workspace, tmp_path, monkeypatch):
+    """An editor's first SendMessage waits for the services, not for the LSP layer:
+    the task it starts is the same task the pygls server then finds."""
+    monkeypatch.setenv(USER_CONFIG_ENV, str(tmp_path / "no-user-config.toml"))
+    server = await RawServer.start("--log-level", "DEBUG", "--workspace", str(workspace))
+    message = {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "hello"}]}}
+    try:
+        server.send(request(0, "initialize", {"processId": None, "capabilities": {}}) + notification("initialized")
+                    + request(1, "SendMessage", message))
+        sent = await server.response(1)
+        task = sent["result"]["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED", sent
+        # didOpen ends the early phase: the pygls server answers from here on.
+        server.send(frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": (workspace / "README.md").as_uri(), "languageId": "markdown", "version": 1, "text": "hello\n"}}}))
+        got = await server.request(2, "GetTask", {"id": task["id"]})
+        assert got["result"]["status"]["state"] == "TASK_STATE_COMPLETED", got
+        messages, err = await run_to_shutdown(server, request(3, "shutdown"), 3)
+    finally:
+        await server.kill()
+    assert early_log("SendMessage") in err
+    assert early_log("GetTask") not in err
 
 
 async def test_a_session_made_early_is_there_for_the_pygls_server(workspace):

@@ -38,6 +38,9 @@ class MethodSpec:
     ends_with_client: bool = False
     # The handler also receives the caller's context (notification sink, progress).
     with_context: bool = False
+    # It may change files through the caller's editor (``CallContext.editor``, LSP
+    # ``workspace/applyEdit``): over stdio it waits for the LSP layer to load.
+    uses_editor: bool = False
     # Its answer can run to megabytes (a diff, pinned files, tasks' artifacts): the facade
     # encodes it in a worker thread, a piece at a time (bulk_json), not on the event loop.
     bulk: bool = False
@@ -78,9 +81,11 @@ def _standard(v1: str, v03: tuple[str, ...], params: str, call: str, summary: st
 
 def _ext(name: str, params: str, service: str, call: str, summary: str, result: str,
          errors: tuple[str, ...] = (), example: dict[str, Any] | None = None,
-         with_context: bool = False, bulk: bool = False, resume_param: str | None = None) -> None:
+         with_context: bool = False, bulk: bool = False, resume_param: str | None = None,
+         uses_editor: bool = False) -> None:
     _add(MethodSpec(name, EXTENSION, params, service, call, summary, result, errors,
-                    example or {}, with_context=with_context, bulk=bulk, resume_param=resume_param))
+                    example or {}, with_context=with_context or uses_editor, bulk=bulk, resume_param=resume_param,
+                    uses_editor=uses_editor))
 
 
 # --- Standard A2A methods: the 1.0 name, then its 0.3 and older names ----------------
@@ -165,7 +170,7 @@ _ext("_cleveragents/plan/apply", "PlanApplyParams", _PLAN, "apply",
      "Write the overlay into the workspace, journaled, with a checkpoint (through the editor when it "
      "declared `workspace.applyEdit`).",
      "{plan_id, phase, state, files, written_by: server|editor}", _PLAN_STATE + ("PlanError",), {"plan_id": _ULID},
-     with_context=True)
+     uses_editor=True)
 _ext("_cleveragents/plan/cancel", "PlanIdParams", _PLAN, "cancel", "Cancel a running plan.",
      "{plan_id, phase, state}", _PLAN_STATE, {"plan_id": _ULID})
 _ext("_cleveragents/plan/status", "PlanIdParams", _PLAN, "status", "A plan's phase and state.",
@@ -189,7 +194,7 @@ _ext("_cleveragents/plan/prompt", "PlanPromptParams", _PLAN, "prompt",
 _ext("_cleveragents/plan/rollback", "PlanRollbackParams", _PLAN, "rollback",
      "Restore the workspace from the plan's checkpoint (through the editor when it declared `workspace.applyEdit`).",
      "{plan_id, phase, state, files, written_by: server|editor}", _PLAN_STATE, {"plan_id": _ULID},
-     with_context=True)
+     uses_editor=True)
 _ext("_cleveragents/plan/list", "PlanListParams", _PLAN, "list", "Plans, newest first.",
      "{plans, next_cursor}", (), {"limit": 20})
 

@@ -5,11 +5,14 @@ import, one after the other (the GIL). The services come first: once ``initializ
 is answered (``handshake.py``), a request that needs nothing of the LSP layer is
 answered as soon as they are ready, while pygls loads behind it.
 
-Such a request is one of the method table's that takes no caller context (no
-progress, no editor, no notifications), has no stream and no resume point. The
-first frame of any other kind ends this phase: it and every frame after it go to
-the pygls server in their order, and requests still running here are handed over
-to it (so ``$/cancelRequest``, ``shutdown`` and ``exit`` find them).
+Such a request is one of the method table's with no stream, no resume point, no
+progress token (``workDoneToken``, whose cancel is the pygls server's) and no use
+of the caller's editor (a plan's apply and rollback, which go through
+``workspace/applyEdit``): an editor's first SendMessage, say. Its notifications go
+to the same pipe. The first frame of any other kind ends this phase: it and every
+frame after it go to the pygls server in their order, and requests still running
+here are handed over to it (so ``$/cancelRequest``, ``shutdown`` and ``exit`` find
+them).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ Frame = bytes | FrameError | None  # None: end of input
 def _early_request(message: dict[str, Any]) -> bool:
     spec = methods.get(message["method"])
     params = message.get("params")
-    return (spec is not None and not spec.with_context and not spec.streaming and spec.resume_param is None
+    return (spec is not None and not spec.uses_editor and not spec.streaming and spec.resume_param is None
             and (params is None or (isinstance(params, dict) and "workDoneToken" not in params)))
 
 
@@ -74,8 +77,9 @@ class EarlyCalls:
             task = asyncio.ensure_future(self._health_check(method, params, msg_id))
         else:
             task = asyncio.ensure_future(self._call(method, params, msg_id))
-        self._running[msg_id] = (message["method"], task)
+        self._running[msg_id] = (method, task)
         task.add_done_callback(lambda done: self._answer(msg_id, done))
+        logger.debug("answering %s before the LSP layer has loaded", method)
         return TAKEN
 
     def _call(self, method: str, params: Any, msg_id: Any) -> Awaitable[WireResponse]:
@@ -144,9 +148,7 @@ async def serve_until_loaded(frames: Frames, calls: EarlyCalls, loaded: Awaitabl
             return Backlog(frames, ahead, reading)
         frame = reading.result()
         taken = calls.take(frame)
-        if taken == TAKEN:
-            logger.debug("answering a request before the LSP layer has loaded")
-        else:
+        if taken != TAKEN:
             ahead.append(frame)
             if taken != HELD:
                 return Backlog(frames, ahead, None)
