@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 from cleveragents.infra.config_file import USER_CONFIG_ENV, workspace_config_path
+from tests.e2e.agent_server import AGENTS
 from tests.e2e.rawclient import RawServer, frame, unframe
 
 
@@ -89,6 +90,82 @@ async def test_a_first_message_is_answered_before_pygls_loads(workspace, tmp_pat
         await server.kill()
     assert early_log("SendMessage") in err
     assert early_log("GetTask") not in err
+
+
+def stream_of(messages: list[dict], msg_id: int) -> tuple[list[dict], dict]:
+    """The notifications that carried the stream of request ``msg_id``, and its response;
+    every notification must come before the response."""
+    items, response = [], None
+    for message in messages:
+        if message.get("method", "").startswith("task/") and message["params"]["requestId"] == msg_id:
+            assert response is None, f"a stream item after the response: {message}"
+            items.append(message)
+        elif "method" not in message and message.get("id") == msg_id:
+            response = message
+    assert response is not None, f"no response to {msg_id}"
+    return items, response
+
+
+async def test_a_first_streamed_message_is_answered_before_pygls_loads(workspace, tmp_path, monkeypatch):
+    """The editors send their chat messages with ``message/stream``: each item is a
+    notification on the same pipe, then the response, before the LSP layer is up too."""
+    monkeypatch.setenv(USER_CONFIG_ENV, str(tmp_path / "no-user-config.toml"))
+    server = await RawServer.start("--log-level", "DEBUG", "--workspace", str(workspace))
+    try:
+        messages, err = await run_to_shutdown(server, (
+            request(0, "initialize", {"processId": None, "capabilities": {}}) + notification("initialized")
+            + request(1, "message/stream", {"message": {
+                "kind": "message", "role": "user", "messageId": "m1", "parts": [{"kind": "text", "text": "hello"}]}})
+            + request(2, "SendStreamingMessage", {"message": {
+                "role": "ROLE_USER", "messageId": "m2", "parts": [{"text": "hello"}]}})
+            + request(3, "shutdown")
+        ), 3)
+    finally:
+        await server.kill()
+    assert early_log("message/stream") in err and early_log("SendStreamingMessage") in err
+    for msg_id in (1, 2):
+        items, response = stream_of(messages, msg_id)
+        assert items, f"stream {msg_id} had no items before its response"
+        assert "result" in response, response
+    assert stream_of(messages, 1)[1]["result"]["status"]["state"] == "completed"
+    assert stream_of(messages, 2)[1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+SLOW_AGENT = ("import sys; sys.path.insert(0, sys.argv[1]); from slow_agent import count_slowly; "
+              "from cleveragents import A2A, Agent; "
+              "A2A(agent=Agent(name='Slow', handler=count_slowly)).serve_stdio(memory=True, log_level='DEBUG')")
+
+
+async def test_streams_started_early_go_on_after_pygls_takes_over_and_cancel(tmp_path):
+    """A stream started while the LSP layer loads outlives that phase: its items keep
+    coming, and a ``$/cancelRequest`` sent later reaches it and cancels its task."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", SLOW_AGENT, str(AGENTS), cwd=tmp_path,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    server = RawServer(proc)
+    message = {"role": "ROLE_USER", "parts": [{"text": "count"}]}
+    try:
+        server.send(request(0, "initialize", {"processId": None, "capabilities": {}}) + notification("initialized")
+                    + request(1, "SendStreamingMessage", {"message": {**message, "messageId": "m1"}})
+                    + request(2, "SendStreamingMessage", {"message": {**message, "messageId": "m2"}}))
+        while not any(m.get("method") == "task/artifactUpdate" and m["params"]["requestId"] == 2
+                      for m in server.messages):
+            await server.read_message()
+        server.send(frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 2}}))
+        while not {1, 2} <= {m.get("id") for m in server.messages if "method" not in m}:
+            await server.read_message()  # the two answers, in either order
+        tasks = (await server.request(3, "ListTasks", {}))["result"]["tasks"]
+        messages, err = await run_to_shutdown(server, request(4, "shutdown"), 4)
+    finally:
+        await server.kill()
+    assert early_log("SendStreamingMessage") in err
+    items, finished = stream_of(messages, 1)
+    chunks = [i for i in items if i["method"] == "task/artifactUpdate"]
+    assert len(chunks) == 5 and finished["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    _, cancelled = stream_of(messages, 2)
+    assert cancelled["error"]["code"] == -32800, cancelled
+    assert [m.get("id") for m in messages if "method" not in m].count(2) == 1  # answered once
+    assert sorted(t["status"]["state"] for t in tasks) == ["TASK_STATE_CANCELED", "TASK_STATE_COMPLETED"]
 
 
 async def test_a_session_made_early_is_there_for_the_pygls_server(workspace):

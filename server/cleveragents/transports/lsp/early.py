@@ -5,14 +5,15 @@ import, one after the other (the GIL). The services come first: once ``initializ
 is answered (``handshake.py``), a request that needs nothing of the LSP layer is
 answered as soon as they are ready, while pygls loads behind it.
 
-Such a request is one of the method table's with no stream, no resume point, no
-progress token (``workDoneToken``, whose cancel is the pygls server's) and no use
-of the caller's editor (a plan's apply and rollback, which go through
-``workspace/applyEdit``): an editor's first SendMessage, say. Its notifications go
-to the same pipe. The first frame of any other kind ends this phase: it and every
-frame after it go to the pygls server in their order, and requests still running
-here are handed over to it (so ``$/cancelRequest``, ``shutdown`` and ``exit`` find
-them).
+Such a request is one of the method table's with no resume point (the event feed,
+whose live stream after the answer the pygls server pumps), no progress token
+(``workDoneToken``, whose cancel is the pygls server's) and no use of the caller's
+editor (a plan's apply and rollback, which go through ``workspace/applyEdit``): an
+editor's first ``message/stream`` or SendMessage, say. A stream's items go to the
+same pipe as notifications, before its answer. The first frame of any other kind
+ends this phase: it and every frame after it go to the pygls server in their order,
+and requests still running here are handed over to it (so ``$/cancelRequest``,
+``shutdown`` and ``exit`` find them, and a stream goes on).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ Frame = bytes | FrameError | None  # None: end of input
 def _early_request(message: dict[str, Any]) -> bool:
     spec = methods.get(message["method"])
     params = message.get("params")
-    return (spec is not None and not spec.uses_editor and not spec.streaming and spec.resume_param is None
+    return (spec is not None and not spec.uses_editor and spec.resume_param is None
             and (params is None or (isinstance(params, dict) and "workDoneToken" not in params)))
 
 
@@ -157,5 +158,6 @@ async def serve_until_loaded(frames: Frames, calls: EarlyCalls, loaded: Awaitabl
 
 
 def _close_stream(msg_id: Any, subscription_id: str, events: Any) -> None:
-    # Methods with a stream are not answered early (``_early_request``).
+    # No live stream after an answer is started here: the event feed has a resume point
+    # (``_early_request``).
     events.close()
