@@ -29,7 +29,7 @@ from google.protobuf import json_format
 
 from tests.conftest import REPO
 from tests.e2e.rawclient import frame
-from tests.processes import close_pipes
+from tests.processes import stop
 
 AGENTS = Path(__file__).resolve().parent / "agents"
 EXAMPLES = REPO / "docs" / "examples"
@@ -201,19 +201,15 @@ class AgentServer:
 
     def close(self) -> int:
         """``shutdown`` and ``exit``; the exit code."""
-        if self.proc.poll() is None:
-            try:
+        try:
+            if self.proc.poll() is None:
                 self.call("shutdown")
                 self.notify("exit")
                 self.proc.stdin.close()  # type: ignore[union-attr]
                 self.proc.wait(TIMEOUT)
-            finally:
-                if self.proc.poll() is None:
-                    self.proc.kill()
-                    self.proc.wait()
-        self._reader.join(TIMEOUT)
-        if not self._stderr.closed:  # the first close lets go of the pipes and the stderr file
-            close_pipes(self.proc, self._reader)
+        finally:
+            stop(self.proc, self._reader, TIMEOUT)  # killed if the shutdown did not end it
+        if not self._stderr.closed:  # the first close keeps the stderr text and closes its file
             self._stderr_text = self.stderr()
             self._stderr.close()
         return self.proc.returncode

@@ -4,6 +4,7 @@ and as an unprivileged user alike."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.rawclient import frame
-from tests.processes import close_pipes
+from tests.processes import stop
 from tests.security.identities import Identity
 
 TIMEOUT = 30.0
@@ -116,16 +117,12 @@ class IdentityServer:
 
     def close(self) -> int:
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(AssertionError, OSError, subprocess.TimeoutExpired):  # then stop() kills it
                 self.call("shutdown", timeout=10)
                 self.notify("exit")
                 self.proc.wait(10)
-            except (AssertionError, OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-        self.proc.wait()
-        if self._stderr_text is None:  # the first close lets go of the pipes and the stderr file
-            self._reader.join(TIMEOUT)
-            close_pipes(self.proc, self._reader)
+        stop(self.proc, self._reader, TIMEOUT)
+        if self._stderr_text is None:  # the first close keeps the stderr text and closes its file
             self._stderr_text = self.stderr()
             self._stderr.close()
         return self.proc.returncode
