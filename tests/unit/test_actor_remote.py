@@ -25,7 +25,9 @@ def remote() -> Iterator[str]:
 
 @pytest.fixture
 async def call(workspace):
-    container = Container(Settings(workspace=workspace, memory=True, actor_timeout=5))
+    # The remote client's wait between two stream events: the "wait" task sends none
+    # until it is cancelled, so a loaded machine must not time it out first.
+    container = Container(Settings(workspace=workspace, memory=True, actor_timeout=60))
     facade = A2ALocalFacade(container)
 
     async def call(method: str, **params: Any) -> dict[str, Any]:
@@ -95,15 +97,15 @@ async def test_cancelling_the_task_cancels_the_remote_task(call, remote):
     message = {"role": "ROLE_USER", "parts": [{"text": "wait"}], "messageId": "m-wait", "contextId": sid}
     started = (await call("SendMessage", message=message, configuration={"returnImmediately": True}))["result"]
     async with A2AClient(ServerConnectionConfig(url=remote, token="anonymous")) as client:
-        for _ in range(200):  # until the remote agent works on it
-            if waiting((await client.list()).tasks):
-                break
+        deadline = time.monotonic() + 30
+        while not (remote_tasks := waiting((await client.list()).tasks)):  # until the remote agent works on it
+            assert time.monotonic() < deadline, "the remote agent never got the task"
             await asyncio.sleep(0.02)
         cancelled = (await call("CancelTask", id=started["task"]["id"]))["result"]
         assert cancelled["status"]["state"] == "TASK_STATE_CANCELED"
-        for _ in range(200):
-            [remote_task] = waiting((await client.list()).tasks)
-            if remote_task.status.state is TaskState.CANCELED:
-                break
+        deadline = time.monotonic() + 30
+        while remote_tasks[0].status.state is not TaskState.CANCELED and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
+            remote_tasks = waiting((await client.list()).tasks)
+    [remote_task] = remote_tasks
     assert remote_task.status.state is TaskState.CANCELED
