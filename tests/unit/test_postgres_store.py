@@ -138,7 +138,7 @@ async def test_pages_and_counts_read_about_a_page_of_a_large_table(url):
             assert "Seq Scan" not in _scans(plan), (name, json.dumps(plan)[:500])
             assert _rows_read(plan) <= 50 * 8, (name, _rows_read(plan))
         for context_id, chosen in ((None, None), ("c3", None), (None, ["completed"]), ("c3", ["failed"])):
-            sql, args = count_query(context_id, chosen, None)
+            sql, args = count_query(context_id, chosen, None, mark="%s")
             plan = raw.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", args).fetchone()[0][0]["Plan"]
             assert _scans(plan) == [], plan  # counters only
 

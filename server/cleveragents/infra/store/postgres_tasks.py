@@ -23,6 +23,7 @@ from cleveragents.infra.store.sqlite_tasks import (
     LIVE_STATES,
     after_instant,
     checked_terminal_cap,
+    count_query,
     state_values,
     status_instant,
 )
@@ -74,27 +75,6 @@ def list_query(context_id: str | None, states: list[str] | None, status_after: s
         clauses.append("state = ANY(%s)")
         args.append(states)
     return f"{_ROW} WHERE {' AND '.join(clauses)} ORDER BY seq DESC LIMIT %s", [*args, limit]
-
-
-def count_query(context_id: str | None, states: list[str] | None,
-                status_after: str | None) -> tuple[str, list[Any]]:
-    """Without ``status_after`` this sums a few counter rows."""
-    clauses: list[str] = []
-    args: list[Any] = []
-    if status_after is not None:
-        clauses.append("status_at > %s")
-        args.append(after_instant(status_after))
-    if context_id is not None:
-        clauses.append("context_id = %s")
-        args.append(context_id)
-    if states is not None:
-        clauses.append("state = ANY(%s)")
-        args.append(states)
-    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-    if status_after is not None:
-        return f"SELECT COUNT(*) FROM tasks{where}", args
-    table = "task_context_counts" if context_id is not None else "task_state_counts"
-    return f"SELECT COALESCE(SUM(n), 0) FROM {table}{where}", args
 
 
 class PostgresTasks(PgRepository):
@@ -166,7 +146,7 @@ class PostgresTasks(PgRepository):
         values = state_values(states)
         if values == []:
             return 0
-        row = await self._one(*count_query(context_id, values, status_after))
+        row = await self._one(*count_query(context_id, values, status_after, mark="%s"))
         return int(row[0]) if row else 0
 
     async def live_tasks(self) -> list[Task]:

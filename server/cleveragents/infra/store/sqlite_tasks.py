@@ -131,18 +131,20 @@ def list_query(context_id: str | None, states: list[str] | None, status_after: s
 
 
 def count_query(context_id: str | None, states: list[str] | None,
-                status_after: str | None) -> tuple[str, list[Any]]:
-    """Without ``status_after`` this sums at most one counter row per state."""
+                status_after: str | None, *, mark: str = "?") -> tuple[str, list[Any]]:
+    """The count of a listing, for both stores (``mark``: the driver's parameter mark,
+    ``%s`` for psycopg). Without ``status_after`` it sums at most one counter row per
+    state, which the stores' triggers keep."""
     clauses: list[str] = []
     args: list[Any] = []
     if status_after is not None:
-        clauses.append("status_at > ?")
+        clauses.append(f"status_at > {mark}")
         args.append(after_instant(status_after))
     if context_id is not None:
-        clauses.append("context_id = ?")
+        clauses.append(f"context_id = {mark}")
         args.append(context_id)
     if states is not None:
-        clauses.append(f"state IN ({_marks(states)})")
+        clauses.append(f"state IN ({', '.join([mark] * len(states))})")
         args += states
     where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
     if status_after is not None:
