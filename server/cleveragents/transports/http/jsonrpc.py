@@ -180,12 +180,10 @@ class JsonRpcEndpoint:
                       context: CallContext) -> Response | EventStreamResponse:
         msg_id = message.get("id")
         call = StreamCall(facade, message, context)
-        first = await call.next()
+        first = await call.first()
         headers = self.app.echo(request, context)  # the facade has checked the extensions by now
-        if first[0] != "item":
-            await call.close()
-            error = first[1] if first[0] == ERROR else {"code": -32603, "message": "The stream ended early"}
-            return one_event(envelope.error_response(msg_id, error), headers=headers)
+        if isinstance(first, dict):
+            return one_event(envelope.error_response(msg_id, first), headers=headers)
 
         head = '{"jsonrpc":"2.0","id":%s,"result":' % json.dumps(msg_id)
 

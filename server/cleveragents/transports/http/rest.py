@@ -182,12 +182,10 @@ class RestBinding:
     async def _stream(self, request: Request, version: RestVersion, facade: Any, message: dict[str, Any],
                       context: Any) -> Response | EventStreamResponse:
         call = StreamCall(facade, message, context)
-        first = await call.next()
+        first = await call.first()
         headers = self.app.echo(request, context)  # the facade has checked the extensions by now
-        if first[0] != "item":
-            await call.close()
-            error = first[1] if first[0] == ERROR else {"code": -32603, "message": "The stream ended early"}
-            status, content = version.status(error)
+        if isinstance(first, dict):
+            status, content = version.status(first)
             return json_answer(request, content, status, headers)
 
         def frame(kind: str, value: Any) -> Any:

@@ -106,6 +106,17 @@ class StreamCall:
             return ERROR, response.to_wire()["error"]
         return END, None
 
+    async def first(self) -> tuple[str | None, str] | dict[str, Any]:
+        """The first item, ``(event_id, json_text)``; else the call's error, once it is
+        closed. A call that ends without an item or an error gets one: its client is
+        owed at least one item."""
+        kind, value = await self.next()
+        if kind == ITEM:
+            item: tuple[str | None, str] = value
+            return item
+        await self.close()
+        return value if kind == ERROR else {"code": -32603, "message": "The stream ended early"}
+
     async def close(self) -> None:
         if not self._task.done():
             self._task.cancel()
@@ -130,9 +141,9 @@ def one_event(data: Any, event: str | None = None, headers: dict[str, str] | Non
     return EventStreamResponse(_no_more(), first=ServerSentEvent(data, event=event), headers=headers)
 
 
-def sse_response(call: StreamCall, first: tuple[str, Any], frame: Callable[[str, Any], Any],
+def sse_response(call: StreamCall, first: tuple[str | None, str], frame: Callable[[str, Any], Any],
                  error_event: str | None = None, headers: dict[str, str] | None = None) -> EventStreamResponse:
-    """The SSE response of a call whose first ``next()`` was the item ``first``.
+    """The SSE response of a call whose first item (``StreamCall.first``) was ``first``.
     ``frame(kind, value)`` makes the ``data`` of an item (from its JSON text) or of an
     error (a dict), JSON-RPC or REST shaped; an error is sent as an ``error_event``
     event when one is named. The first item goes out with the response's head, with
@@ -145,4 +156,4 @@ def sse_response(call: StreamCall, first: tuple[str, Any], frame: Callable[[str,
                 return
             yield item_event(value, frame)
 
-    return EventStreamResponse(rest(), first=item_event(first[1], frame), on_close=call.close, headers=headers)
+    return EventStreamResponse(rest(), first=item_event(first, frame), on_close=call.close, headers=headers)
