@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from cleveragents.transports import output_limit
+from cleveragents.transports.stderr_log import StderrLog
 
 DEFAULT_MAX_MESSAGE_SIZE = 16 * 1024 * 1024  # a stdio frame's body, an HTTP request's
 
@@ -20,7 +21,7 @@ def configure_logging(level: str) -> None:
     from cleveragents.transports import redaction
 
     redaction.register_environment(dict(os.environ))
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _stderr_handler()
     handler.setFormatter(redaction.RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
@@ -47,3 +48,20 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
                              f"{output_limit.DEFAULT_MAX_OUTPUT_BUFFER})")
     parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         type=str.upper, help="stderr log level (default: %(default)s)")
+
+
+def _stderr_handler() -> logging.Handler:
+    """Lines written by a thread of their own (``stderr_log``), so an unread stderr
+    can't block the caller; one handler a process. A stderr with no file descriptor
+    (an embedding host's stream object) is written to where the line is logged."""
+    global _handler
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return logging.StreamHandler(sys.stderr)
+    if _handler is None or _handler.fd != fd:
+        _handler = StderrLog(sys.stderr)
+    return _handler
+
+
+_handler: StderrLog | None = None

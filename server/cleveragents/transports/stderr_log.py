@@ -1,0 +1,85 @@
+"""The log handler: lines written to stderr by a thread of their own.
+
+A client may pipe the server's stderr and never read it (a script that reads only
+stdout). Written where they are logged, the lines would block the event loop once the
+pipe is full (64 KiB on Linux), and the server would stop answering. Here a record is
+formatted where it is logged (redaction included) and queued, and a daemon thread
+writes the queue to the stderr file descriptor. What waits is bounded: past
+``MAX_QUEUED_BYTES`` a line is dropped and counted, and the next line that fits is
+preceded by one that says how many were. At exit (``logging.shutdown`` flushes every
+handler) the queue gets ``EXIT_FLUSH_SECONDS`` to be written, then the process goes.
+
+The thread writes with ``os.write``, not through ``sys.stderr``: a daemon thread stuck
+in a buffered stream's write would hold its lock, which the interpreter takes to flush
+stderr at exit.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+from typing import TextIO
+
+MAX_QUEUED_BYTES = 4 * 1024 * 1024
+EXIT_FLUSH_SECONDS = 2.0
+
+
+class StderrLog(logging.Handler):
+    def __init__(self, stream: TextIO, max_queued_bytes: int = MAX_QUEUED_BYTES) -> None:
+        super().__init__()
+        self.fd = stream.fileno()
+        self._encoding = getattr(stream, "encoding", None) or "utf-8"
+        self._max_queued = max_queued_bytes
+        self._lines: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+        self._queued = 0  # bytes queued and not yet written
+        self._written = threading.Condition()
+        self.dropped = 0  # lines dropped since the last one queued
+        threading.Thread(target=self._write_lines, name="cleveragents-stderr", daemon=True).start()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # Called under the handler's lock (``Handler.handle``): one emit at a time.
+        try:
+            line = self._encode(self.format(record))
+        except Exception:  # noqa: BLE001 - logging reports its own errors
+            self.handleError(record)
+            return
+        if self.dropped:
+            notice = logging.LogRecord("cleveragents.log", logging.WARNING, __file__, 0,
+                                       "%d log lines were dropped: stderr was not being read", (self.dropped,), None)
+            if not self._queue(self._encode(self.format(notice))):
+                self.dropped += 1
+                return
+            self.dropped = 0
+        if not self._queue(line):
+            self.dropped += 1
+
+    def flush(self) -> None:
+        """Wait, at most ``EXIT_FLUSH_SECONDS``, until every queued line is written."""
+        with self._written:
+            self._written.wait_for(lambda: self._queued == 0, EXIT_FLUSH_SECONDS)
+
+    def _encode(self, text: str) -> bytes:
+        return (text + "\n").encode(self._encoding, "backslashreplace")
+
+    def _queue(self, line: bytes) -> bool:
+        with self._written:
+            if self._queued and self._queued + len(line) > self._max_queued:
+                return False
+            self._queued += len(line)
+        self._lines.put(line)
+        return True
+
+    def _write_lines(self) -> None:
+        while True:
+            line = self._lines.get()
+            try:
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(self.fd, view):]
+            except OSError:
+                pass  # stderr is closed: nobody is left to read the line
+            with self._written:
+                self._queued -= len(line)
+                self._written.notify_all()
