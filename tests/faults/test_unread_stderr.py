@@ -1,23 +1,26 @@
 """A client that never reads the server's stderr (a script that pipes it and reads only
-stdout) must not stop the server: once the pipe is full, the log lines that can't be
-written must not hold up the answers, nor the exit."""
+stdout) must not stop the server: once the pipe is full, the log lines and prints
+that can't be written must not hold up the answers, nor the exit."""
 
 from __future__ import annotations
 
 import json
 import queue
 import subprocess
+import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 from tests.e2e.rawclient import SERVER_COMMAND, frame
 from tests.processes import stop
 
 HEALTH = "_cleveragents/health/check"
-# Each is answered by nothing but a warning line on stderr: together far more than a
-# pipe holds (64 KiB).
+# Each is answered by nothing but a warning line on stderr: together more than a pipe
+# holds (64 KiB).
 BAD_NOTIFICATIONS = 1000
 BAD_OPEN = {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": [1]}}
+PRINTING_AGENT = Path(__file__).parents[1] / "e2e" / "agents" / "printing_agent.py"
 WAIT_SECONDS = 20
 
 
@@ -35,35 +38,52 @@ def _responses(proc: subprocess.Popen[bytes], out: queue.Queue[dict[str, Any]]) 
             out.put(message)
 
 
-def test_a_client_that_never_reads_stderr_still_gets_answers_and_an_exit(tmp_path):
-    proc = subprocess.Popen([*SERVER_COMMAND, "--workspace", str(tmp_path)], cwd=tmp_path,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def _serve_without_reading_stderr(command: list[str], cwd: Path, *middle: bytes) -> tuple[list[dict[str, Any]], str]:
+    """``initialize``, ``middle``, a health check, ``shutdown`` and ``exit``, with stderr
+    never read until the server has exited: the answers by id, and then stderr."""
+    proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     answers: queue.Queue[dict[str, Any]] = queue.Queue()
     reader = threading.Thread(target=_responses, args=(proc, answers), daemon=True)
     reader.start()
-    request = [frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                      "params": {"processId": None, "capabilities": {}}}),
-               frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
-               frame(BAD_OPEN) * BAD_NOTIFICATIONS,
-               frame({"jsonrpc": "2.0", "id": 2, "method": HEALTH, "params": {}}),
-               frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}),
-               frame({"jsonrpc": "2.0", "method": "exit"})]
+    frames = [frame({"jsonrpc": "2.0", "id": "init", "method": "initialize",
+                     "params": {"processId": None, "capabilities": {}}}),
+              frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
+              *middle,
+              frame({"jsonrpc": "2.0", "id": "health", "method": HEALTH, "params": {}}),
+              frame({"jsonrpc": "2.0", "id": "shutdown", "method": "shutdown"}),
+              frame({"jsonrpc": "2.0", "method": "exit"})]
     # From a thread: a server that stopped reading would block this write too.
-    assert proc.stdin is not None
-    writer = threading.Thread(target=lambda: (proc.stdin.write(b"".join(request)), proc.stdin.flush()), daemon=True)
+    assert proc.stdin is not None and proc.stderr is not None
+    writer = threading.Thread(target=lambda: (proc.stdin.write(b"".join(frames)), proc.stdin.flush()), daemon=True)
     writer.start()
     try:
-        got = [answers.get(timeout=WAIT_SECONDS) for _ in range(3)]
-        assert [answer["id"] for answer in got] == [1, 2, 3]
-        assert got[1]["result"]["status"] == "ok"
-        # stderr is still unread: the exit waits a bounded while for the log, not for ever.
+        wanted = sum(b'"id"' in piece for piece in frames)
+        got = sorted((answers.get(timeout=WAIT_SECONDS) for _ in range(wanted)), key=lambda answer: str(answer["id"]))
+        # stderr is still unread: the exit waits a bounded while for it, not for ever.
         assert proc.wait(WAIT_SECONDS) == 0
-        assert proc.stderr is not None
-        log = proc.stderr.read().decode()
-        assert log.count("invalid params for textDocument/didOpen") > 100
-        assert "Traceback" not in log and "Fatal Python error" not in log, log[-2000:]
+        return got, proc.stderr.read().decode()
     finally:
         stop(proc, reader)
         writer.join(WAIT_SECONDS)
-        if proc.stderr is not None:
-            proc.stderr.close()
+        proc.stderr.close()
+
+
+def test_log_lines_nobody_reads_hold_up_no_answer_and_no_exit(tmp_path):
+    answers, log = _serve_without_reading_stderr([*SERVER_COMMAND, "--workspace", str(tmp_path)], tmp_path,
+                                                 frame(BAD_OPEN) * BAD_NOTIFICATIONS)
+    assert [answer["id"] for answer in answers] == ["health", "init", "shutdown"]
+    assert answers[0]["result"]["status"] == "ok"
+    assert log.count("invalid params for textDocument/didOpen") > 100
+    assert "Traceback" not in log and "Fatal Python error" not in log, log[-2000:]
+
+
+def test_a_handler_printing_to_stderr_nobody_reads_holds_up_no_answer(tmp_path):
+    """A published agent's handler runs on the event loop: its prints used to block it."""
+    send = {"jsonrpc": "2.0", "id": "send", "method": "SendMessage",
+            "params": {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "hi"}]}}}
+    answers, log = _serve_without_reading_stderr([sys.executable, str(PRINTING_AGENT), "--memory"], tmp_path,
+                                                 frame(send))
+    assert [answer["id"] for answer in answers] == ["health", "init", "send", "shutdown"]
+    task = answers[2]["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED" and task["artifacts"][0]["parts"] == [{"text": "hi"}]
+    assert "printed 0 " in log and "Traceback" not in log, log[-2000:]

@@ -51,7 +51,7 @@ def test_a_full_pipe_drops_lines_past_the_bound_and_then_says_how_many():
     # its size, just before the next line that got in.
     expected, notices = 0, 0
     for line in lines[:-1]:
-        if line.endswith(" log lines were dropped: stderr was not being read"):
+        if line.endswith(" writes to stderr were dropped: it was not being read"):
             expected += int(line.split()[0])
             notices += 1
         else:

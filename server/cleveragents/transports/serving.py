@@ -10,9 +10,10 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TextIO
 
 from cleveragents.transports import output_limit
-from cleveragents.transports.stderr_log import StderrLog
+from cleveragents.transports.stderr_log import StderrLog, stray_output
 
 DEFAULT_MAX_MESSAGE_SIZE = 16 * 1024 * 1024  # a stdio frame's body, an HTTP request's
 
@@ -62,6 +63,12 @@ def _stderr_handler() -> logging.Handler:
     if _handler is None or _handler.fd != fd:
         _handler = StderrLog(sys.stderr)
     return _handler
+
+
+def stdout_replacement() -> TextIO:
+    """Where ``print`` writes once stdout carries the protocol: stderr, through the log
+    handler's queue when ``configure_logging`` installed one."""
+    return stray_output(_handler) if _handler is not None else sys.stderr
 
 
 _handler: StderrLog | None = None

@@ -5,9 +5,13 @@ stdout). Written where they are logged, the lines would block the event loop onc
 pipe is full (64 KiB on Linux), and the server would stop answering. Here a record is
 formatted where it is logged (redaction included) and queued, and a daemon thread
 writes the queue to the stderr file descriptor. What waits is bounded: past
-``MAX_QUEUED_BYTES`` a line is dropped and counted, and the next line that fits is
-preceded by one that says how many were. At exit (``logging.shutdown`` flushes every
+``MAX_QUEUED_BYTES`` a write is dropped and counted, and the next one that fits is
+preceded by a line that says how many were. At exit (``logging.shutdown`` flushes every
 handler) the queue gets ``EXIT_FLUSH_SECONDS`` to be written, then the process goes.
+
+Once stdout carries the protocol, ``sys.stdout`` is ``stray_output``: a stray
+``print`` (a published agent's handler, a library) goes to stderr through the same
+queue, so it can't block its thread either.
 
 The thread writes with ``os.write``, not through ``sys.stderr``: a daemon thread stuck
 in a buffered stream's write would hold its lock, which the interpreter takes to flush
@@ -16,11 +20,15 @@ stderr at exit.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import queue
 import threading
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 MAX_QUEUED_BYTES = 4 * 1024 * 1024
 EXIT_FLUSH_SECONDS = 2.0
@@ -30,29 +38,42 @@ class StderrLog(logging.Handler):
     def __init__(self, stream: TextIO, max_queued_bytes: int = MAX_QUEUED_BYTES) -> None:
         super().__init__()
         self.fd = stream.fileno()
-        self._encoding = getattr(stream, "encoding", None) or "utf-8"
+        self.encoding = getattr(stream, "encoding", None) or "utf-8"
         self._max_queued = max_queued_bytes
         self._lines: queue.SimpleQueue[bytes] = queue.SimpleQueue()
         self._queued = 0  # bytes queued and not yet written
         self._written = threading.Condition()
-        self.dropped = 0  # lines dropped since the last one queued
+        self.dropped = 0  # writes dropped since the last one queued
         threading.Thread(target=self._write_lines, name="cleveragents-stderr", daemon=True).start()
 
     def emit(self, record: logging.LogRecord) -> None:
-        # Called under the handler's lock (``Handler.handle``): one emit at a time.
+        # Called under the handler's lock (``Handler.handle``).
         try:
-            line = self._encode(self.format(record))
+            line = self._encode(self.format(record) + "\n")
         except Exception:  # noqa: BLE001 - logging reports its own errors
             self.handleError(record)
             return
+        self._put(line)
+
+    def write_bytes(self, data: bytes) -> None:
+        """Bytes written to stderr outside logging (``stray_output``), in the same queue."""
+        self.acquire()
+        try:
+            self._put(data)
+        finally:
+            self.release()
+
+    def _put(self, data: bytes) -> None:
+        """Under the handler's lock: one write queued at a time."""
         if self.dropped:
             notice = logging.LogRecord("cleveragents.log", logging.WARNING, __file__, 0,
-                                       "%d log lines were dropped: stderr was not being read", (self.dropped,), None)
-            if not self._queue(self._encode(self.format(notice))):
+                                       "%d writes to stderr were dropped: it was not being read", (self.dropped,),
+                                       None)
+            if not self._queue(self._encode(self.format(notice) + "\n")):
                 self.dropped += 1
                 return
             self.dropped = 0
-        if not self._queue(line):
+        if not self._queue(data):
             self.dropped += 1
 
     def flush(self) -> None:
@@ -61,7 +82,7 @@ class StderrLog(logging.Handler):
             self._written.wait_for(lambda: self._queued == 0, EXIT_FLUSH_SECONDS)
 
     def _encode(self, text: str) -> bytes:
-        return (text + "\n").encode(self._encoding, "backslashreplace")
+        return text.encode(self.encoding, "backslashreplace")
 
     def _queue(self, line: bytes) -> bool:
         with self._written:
@@ -83,3 +104,30 @@ class StderrLog(logging.Handler):
             with self._written:
                 self._queued -= len(line)
                 self._written.notify_all()
+
+
+class _QueuedStderr(io.RawIOBase):
+    """Bytes for stderr, queued by ``log``."""
+
+    name = "<stderr>"
+
+    def __init__(self, log: StderrLog) -> None:
+        self._log = log
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: ReadableBuffer) -> int:
+        chunk = bytes(data)
+        self._log.write_bytes(chunk)
+        return len(chunk)
+
+    def fileno(self) -> int:
+        return self._log.fd
+
+
+def stray_output(log: StderrLog) -> io.TextIOWrapper:
+    """``sys.stdout`` once stdout carries the protocol: what is printed to it goes to
+    stderr, queued by ``log``."""
+    return io.TextIOWrapper(_QueuedStderr(log), encoding=log.encoding, errors="backslashreplace",
+                            line_buffering=True, write_through=True)

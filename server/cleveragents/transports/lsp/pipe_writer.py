@@ -111,8 +111,12 @@ class PipeWriter:
 
 def claim_stdout() -> BinaryIO:
     """Give the protocol a private copy of stdout and point fd 1 at stderr, so a stray
-    ``print`` (ours, a library's or a C extension's) can never corrupt the framing."""
+    ``print`` (ours, a library's or a C extension's) can never corrupt the framing. A
+    Python ``print`` goes through the log's queue (``serving.stdout_replacement``): a client
+    that never reads stderr can't block the thread that prints."""
+    from cleveragents.transports.serving import stdout_replacement
+
     protocol_fd = os.dup(sys.stdout.fileno())
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    sys.stdout = sys.stderr
+    sys.stdout = stdout_replacement()
     return os.fdopen(protocol_fd, "wb", buffering=0)
