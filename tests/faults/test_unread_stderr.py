@@ -4,7 +4,6 @@ that can't be written must not hold up the answers, nor the exit."""
 
 from __future__ import annotations
 
-import json
 import queue
 import subprocess
 import sys
@@ -12,7 +11,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.rawclient import SERVER_COMMAND, frame
+from tests.conftest import SERVER_COMMAND
+from tests.fuzz.stdio_client import frame, handshake, read_messages
 from tests.processes import stop
 
 HEALTH = "_cleveragents/health/check"
@@ -24,41 +24,31 @@ PRINTING_AGENT = Path(__file__).parents[1] / "e2e" / "agents" / "printing_agent.
 WAIT_SECONDS = 20
 
 
-def _responses(proc: subprocess.Popen[bytes], out: queue.Queue[dict[str, Any]]) -> None:
-    assert proc.stdout is not None
-    while True:
-        headers = {}
-        while (line := proc.stdout.readline()) not in (b"\r\n", b""):
-            name, _, value = line.decode().partition(":")
-            headers[name.strip().lower()] = value.strip()
-        if not line:
-            return
-        message = json.loads(proc.stdout.read(int(headers["content-length"])))
-        if "id" in message and "method" not in message:
-            out.put(message)
-
-
 def _serve_without_reading_stderr(command: list[str], cwd: Path, *middle: bytes) -> tuple[list[dict[str, Any]], str]:
     """``initialize``, ``middle``, a health check, ``shutdown`` and ``exit``, with stderr
     never read until the server has exited: the answers by id, and then stderr."""
     proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    answers: queue.Queue[dict[str, Any]] = queue.Queue()
-    reader = threading.Thread(target=_responses, args=(proc, answers), daemon=True)
+    messages: queue.Queue[Any] = queue.Queue()
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    reader = threading.Thread(target=read_messages, args=(proc.stdout, messages.put), daemon=True)
     reader.start()
-    frames = [frame({"jsonrpc": "2.0", "id": "init", "method": "initialize",
-                     "params": {"processId": None, "capabilities": {}}}),
-              frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
+    frames = [handshake("init"),
               *middle,
               frame({"jsonrpc": "2.0", "id": "health", "method": HEALTH, "params": {}}),
               frame({"jsonrpc": "2.0", "id": "shutdown", "method": "shutdown"}),
               frame({"jsonrpc": "2.0", "method": "exit"})]
     # From a thread: a server that stopped reading would block this write too.
-    assert proc.stdin is not None and proc.stderr is not None
     writer = threading.Thread(target=lambda: (proc.stdin.write(b"".join(frames)), proc.stdin.flush()), daemon=True)
     writer.start()
     try:
-        wanted = sum(b'"id"' in piece for piece in frames)
-        got = sorted((answers.get(timeout=WAIT_SECONDS) for _ in range(wanted)), key=lambda answer: str(answer["id"]))
+        wanted = sum(b'"id"' in piece for piece in frames)  # a request to each piece at most
+        got: list[dict[str, Any]] = []
+        while len(got) < wanted:
+            message = messages.get(timeout=WAIT_SECONDS)
+            assert not isinstance(message, Exception), message
+            if "method" not in message:
+                got.append(message)
+        got.sort(key=lambda answer: str(answer["id"]))
         # stderr is still unread: the exit waits a bounded while for it, not for ever.
         assert proc.wait(WAIT_SECONDS) == 0
         return got, proc.stderr.read().decode()

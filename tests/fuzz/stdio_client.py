@@ -9,7 +9,8 @@ import queue
 import subprocess
 import tempfile
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 from tests.conftest import SERVER_COMMAND
 from tests.processes import close_pipes, stop
@@ -30,6 +31,27 @@ def handshake(msg_id: Any = 0, **params: Any) -> bytes:
             + frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
 
 
+def read_messages(out: BinaryIO, put: Callable[[Any], None]) -> None:
+    """Each message on ``out`` to ``put``, until its end. A byte that is not part of a
+    frame, or any other failure, is ``put`` too (an exception), and reading stops."""
+    try:
+        while True:
+            headers = {}
+            while True:
+                line = out.readline()
+                if not line:
+                    return
+                if line == b"\r\n":
+                    break
+                name, sep, value = line.decode("ascii").partition(":")
+                if not sep:
+                    raise AssertionError(f"not a header line on stdout: {line[:80]!r}")
+                headers[name.lower()] = value.strip()
+            put(json.loads(out.read(int(headers["content-length"]))))
+    except Exception as exc:  # handed to the test, which fails on it
+        put(exc)
+
+
 class StdioServer:
     def __init__(self, *args: str, command: list[str] | None = None, memory: bool = True, **popen: Any):
         """``command`` and ``popen`` (``subprocess.Popen`` keywords) start the server
@@ -42,24 +64,8 @@ class StdioServer:
         self._reader.start()
 
     def _read(self) -> None:
-        out = self.proc.stdout
-        assert out is not None
-        try:
-            while True:
-                headers = {}
-                while True:
-                    line = out.readline()
-                    if not line:
-                        return
-                    if line == b"\r\n":
-                        break
-                    name, sep, value = line.decode("ascii").partition(":")
-                    if not sep:
-                        raise AssertionError(f"not a header line on stdout: {line[:80]!r}")
-                    headers[name.lower()] = value.strip()
-                self.messages.put(json.loads(out.read(int(headers["content-length"]))))
-        except Exception as exc:  # handed to the test, which fails on it
-            self.messages.put(exc)
+        assert self.proc.stdout is not None
+        read_messages(self.proc.stdout, self.messages.put)
 
     @property
     def pid(self) -> int:
