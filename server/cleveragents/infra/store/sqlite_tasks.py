@@ -78,8 +78,8 @@ def state_values(states: Collection[TaskState] | None) -> list[str] | None:
     return None if states is None else sorted({TaskState(state).value for state in states})
 
 
-def _marks(values: Collection[Any]) -> str:
-    return ", ".join("?" * len(values))
+def _marks(values: Collection[Any], mark: str = "?") -> str:
+    return ", ".join([mark] * len(values))
 
 
 def _body(value: PushConfig) -> str:
@@ -144,7 +144,7 @@ def count_query(context_id: str | None, states: list[str] | None,
         clauses.append(f"context_id = {mark}")
         args.append(context_id)
     if states is not None:
-        clauses.append(f"state IN ({', '.join([mark] * len(states))})")
+        clauses.append(f"state IN ({_marks(states, mark)})")
         args += states
     where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
     if status_after is not None:
