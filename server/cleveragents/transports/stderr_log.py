@@ -49,7 +49,7 @@ class StderrLog(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         # Called under the handler's lock (``Handler.handle``).
         try:
-            line = self._encode(self.format(record) + "\n")
+            line = self._line(record)
         except Exception:  # noqa: BLE001 - logging reports its own errors
             self.handleError(record)
             return
@@ -69,7 +69,7 @@ class StderrLog(logging.Handler):
             notice = logging.LogRecord("cleveragents.log", logging.WARNING, __file__, 0,
                                        "%d writes to stderr were dropped: it was not being read", (self.dropped,),
                                        None)
-            if not self._queue(self._encode(self.format(notice) + "\n")):
+            if not self._queue(self._line(notice)):
                 self.dropped += 1
                 return
             self.dropped = 0
@@ -81,8 +81,8 @@ class StderrLog(logging.Handler):
         with self._written:
             self._written.wait_for(lambda: self._queued == 0, EXIT_FLUSH_SECONDS)
 
-    def _encode(self, text: str) -> bytes:
-        return text.encode(self.encoding, "backslashreplace")
+    def _line(self, record: logging.LogRecord) -> bytes:
+        return (self.format(record) + "\n").encode(self.encoding, "backslashreplace")
 
     def _queue(self, line: bytes) -> bool:
         with self._written:
