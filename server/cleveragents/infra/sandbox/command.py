@@ -120,10 +120,14 @@ class Run:
         return read_changes(self.upper, overlay, self.planted)
 
     def close(self) -> None:
-        """Release the run; its directory is removed by a worker, off the step's time."""
+        """Release the run; its directory is removed by a worker, off the step's time
+        (here, when the process is exiting: no new thread may start then)."""
         self.started()
         os.close(self.status_read)
-        _cleaner().submit(remove_tree, self.directory)
+        try:
+            _cleaner().submit(remove_tree, self.directory)
+        except RuntimeError:  # "cannot schedule new futures after interpreter shutdown"
+            remove_tree(self.directory)
 
 
 @functools.cache

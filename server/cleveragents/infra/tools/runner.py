@@ -57,6 +57,9 @@ class ToolRunner:
             return await future
         try:
             return await asyncio.wait_for(asyncio.shield(future), remaining + GRACE)
+        except asyncio.CancelledError:
+            future.cancel()  # what the tool returns once it stops is dropped, not left unretrieved
+            raise
         except asyncio.TimeoutError:
             # A call still queued never starts; a running one is left to end, its result dropped.
             future.cancel()

@@ -100,10 +100,12 @@ class AgentClientServer:
             logger.info("ignored the notification %s", method)
 
     async def _close(self) -> None:
-        """End of input: in-flight requests get a short grace, running turns are cancelled."""
+        """End of input: in-flight requests get a short grace, running turns are
+        cancelled. A stop signal (the serving task cancelled) gives them none."""
         for turn in self.sessions.running():
             turn.cancel()
-        if self._requests:
+        current = asyncio.current_task()
+        if self._requests and not (current is not None and current.cancelling()):
             await asyncio.wait(set(self._requests), timeout=EOF_GRACE_SECONDS)
         for task in list(self._requests):
             task.cancel()

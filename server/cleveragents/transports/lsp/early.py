@@ -112,6 +112,14 @@ class EarlyCalls:
     def _notify(self, method: str, params: Any) -> None:
         self._writer.write(encode_frame({"jsonrpc": "2.0", "method": method, "params": params}))
 
+    async def cancel_all(self) -> None:
+        """Stopping before the hand-over: cancel the requests still running here."""
+        running = [task for _, task in self.hand_over().values()]
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.wait(running, timeout=1.0)
+
     def hand_over(self) -> dict[Any, tuple[str, asyncio.Task[WireResponse]]]:
         """The requests still running, for the pygls server to answer."""
         self._handed_over = True

@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import contextlib
 import importlib
+import signal
 import sys
 from collections.abc import Awaitable, Sequence
 from dataclasses import replace
@@ -45,6 +46,9 @@ SERVICE_MODULES = ("cleveragents.container", "cleveragents.a2a.facade")
 # for it (input already in the pipe is read well within one loop pass).
 LATE_INPUT = 0.01
 _T = TypeVar("_T")
+# What stops a server whose client did not say `exit`: an editor's forced stop, a
+# closing terminal, Ctrl-C.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 TERMINAL_HINT = ("cleveragents-lsp: waiting for an editor to speak LSP-framed JSON-RPC (or the Agent Client "
                  "Protocol) on stdin; start it from an editor instead (docs/getting-started.md, docs/editors.md). "
                  "Ctrl-D stops it.")
@@ -55,6 +59,35 @@ def _stdin_is_a_terminal() -> bool:
         return sys.stdin is not None and sys.stdin.isatty()
     except ValueError:  # stdin closed
         return False
+
+
+async def _serve_until_stopped(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Settings | None = None,
+                               container_options: dict[str, Any] | None = None) -> int:
+    """``_serve``, cancelled by the first of ``STOP_SIGNALS``: the servers stop as at the
+    end of their input (services closed, temporary files removed), without waiting for
+    their requests. Then 128 + the signal's number, as a shell reports it."""
+    loop = asyncio.get_running_loop()
+    serving = asyncio.current_task()
+    assert serving is not None
+    received: list[int] = []
+
+    def stop(signum: int) -> None:
+        if not received:
+            received.append(signum)
+            serving.cancel()
+
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, stop, signum)
+    try:
+        return await _serve(args, stdin, stdout, settings, container_options)
+    except asyncio.CancelledError:
+        if not received:
+            raise
+        serving.uncancel()
+        return 128 + received[0]
+    finally:
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
 
 
 async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Settings | None = None,
@@ -83,27 +116,35 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
     health = early_health.EarlyHealth() if initialize is not None else None
     runtime = ServiceRuntime(settings=settings, container_options=options,
                              before_build=health.before_build if health is not None else None)
-    if initialize is None:
-        server_module = await _load_server_after(services.start())
-    else:
-        msg_id, params = initialize
-        writer.write(framing.encode_frame(handshake.initialize_response(msg_id, params, agent_card=agent_card)))
-        if args.workspace is None and (root := handshake.workspace_root(params)) is not None:
-            runtime.settings = replace(settings, workspace=root)
-        options_sent = params.get("initializationOptions")
-        connection = Connection(handshake.requested_version(options_sent), handshake.connection_extensions(options_sent))
-        calls = early.EarlyCalls(runtime, connection, writer, health)
-        starting = runtime.start()
-        starting.add_done_callback(health.services_started)  # type: ignore[union-attr]
-        loading = asyncio.ensure_future(_load_server_after(starting, params))
-        frames = await early.serve_until_loaded(frames, calls, loading)
-        server_module = await loading
+    calls: early.EarlyCalls | None = None
+    try:
+        if initialize is None:
+            server_module = await _load_server_after(services.start())
+        else:
+            msg_id, params = initialize
+            writer.write(framing.encode_frame(handshake.initialize_response(msg_id, params, agent_card=agent_card)))
+            if args.workspace is None and (root := handshake.workspace_root(params)) is not None:
+                runtime.settings = replace(settings, workspace=root)
+            options_sent = params.get("initializationOptions")
+            connection = Connection(handshake.requested_version(options_sent),
+                                    handshake.connection_extensions(options_sent))
+            calls = early.EarlyCalls(runtime, connection, writer, health)
+            starting = runtime.start()
+            starting.add_done_callback(health.services_started)  # type: ignore[union-attr]
+            loading = asyncio.ensure_future(_load_server_after(starting, params))
+            frames = await early.serve_until_loaded(frames, calls, loading)
+            server_module = await loading
+    except BaseException:  # a stop signal before the pygls server took over: it would have closed them
+        if calls is not None:
+            await calls.cancel_all()
+        await runtime.aclose()
+        raise
     server: A2ALanguageServer = server_module.A2ALanguageServer(
         settings, workspace_fixed=args.workspace is not None,
         container_options=options, agent_card=agent_card, runtime=runtime,
     )
     gc_policy.tune_for_serving()
-    if initialize is not None:
+    if initialize is not None and calls is not None:
         return await server.serve(frames, writer, first, answered=initialize[0], running=calls.hand_over())
     return await server.serve(frames, writer, first)
 
@@ -198,9 +239,9 @@ def run_stdio(args: argparse.Namespace, settings: Settings | None = None,
         print(TERMINAL_HINT, file=sys.stderr, flush=True)
     protocol_out = claim_stdout()
     try:
-        return asyncio.run(_serve(args, sys.stdin.buffer, protocol_out, settings, container_options))
-    except KeyboardInterrupt:
-        return 130
+        return asyncio.run(_serve_until_stopped(args, sys.stdin.buffer, protocol_out, settings, container_options))
+    except KeyboardInterrupt:  # Ctrl-C before the loop ran
+        return 128 + signal.SIGINT
 
 
 def serve_stdio(settings: Settings, *, actor: Any = None, card: Any = None, log_level: str = "WARNING",

@@ -335,14 +335,20 @@ class A2ALanguageServer(LanguageServer):
     async def _close(self) -> None:
         """Stop work cleanly: finish or cancel requests, end subscriptions, close the store."""
         # After `exit` nothing more may be sent; at end of input, in-flight requests
-        # get a short grace period so a piped script still receives its answers.
-        finished = self.protocol.exit_code is not None or self._client_stalled
+        # get a short grace period so a piped script still receives its answers. A
+        # stop signal (the serving task cancelled, ``main.py``) gives them none.
+        finished = self.protocol.exit_code is not None or self._client_stalled or _cancelled()
         await self.protocol.drain(0.0 if finished else EOF_GRACE_SECONDS)
         for task in list(self._pumps):
             task.cancel()
         if self._pumps:
             await asyncio.gather(*self._pumps, return_exceptions=True)
         await self.runtime.aclose()
+
+
+def _cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _is_lsp_notification(method: str) -> bool:

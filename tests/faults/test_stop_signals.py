@@ -1,0 +1,103 @@
+"""SIGTERM, SIGHUP and SIGINT to the stdio server: what an editor sends when it stops a
+server that did not exit (Neovim's forced stop, a closing terminal, Ctrl-C by hand).
+
+The server stops as it does at the end of its input: its requests are cancelled, its
+services closed, and what it made in the temporary directory (the in-memory store's
+scratch directory, a sandboxed command's run directory) is removed. It exits with
+128 + the signal's number, as a shell reports a process ended by it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SERVER_COMMAND
+from tests.e2e.agent_client.test_framing_detection import ACP_INITIALIZE
+from tests.e2e.rawclient import TIMEOUT, RawServer
+from tests.e2e.test_plans_stdio import PLAN, Client, python_on_path, sleeper  # noqa: F401  (fixtures)
+
+SEND = {"message": {"role": "ROLE_USER", "messageId": "m-1", "parts": [{"text": "hello"}]}}
+SIGNALS = [signal.SIGTERM, signal.SIGHUP, signal.SIGINT]
+
+
+@pytest.fixture
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The server's TMPDIR: empty, and no other process's."""
+    directory = tmp_path / "tmp"
+    directory.mkdir()
+    monkeypatch.setenv("TMPDIR", str(directory))
+    return directory
+
+
+async def stopped_by(server: RawServer, signum: int) -> tuple[int, str]:
+    server.proc.send_signal(signum)
+    try:
+        code, _, err = await server.wait()
+    finally:
+        await server.kill()
+    return code, err.decode(errors="replace")
+
+
+@pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: signal.Signals(s).name)
+@pytest.mark.parametrize("settle", [0.0, 1.5], ids=["at the first answer", "serving"])
+async def test_a_signalled_server_removes_its_scratch_and_exits(tmp_path, private_tmp, signum, settle):
+    """The first answer comes before pygls has loaded (``lsp/early.py``): a signal then
+    must close the services as surely as one after the hand-over."""
+    server = await RawServer.start_initialized("--memory", "--workspace", str(tmp_path))
+    answer = await server.request(1, "SendMessage", SEND)
+    assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", answer
+    assert list(private_tmp.iterdir()), "the in-memory store made no scratch directory: nothing is tested"
+    if settle:
+        health = await server.request(2, "_cleveragents/health/check", {})
+        assert "result" in health, health
+        await asyncio.sleep(settle)
+    code, err = await stopped_by(server, signum)
+    assert code == 128 + signum, err
+    assert list(private_tmp.iterdir()) == [], err
+    assert "Traceback" not in err, err
+
+
+async def test_the_agent_client_face_stops_the_same_way(tmp_path, private_tmp):
+    proc = await asyncio.create_subprocess_exec(
+        *SERVER_COMMAND, "--memory", cwd=tmp_path,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    server = RawServer(proc)
+    assert proc.stdin is not None and proc.stdout is not None
+    for message in (ACP_INITIALIZE, {"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                                     "params": {"cwd": str(tmp_path), "mcpServers": []}}):
+        proc.stdin.write(json.dumps(message).encode() + b"\n")
+        answer = json.loads(await asyncio.wait_for(proc.stdout.readline(), TIMEOUT))
+        assert "result" in answer, answer
+    assert list(private_tmp.iterdir()), "the in-memory store made no scratch directory: nothing is tested"
+    code, err = await stopped_by(server, signal.SIGTERM)
+    assert code == 128 + signal.SIGTERM, err
+    assert list(private_tmp.iterdir()) == [], err
+
+
+@pytest.mark.parametrize("wait", [False, True], ids=["execute answered", "execute waiting"])
+async def test_sigterm_during_a_sandboxed_command_ends_it_and_removes_its_run(
+        tmp_path, private_tmp, sleeper, wait):  # noqa: F811
+    """A plan's command is running in the sandbox (the execute answered at once, or
+    still waiting for the plan): SIGTERM ends the command and removes its run
+    directory (its overlay holds what it wrote)."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    server = await RawServer.start_initialized("--workspace", str(workspace))
+    client = Client(server, workspace)
+    plan_id = await client.use("run", {"command": sleeper.command})
+    if wait:
+        client.send(PLAN + "execute", {"plan_id": plan_id})
+    else:
+        await client.result(PLAN + "execute", plan_id=plan_id, wait=False)
+    await sleeper.started()
+    assert any(p.name.startswith("cleveragents-run-") for p in private_tmp.iterdir()), list(private_tmp.iterdir())
+    code, err = await stopped_by(server, signal.SIGTERM)
+    assert code == 128 + signal.SIGTERM, err
+    assert await sleeper.gone(timeout=5), "the plan's command outlived the server"
+    assert list(private_tmp.iterdir()) == [], err
+    assert "Traceback" not in err, err
