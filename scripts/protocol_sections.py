@@ -143,7 +143,8 @@ def plan_section() -> list[str]:
         "`execute/failed`; the call answers with the step's error.",
         "- An apply or rollback, once begun, runs to its end even if its caller goes away. If the process "
         "dies during one, the next start completes it or undoes it from the journal, and the plan's state "
-        "and `reason` say which. A plan that was executing comes back as `execute/interrupted`.",
+        "and `reason` say which. A plan that was executing comes back as `execute/interrupted`, as it does "
+        "when the server stops while it executes (`exit`, end of input, a stop signal).",
         "",
         "### Guards",
         "",

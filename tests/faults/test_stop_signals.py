@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from cleveragents.app.plans import RESTART_REASON
 from tests.conftest import SERVER_COMMAND
 from tests.e2e.agent_client.test_framing_detection import ACP_INITIALIZE
 from tests.e2e.rawclient import TIMEOUT, RawServer
@@ -79,12 +80,13 @@ async def test_the_agent_client_face_stops_the_same_way(tmp_path, private_tmp):
     assert list(private_tmp.iterdir()) == [], err
 
 
-@pytest.mark.parametrize("wait", [False, True], ids=["execute answered", "execute waiting"])
-async def test_sigterm_during_a_sandboxed_command_ends_it_and_removes_its_run(
-        tmp_path, private_tmp, sleeper, wait):  # noqa: F811
+@pytest.mark.parametrize(("stop", "wait"), [("SIGTERM", False), ("SIGTERM", True), ("end of input", False)])
+async def test_a_stop_during_a_sandboxed_command_ends_it_and_interrupts_the_plan(
+        tmp_path, private_tmp, sleeper, stop, wait):  # noqa: F811
     """A plan's command is running in the sandbox (the execute answered at once, or
-    still waiting for the plan): SIGTERM ends the command and removes its run
-    directory (its overlay holds what it wrote)."""
+    still waiting for the plan): the stop ends the command and removes its run
+    directory (its overlay holds what it wrote). Nobody cancelled the plan: the next
+    start finds it interrupted, to be executed again, as after a crash."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     server = await RawServer.start_initialized("--workspace", str(workspace))
@@ -96,8 +98,22 @@ async def test_sigterm_during_a_sandboxed_command_ends_it_and_removes_its_run(
         await client.result(PLAN + "execute", plan_id=plan_id, wait=False)
     await sleeper.started()
     assert any(p.name.startswith("cleveragents-run-") for p in private_tmp.iterdir()), list(private_tmp.iterdir())
-    code, err = await stopped_by(server, signal.SIGTERM)
-    assert code == 128 + signal.SIGTERM, err
+    if stop == "SIGTERM":
+        code, err = await stopped_by(server, signal.SIGTERM)
+        assert code == 128 + signal.SIGTERM, err
+    else:
+        server.close_stdin()
+        code, _, err_bytes = await server.wait()
+        err = err_bytes.decode(errors="replace")
+        assert code == 0, err
     assert await sleeper.gone(timeout=5), "the plan's command outlived the server"
     assert list(private_tmp.iterdir()) == [], err
     assert "Traceback" not in err, err
+
+    server = await RawServer.start_initialized("--workspace", str(workspace))
+    try:
+        status = await Client(server, workspace).status(plan_id)
+        assert (status["phase"], status["state"], status["reason"]) == ("execute", "interrupted", RESTART_REASON), status
+        assert "execute" in status["allowed_actions"], status
+    finally:
+        await server.kill()

@@ -67,6 +67,8 @@ class PlanLifecycleService:
         self._runner = PlanRunner(plans, workspace, tools, bus, max_steps, call_tool, tool_settings, actor_for,
                                   plan_budget)
         self._running: dict[str, Execution] = {}
+        # Set once the server stops: an execution cancelled from then on is interrupted.
+        self._stopping = False
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         # Start-up repair, run once before the first call is served (if this process owns the state).
         self._ready = RunOnce(self._recover, may_repair)
@@ -342,6 +344,11 @@ class PlanLifecycleService:
             progress.end(f"failed: {failure.error.message}")
             raise failure.error from None
         except asyncio.CancelledError:
+            if self._stopping:  # nobody cancelled it: it goes on at the next `execute`, as after a crash
+                plan = await self._move(execution.plan, Phase.EXECUTE, State.INTERRUPTED, RESTART_REASON,
+                                        events.PLAN_ERRORED)
+                progress.end("interrupted: the server is stopping")
+                return PlanMoved(plan)
             plan = await self._move(execution.plan, Phase.EXECUTE, State.CANCELLED, "cancelled", events.PLAN_CANCELLED)
             progress.end("cancelled")
             return PlanMoved(plan)
@@ -428,7 +435,13 @@ class PlanLifecycleService:
             await self._move(plan, phase, State.FAILED, f"the {op} failed (an internal error)", events.PLAN_ERRORED)
             raise
 
+    def stopping(self) -> None:
+        """The server is stopping: the executions it cancels from now on (with their
+        requests, or in ``aclose``) become ``execute/interrupted``, not cancelled."""
+        self._stopping = True
+
     async def aclose(self) -> None:
+        self.stopping()
         for execution in list(self._running.values()):
             execution.cancel()
         tasks = [e.task for e in self._running.values() if e.task is not None]

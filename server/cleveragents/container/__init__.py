@@ -347,6 +347,10 @@ class Container:
                            "shell.run runs commands unconfined, on the workspace on disk",
                            ", ".join(str(path) for path in self.config.files))
 
+    def stopping(self) -> None:
+        """The server is about to cancel its requests and close (``PlanLifecycleService.stopping``)."""
+        self.plan_service.stopping()
+
     async def aclose(self) -> None:
         if self._closed:
             return

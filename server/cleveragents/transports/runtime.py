@@ -73,6 +73,11 @@ class ServiceRuntime:
         self.ready = facade
         return facade
 
+    def stopping(self) -> None:
+        """Call before cancelling the requests at a stop (``Container.stopping``)."""
+        if self._container is not None:
+            self._container.stopping()
+
     async def aclose(self) -> None:
         """Close what was started: the facade, and the container when it is ours."""
         if self._starting is None:

@@ -102,6 +102,7 @@ class AgentClientServer:
     async def _close(self) -> None:
         """End of input: in-flight requests get a short grace, running turns are
         cancelled. A stop signal (the serving task cancelled) gives them none."""
+        self.runtime.stopping()
         for turn in self.sessions.running():
             turn.cancel()
         current = asyncio.current_task()

@@ -135,6 +135,7 @@ async def _serve(args: argparse.Namespace, stdin: Any, stdout: Any, settings: Se
             frames = await early.serve_until_loaded(frames, calls, loading)
             server_module = await loading
     except BaseException:  # a stop signal before the pygls server took over: it would have closed them
+        runtime.stopping()
         if calls is not None:
             await calls.cancel_all()
         await runtime.aclose()

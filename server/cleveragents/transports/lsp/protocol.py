@@ -116,6 +116,7 @@ class A2AProtocol(PyglsProtocol):
     async def lsp_shutdown(self, *args: Any) -> None:  # type: ignore[override]  # awaits in-flight work
         """Refuse new requests, let in-flight ones finish (within a grace period),
         cancel what is left."""
+        self.server.runtime.stopping()
         await self.drain(SHUTDOWN_GRACE_SECONDS, keep=self.msg_id)
         self.refuse_all_but_exit()
         return None

@@ -338,6 +338,7 @@ class A2ALanguageServer(LanguageServer):
         # get a short grace period so a piped script still receives its answers. A
         # stop signal (the serving task cancelled, ``main.py``) gives them none.
         finished = self.protocol.exit_code is not None or self._client_stalled or _cancelled()
+        self.runtime.stopping()
         await self.protocol.drain(0.0 if finished else EOF_GRACE_SECONDS)
         for task in list(self._pumps):
             task.cancel()
