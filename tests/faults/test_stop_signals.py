@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
 
 from cleveragents.app.plans import RESTART_REASON
+from cleveragents.infra.process_tmp import PREFIX, SWEEP_MIN_AGE
 from tests.conftest import SERVER_COMMAND
 from tests.e2e.agent_client.test_framing_detection import ACP_INITIALIZE
 from tests.e2e.rawclient import TIMEOUT, RawServer
@@ -97,7 +100,7 @@ async def test_a_stop_during_a_sandboxed_command_ends_it_and_interrupts_the_plan
     else:
         await client.result(PLAN + "execute", plan_id=plan_id, wait=False)
     await sleeper.started()
-    assert any(p.name.startswith("cleveragents-run-") for p in private_tmp.iterdir()), list(private_tmp.iterdir())
+    assert list(private_tmp.glob("cleveragents-process-*/run-*")), list(private_tmp.rglob("*"))
     if stop == "SIGTERM":
         code, err = await stopped_by(server, signal.SIGTERM)
         assert code == 128 + signal.SIGTERM, err
@@ -115,5 +118,28 @@ async def test_a_stop_during_a_sandboxed_command_ends_it_and_interrupts_the_plan
         status = await Client(server, workspace).status(plan_id)
         assert (status["phase"], status["state"], status["reason"]) == ("execute", "interrupted", RESTART_REASON), status
         assert "execute" in status["allowed_actions"], status
+    finally:
+        await server.kill()
+
+
+async def test_the_directory_of_a_sigkilled_server_is_removed_by_the_next(tmp_path, private_tmp):
+    """SIGKILL gives a server no chance to clean up: the next server to need a
+    temporary directory removes what the dead one left, once it is a minute old."""
+    server = await RawServer.start_initialized("--memory", "--workspace", str(tmp_path))
+    await server.request(1, "SendMessage", SEND)
+    (left,) = private_tmp.iterdir()
+    assert list(left.iterdir()), "the dead server's scratch is not in its directory: nothing is tested"
+    await server.kill()
+    assert left.is_dir()
+    old = time.time() - 2 * SWEEP_MIN_AGE
+    os.utime(left, (old, old))
+
+    server = await RawServer.start_initialized("--memory", "--workspace", str(tmp_path))
+    try:
+        answer = await server.request(1, "SendMessage", SEND)
+        assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", answer
+        assert not left.exists()
+        (mine,) = private_tmp.iterdir()
+        assert mine.name.startswith(PREFIX) and list(mine.iterdir())
     finally:
         await server.kill()

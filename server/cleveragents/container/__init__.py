@@ -128,9 +128,9 @@ class Container:
         if not self.settings.memory:
             return self.settings.resolved_state_dir
         if self._scratch is None:
-            import tempfile
+            from cleveragents.infra.process_tmp import new_dir
 
-            self._scratch = Path(tempfile.mkdtemp(prefix="cleveragents-"))
+            self._scratch = Path(new_dir("scratch"))
         return self._scratch
 
     def _build_plans(self) -> None:

@@ -19,11 +19,11 @@ import functools
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from cleveragents.infra.process_tmp import new_dir
 from cleveragents.infra.sandbox.launch import LAUNCHER, encode_spec, read_failure, remove_tree
 from cleveragents.infra.sandbox.layers import LayerChanges, Planted, plant, read_changes
 from cleveragents.infra.sandbox.protected_scan import ProtectedScan
@@ -155,7 +155,7 @@ class CommandSandbox:
 
     def prepare(self, overlay: Overlay, argv: Sequence[str], env: Mapping[str, str]) -> Run:
         found = self.check()
-        directory = tempfile.mkdtemp(prefix="cleveragents-run-")
+        directory = new_dir("run")
         try:
             upper, work, root = (os.path.join(directory, name) for name in ("upper", "work", "root"))
             for path in (upper, work, root):

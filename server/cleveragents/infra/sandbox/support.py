@@ -13,9 +13,9 @@ import platform
 import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 
+from cleveragents.infra.process_tmp import new_dir
 from cleveragents.infra.sandbox.launch import LAUNCHER, encode_spec, read_failure, remove_tree
 
 PROBE_TIMEOUT = 20.0
@@ -46,7 +46,7 @@ def _probe_namespaces(landlock_abi: int) -> str | None:
     true = shutil.which("true", path="/usr/bin:/bin")
     if true is None:
         return "no `true` program to probe with"
-    base = tempfile.mkdtemp(prefix="cleveragents-probe-")
+    base = new_dir("probe")
     try:
         paths = {name: os.path.join(base, name) for name in ("workspace", "upper", "work", "root")}
         for path in paths.values():
