@@ -27,12 +27,13 @@ pytestmark = [
 
 
 @pytest.mark.parametrize(("suite", "tests"), [("session.test.mjs", 6), ("io.test.mjs", 2)])
-def test_the_npm_client_suite_passes(suite, tests):
+def test_the_npm_client_suite_passes(suite, tests, tmp_path):
     npm_ci(SUITE, timeout=240)
     server = Path(sys.executable).with_name("cleveragents-lsp")
     assert server.exists(), "cleveragents-lsp is not installed in this environment"
     env = {"CLEVERAGENTS_LSP": str(server),  # the slow test actor is importable from the checkout
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+           "TMPDIR": str(tmp_path)}  # the suites' workspaces: pytest removes them in time, node's never
     output = code_server.run_checked(["node", "--test", suite], SUITE, 180, env)
     counts = {key: int(value) for key, value in re.findall(r"^# (tests|pass|fail|cancelled) (\d+)$", output, re.M)}
     assert counts == {"tests": tests, "pass": tests, "fail": 0, "cancelled": 0}, output
