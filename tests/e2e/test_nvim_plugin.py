@@ -1,7 +1,8 @@
 """The Neovim plugin (editors/nvim) in a real `nvim --headless` against a real server:
 session, streamed message, plan, diff, apply and rollback through `workspace/applyEdit`
 (buffers change, the disk only on `:write`), approvals and cancel
-(editors/nvim/tests/plugin_spec.lua holds the steps and their assertions)."""
+(editors/nvim/tests/plugin_spec.lua holds the steps and their assertions); and
+Neovim's own client stopping the server by force (nvim_force_stop.lua)."""
 
 from __future__ import annotations
 
@@ -118,3 +119,17 @@ def test_the_documented_by_hand_command_runs_as_written(tmp_path: Path):
 
     assert done.returncode == 0 and "ALL PASSED" in done.stdout, done.stdout + done.stderr
     assert "workspace: " + str(tmp_path) in done.stdout
+
+
+def test_a_forced_stop_ends_the_server_without_a_warning(nvim: str, tmp_path: Path):
+    """Neovim stops a server by force with SIGTERM, and warns its user of any exit code
+    but 0 unless the server died of SIGTERM. The server closes its services, then
+    ends by that signal: Neovim says nothing."""
+    env = {**os.environ, "CLEVERAGENTS_WORKSPACE": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
+           "CLEVERAGENTS_CMD": json.dumps([*SERVER_COMMAND, "--workspace", str(tmp_path)])}
+    done = subprocess.run([nvim, "--headless", "--clean", "-l", str(Path(__file__).with_name("nvim_force_stop.lua"))],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "EXITED code=0 signal=15" in output, output
+    assert "TOLD" not in output, output

@@ -33,7 +33,7 @@ def _http_module() -> Any:
 def _run_stdio(args: argparse.Namespace) -> int:
     from cleveragents.transports.lsp.main import run_stdio
 
-    return run_stdio(args)
+    return run_stdio(args, die_of_stop_signal=True)
 
 
 def _run_http(args: argparse.Namespace) -> int:

@@ -135,7 +135,7 @@ async def serve_app(app: Any, host: str, port: int, *, log_level: str = "warning
     server = uvicorn.Server(config)
     if threading.current_thread() is threading.main_thread():
         # uvicorn shuts down gracefully on SIGTERM, then raises it again once done:
-        # this handler makes that second one a plain return (exit 0, as on stdio).
+        # this handler makes that second one a plain return: a service stopped on purpose exits 0.
         signal.signal(signal.SIGTERM, lambda *_: None)
     gc_policy.tune_for_serving()
     serving = asyncio.ensure_future(server.serve())

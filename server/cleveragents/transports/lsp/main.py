@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import contextlib
 import importlib
+import logging
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Sequence
@@ -49,6 +52,7 @@ _T = TypeVar("_T")
 # What stops a server whose client did not say `exit`: an editor's forced stop, a
 # closing terminal, Ctrl-C.
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+_stopped_by: list[int] = []  # the stop signal received, if one was
 TERMINAL_HINT = ("cleveragents-lsp: waiting for an editor to speak LSP-framed JSON-RPC (or the Agent Client "
                  "Protocol) on stdin; start it from an editor instead (docs/getting-started.md, docs/editors.md). "
                  "Ctrl-D stops it.")
@@ -74,6 +78,7 @@ async def _serve_until_stopped(args: argparse.Namespace, stdin: Any, stdout: Any
     def stop(signum: int) -> None:
         if not received:
             received.append(signum)
+            _stopped_by[:] = [signum]
             serving.cancel()
 
     for signum in STOP_SIGNALS:
@@ -222,7 +227,11 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 def run_stdio(args: argparse.Namespace, settings: Settings | None = None,
-              container_options: dict[str, Any] | None = None) -> int:
+              container_options: dict[str, Any] | None = None, *, die_of_stop_signal: bool = False) -> int:
+    """Serve on this process's stdio; the exit code. ``die_of_stop_signal``: a process
+    that is only this server ends, after its exit, by the stop signal it received."""
+    if die_of_stop_signal:
+        atexit.register(_die_of_stop_signal)  # before the services register theirs: it runs after them
     configure_logging(args.log_level)
     # A workspace the client names in `initialize` is checked when the services start.
     from cleveragents.container.configured import configuration_problem
@@ -245,6 +254,18 @@ def run_stdio(args: argparse.Namespace, settings: Settings | None = None,
         return 128 + signal.SIGINT
 
 
+def _die_of_stop_signal() -> None:
+    """Last at exit, once the services are closed and their files removed: end by the
+    stop signal, as a process it ended does, so the parent sees the signal, not an
+    exit code (Neovim warns of any exit code but 0, and of no SIGTERM)."""
+    if not _stopped_by:
+        return
+    logging.shutdown()  # registered before this, so it would run after: the log's last lines
+    sys.stderr.flush()
+    signal.signal(_stopped_by[0], signal.SIG_DFL)
+    os.kill(os.getpid(), _stopped_by[0])
+
+
 def serve_stdio(settings: Settings, *, actor: Any = None, card: Any = None, log_level: str = "WARNING",
                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> int:
     """Serve a published agent (``cleveragents.A2A(...).serve_stdio()``) on this
@@ -264,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the stdio framing: lsp (Content-Length headers) or acp (the Agent Client Protocol, "
                              "one JSON message a line); default: told from the client's first byte")
     add_server_arguments(parser)
-    return run_stdio(parser.parse_args(argv))
+    return run_stdio(parser.parse_args(argv), die_of_stop_signal=True)
 
 
 if __name__ == "__main__":
