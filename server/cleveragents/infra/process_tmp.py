@@ -47,7 +47,10 @@ def process_dir() -> str:
                 logger.info("removed %d temporary directories of stopped servers", len(swept))
             path = tempfile.mkdtemp(prefix=PREFIX, dir=base)
             fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # new, so nobody else holds it
+            # New, so nobody else holds it. A filesystem without locks refuses every
+            # sweep's too (``_abandoned``): the directory is then only removed at exit.
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             _mine = (path, fd, os.getpid())
             atexit.register(_remove_mine)
         return _mine[0]

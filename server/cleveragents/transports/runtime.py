@@ -96,6 +96,14 @@ class ServiceRuntime:
         self._container = None
 
 
+def stopped_by_signal() -> bool:
+    """Whether the task running this is being cancelled: a server's serving task is
+    only when a stop signal arrived (``lsp/main.py``), and then its close gives running
+    requests no grace."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 def _build(settings: Settings, options: dict[str, Any],
            before: Callable[[Settings, dict[str, Any]], None] | None = None) -> tuple[Any, A2ALocalFacade]:
     if before is not None:

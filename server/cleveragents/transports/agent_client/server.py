@@ -26,7 +26,7 @@ from cleveragents.transports.agent_client.wire import (
     AgentClientError,
     Connection,
 )
-from cleveragents.transports.runtime import ServiceRuntime
+from cleveragents.transports.runtime import ServiceRuntime, stopped_by_signal
 
 logger = logging.getLogger("cleveragents.agent_client")
 
@@ -105,8 +105,7 @@ class AgentClientServer:
         self.runtime.stopping()
         for turn in self.sessions.running():
             turn.cancel()
-        current = asyncio.current_task()
-        if self._requests and not (current is not None and current.cancelling()):
+        if self._requests and not stopped_by_signal():
             await asyncio.wait(set(self._requests), timeout=EOF_GRACE_SECONDS)
         for task in list(self._requests):
             task.cancel()

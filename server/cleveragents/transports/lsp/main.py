@@ -73,12 +73,11 @@ async def _serve_until_stopped(args: argparse.Namespace, stdin: Any, stdout: Any
     loop = asyncio.get_running_loop()
     serving = asyncio.current_task()
     assert serving is not None
-    received: list[int] = []
+    _stopped_by.clear()
 
     def stop(signum: int) -> None:
-        if not received:
-            received.append(signum)
-            _stopped_by[:] = [signum]
+        if not _stopped_by:
+            _stopped_by.append(signum)
             serving.cancel()
 
     for signum in STOP_SIGNALS:
@@ -86,10 +85,10 @@ async def _serve_until_stopped(args: argparse.Namespace, stdin: Any, stdout: Any
     try:
         return await _serve(args, stdin, stdout, settings, container_options)
     except asyncio.CancelledError:
-        if not received:
+        if not _stopped_by:
             raise
         serving.uncancel()
-        return 128 + received[0]
+        return 128 + _stopped_by[0]
     finally:
         for signum in STOP_SIGNALS:
             loop.remove_signal_handler(signum)

@@ -34,7 +34,7 @@ from cleveragents.transports.lsp.protocol import (
     error_for,
     prepared_converter,
 )
-from cleveragents.transports.runtime import ServiceRuntime
+from cleveragents.transports.runtime import ServiceRuntime, stopped_by_signal
 
 logger = logging.getLogger("cleveragents.lsp")
 
@@ -336,8 +336,8 @@ class A2ALanguageServer(LanguageServer):
         """Stop work cleanly: finish or cancel requests, end subscriptions, close the store."""
         # After `exit` nothing more may be sent; at end of input, in-flight requests
         # get a short grace period so a piped script still receives its answers. A
-        # stop signal (the serving task cancelled, ``main.py``) gives them none.
-        finished = self.protocol.exit_code is not None or self._client_stalled or _cancelled()
+        # stop signal gives them none.
+        finished = self.protocol.exit_code is not None or self._client_stalled or stopped_by_signal()
         self.runtime.stopping()
         await self.protocol.drain(0.0 if finished else EOF_GRACE_SECONDS)
         for task in list(self._pumps):
@@ -345,11 +345,6 @@ class A2ALanguageServer(LanguageServer):
         if self._pumps:
             await asyncio.gather(*self._pumps, return_exceptions=True)
         await self.runtime.aclose()
-
-
-def _cancelled() -> bool:
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 def _is_lsp_notification(method: str) -> bool:
