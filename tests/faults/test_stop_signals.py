@@ -14,6 +14,7 @@ import asyncio
 import json
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -65,6 +66,22 @@ async def test_a_signalled_server_removes_its_scratch_and_exits(tmp_path, privat
     assert code == -signum, err
     assert list(private_tmp.iterdir()) == [], err
     assert "Traceback" not in err, err
+
+
+async def test_agents_serve_stops_the_same_way(tmp_path, private_tmp):
+    """`agents serve` is the same server under the CLI: an editor may start it instead."""
+    agents = str(Path(sys.executable).with_name("agents"))
+    proc = await asyncio.create_subprocess_exec(
+        agents, "serve", "--memory", "--workspace", str(tmp_path), cwd=tmp_path,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    server = RawServer(proc)
+    assert "result" in await server.initialize()
+    answer = await server.request(1, "SendMessage", SEND)
+    assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", answer
+    assert list(private_tmp.iterdir()), "the in-memory store made no scratch directory: nothing is tested"
+    code, err = await stopped_by(server, signal.SIGTERM)
+    assert code == -signal.SIGTERM, err
+    assert list(private_tmp.iterdir()) == [], err
 
 
 async def test_the_agent_client_face_stops_the_same_way(tmp_path, private_tmp):
