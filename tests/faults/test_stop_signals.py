@@ -11,6 +11,7 @@ signal, not an exit code (Neovim warns of any exit code but 0; ``test_nvim_plugi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from cleveragents.app.plans import RESTART_REASON
@@ -26,6 +28,7 @@ from tests.conftest import SERVER_COMMAND
 from tests.e2e.agent_client.test_framing_detection import ACP_INITIALIZE
 from tests.e2e.rawclient import TIMEOUT, RawServer
 from tests.e2e.test_plans_stdio import PLAN, Client, python_on_path, sleeper  # noqa: F401  (fixtures)
+from tests.listening import listening
 
 SEND = {"message": {"role": "ROLE_USER", "messageId": "m-1", "parts": [{"text": "hello"}]}}
 SIGNALS = [signal.SIGTERM, signal.SIGHUP, signal.SIGINT]
@@ -159,5 +162,38 @@ async def test_the_directory_of_a_sigkilled_server_is_removed_by_the_next(tmp_pa
         assert not left.exists()
         (mine,) = private_tmp.iterdir()
         assert mine.name.startswith(PREFIX) and list(mine.iterdir())
+    finally:
+        await server.kill()
+
+
+async def test_sigterm_during_a_blocking_execute_over_http_interrupts_the_plan(tmp_path, sleeper):  # noqa: F811
+    """The HTTP server's SIGTERM: uvicorn gives running requests 5 s, then the services
+    close; the plan a request was executing comes back interrupted, as on stdio."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    argv = [sys.executable, "-m", "cleveragents.transports.http", "--workspace", str(workspace), "--port", "0",
+            "--auth-token", "t"]
+    with listening(argv, clean_exit=True) as served:
+        async with httpx.AsyncClient(base_url=served.url, timeout=60, headers={"Authorization": "Bearer t"}) as http:
+            async def call(method: str, **params: object) -> dict:
+                answer = (await http.post("/a2a", json={"jsonrpc": "2.0", "id": 1, "method": method,
+                                                         "params": params})).json()
+                assert "result" in answer, answer
+                return answer["result"]
+
+            plan_id = (await call(PLAN + "use", action_name="run", arguments={"command": sleeper.command},
+                                  automation_profile="supervised"))["plan_id"]
+            executing = asyncio.ensure_future(call(PLAN + "execute", plan_id=plan_id))
+            await sleeper.started()
+            served.process.terminate()
+            await asyncio.to_thread(served.process.wait, 30)
+            with contextlib.suppress(httpx.HTTPError, ValueError, AssertionError):  # stopped: no JSON-RPC answer
+                await executing
+    assert await sleeper.gone(timeout=5), "the plan's command outlived the server"
+
+    server = await RawServer.start_initialized("--workspace", str(workspace))
+    try:
+        status = await Client(server, workspace).status(plan_id)
+        assert (status["phase"], status["state"], status["reason"]) == ("execute", "interrupted", RESTART_REASON), status
     finally:
         await server.kill()
