@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +38,10 @@ class RawServer:
         self.messages: list[dict[str, Any]] = []
 
     @classmethod
-    async def start(cls, *args: str, cwd: Path | None = None) -> RawServer:
+    async def start(cls, *args: str, cwd: Path | None = None, command: Sequence[str] = SERVER_COMMAND) -> RawServer:
+        """``command`` and ``args``: the server's argv (another entry point, ``agents serve``)."""
         proc = await asyncio.create_subprocess_exec(
-            *SERVER_COMMAND, *args, cwd=cwd,
+            *command, *args, cwd=cwd,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )
         return cls(proc)

@@ -6,7 +6,6 @@ parallel (usage errors, and `--memory` backends); calls on one workspace run in 
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import json
 import os
@@ -232,10 +231,7 @@ def test_send_continues_a_conversation_and_keeps_state(ws):
 
 
 async def test_serve_stdio_answers_initialize(ws):
-    proc = await asyncio.create_subprocess_exec(
-        str(AGENTS), "serve", "--workspace", str(ws), "--memory",
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    server = RawServer(proc)
+    server = await RawServer.start("serve", "--workspace", str(ws), "--memory", command=[str(AGENTS)])
     try:
         init = await server.initialize()
         assert init["result"]["capabilities"]["experimental"]["a2a"]["versions"] == ["1.0", "0.3"]

@@ -24,7 +24,6 @@ import pytest
 
 from cleveragents.app.plans import RESTART_REASON
 from cleveragents.infra.process_tmp import PREFIX, SWEEP_MIN_AGE
-from tests.conftest import SERVER_COMMAND
 from tests.e2e.agent_client.test_framing_detection import ACP_INITIALIZE
 from tests.e2e.rawclient import TIMEOUT, RawServer
 from tests.e2e.test_plans_stdio import PLAN, Client, python_on_path, sleeper  # noqa: F401  (fixtures)
@@ -41,6 +40,15 @@ def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     directory.mkdir()
     monkeypatch.setenv("TMPDIR", str(directory))
     return directory
+
+
+async def status_after_restart(workspace: Path, plan_id: str) -> dict:
+    """The plan's status as the next server on ``workspace`` finds it."""
+    server = await RawServer.start_initialized("--workspace", str(workspace))
+    try:
+        return await Client(server, workspace).status(plan_id)
+    finally:
+        await server.kill()
 
 
 async def stopped_by(server: RawServer, signum: int) -> tuple[int, str]:
@@ -74,10 +82,7 @@ async def test_a_signalled_server_removes_its_scratch_and_exits(tmp_path, privat
 async def test_agents_serve_stops_the_same_way(tmp_path, private_tmp):
     """`agents serve` is the same server under the CLI: an editor may start it instead."""
     agents = str(Path(sys.executable).with_name("agents"))
-    proc = await asyncio.create_subprocess_exec(
-        agents, "serve", "--memory", "--workspace", str(tmp_path), cwd=tmp_path,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    server = RawServer(proc)
+    server = await RawServer.start("serve", "--memory", "--workspace", str(tmp_path), cwd=tmp_path, command=[agents])
     assert "result" in await server.initialize()
     answer = await server.request(1, "SendMessage", SEND)
     assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", answer
@@ -88,10 +93,8 @@ async def test_agents_serve_stops_the_same_way(tmp_path, private_tmp):
 
 
 async def test_the_agent_client_face_stops_the_same_way(tmp_path, private_tmp):
-    proc = await asyncio.create_subprocess_exec(
-        *SERVER_COMMAND, "--memory", cwd=tmp_path,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    server = RawServer(proc)
+    server = await RawServer.start("--memory", cwd=tmp_path)
+    proc = server.proc
     assert proc.stdin is not None and proc.stdout is not None
     for message in (ACP_INITIALIZE, {"jsonrpc": "2.0", "id": 2, "method": "session/new",
                                      "params": {"cwd": str(tmp_path), "mcpServers": []}}):
@@ -134,13 +137,9 @@ async def test_a_stop_during_a_sandboxed_command_ends_it_and_interrupts_the_plan
     assert list(private_tmp.iterdir()) == [], err
     assert "Traceback" not in err, err
 
-    server = await RawServer.start_initialized("--workspace", str(workspace))
-    try:
-        status = await Client(server, workspace).status(plan_id)
-        assert (status["phase"], status["state"], status["reason"]) == ("execute", "interrupted", RESTART_REASON), status
-        assert "execute" in status["allowed_actions"], status
-    finally:
-        await server.kill()
+    status = await status_after_restart(workspace, plan_id)
+    assert (status["phase"], status["state"], status["reason"]) == ("execute", "interrupted", RESTART_REASON), status
+    assert "execute" in status["allowed_actions"], status
 
 
 async def test_the_directory_of_a_sigkilled_server_is_removed_by_the_next(tmp_path, private_tmp):
@@ -191,9 +190,5 @@ async def test_sigterm_during_a_blocking_execute_over_http_interrupts_the_plan(t
                 await executing
     assert await sleeper.gone(timeout=5), "the plan's command outlived the server"
 
-    server = await RawServer.start_initialized("--workspace", str(workspace))
-    try:
-        status = await Client(server, workspace).status(plan_id)
-        assert (status["phase"], status["state"], status["reason"]) == ("execute", "interrupted", RESTART_REASON), status
-    finally:
-        await server.kill()
+    status = await status_after_restart(workspace, plan_id)
+    assert (status["phase"], status["state"], status["reason"]) == ("execute", "interrupted", RESTART_REASON), status
