@@ -359,8 +359,9 @@ def intro() -> list[str]:
         "method names per dialect (only the methods this build serves) and the notifications. Before it, "
         "a request is answered -32002 (`data.reason: not_initialized`) and a notification other than `exit` is dropped; a second "
         "`initialize` is -32600 (`already_initialized`).",
-        "- Every method below is a custom request. `params` is a JSON object (a params array is "
-        "refused with -32602; `\"params\": null` is taken as no params) and the result is a JSON object.",
+        "- Every method below is a custom request. `params` is a JSON object (`\"params\": null` and "
+        "an empty array, `[]`, which is what Neovim's Lua sends for `{}`, are taken as no params; any "
+        "other array is refused with -32602) and the result is a JSON object.",
         "- Three keys in `params` belong to the transport and are removed before validation: "
         "`A2A-Version` (a string), `A2A-Extensions` (see A2A extensions below) and `workDoneToken` "
         "(LSP's ProgressToken: a string or a 32-bit integer; anything else is -32602 with the "

@@ -100,6 +100,23 @@ async def invalid_params_say_where(runner):
 
 
 @case
+async def an_empty_params_array_is_no_params(runner):
+    """Neovim's Lua encodes an empty table, `{}`, as `[]`: no parameter by position is
+    read as no parameters at all, as if `params` were left out."""
+    listed = result_of(await runner.raw(b'{"jsonrpc":"2.0","id":41,"method":"ListTasks","params":[]}'))
+    assert listed == result_of(await runner.call("ListTasks", {}))
+    health = result_of(await runner.raw(b'{"jsonrpc":"2.0","id":42,"method":"_cleveragents/health/check","params":[]}'))
+    assert health["status"] == "ok"
+
+    error = error_of(await runner.raw(b'{"jsonrpc":"2.0","id":43,"method":"SendMessage","params":[]}'))
+    assert error["code"] == -32602 and "message" in json.dumps(error["data"]), error
+    assert error == error_of(await runner.call("SendMessage", {}))
+    error = error_of(await runner.raw(b'{"jsonrpc":"2.0","id":44,"method":"ListTasks","params":[{}]}'))
+    assert error["code"] == -32602 and error["data"]["errors"][0]["loc"] == ["params"], error
+    await assert_alive(runner)
+
+
+@case
 async def a_notification_gets_no_response(runner):
     body = json.dumps({"jsonrpc": "2.0", "method": "session.create", "params": {"session_id": "from-note"}})
     if runner.name == "facade":

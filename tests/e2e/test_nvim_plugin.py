@@ -2,7 +2,8 @@
 session, streamed message, plan, diff, apply and rollback through `workspace/applyEdit`
 (buffers change, the disk only on `:write`), approvals and cancel
 (editors/nvim/tests/plugin_spec.lua holds the steps and their assertions); and
-Neovim's own client stopping the server by force (nvim_force_stop.lua)."""
+Neovim's own client stopping the server by force (nvim_force_stop.lua) and sending a
+plain Lua table as params (nvim_plain_table.lua)."""
 
 from __future__ import annotations
 
@@ -133,3 +134,17 @@ def test_a_forced_stop_ends_the_server_without_a_warning(nvim: str, tmp_path: Pa
     assert done.returncode == 0, output
     assert "EXITED code=0 signal=15" in output, output
     assert "TOLD" not in output, output
+
+
+def test_a_plain_lua_table_as_params_is_answered(nvim: str, tmp_path: Path):
+    """`client:request(method, {})` sends `"params": []`: no parameters, not an error."""
+    env = {**os.environ, "CLEVERAGENTS_WORKSPACE": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
+           "CLEVERAGENTS_CMD": json.dumps([*SERVER_COMMAND, "--workspace", str(tmp_path)])}
+    done = subprocess.run([nvim, "--headless", "--clean", "-l", str(Path(__file__).with_name("nvim_plain_table.lua"))],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    answers = dict(line.split(" ", 1) for line in output.splitlines() if line.startswith(("_cleveragents/", "ListTasks ")))
+    health, listed = json.loads(answers["_cleveragents/health/check"]), json.loads(answers["ListTasks"])
+    assert health["error"] is None and health["result"]["status"] == "ok", output
+    assert listed["error"] is None and listed["result"]["tasks"] == [], output

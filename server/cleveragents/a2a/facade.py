@@ -267,6 +267,9 @@ class A2ALocalFacade:
 
     def _coerce(self, raw: Mapping[str, Any]) -> A2ARequest | A2AResponse:
         msg_id = envelope.echo_id(raw)
+        if isinstance(raw, Mapping) and raw.get("params") == []:
+            # No parameter by position is no parameters: what Neovim's Lua makes of `{}`.
+            raw = {key: value for key, value in raw.items() if key != "params"}
         if isinstance(raw, Mapping) and isinstance(raw.get("params"), list):
             return self._error(msg_id, ValidationError(
                 "Invalid params: params must be an object",
