@@ -11,6 +11,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import SERVER_COMMAND
 from tests.fuzz.stdio_client import frame, handshake, read_messages
 from tests.processes import stop
@@ -21,6 +23,9 @@ HEALTH = "_cleveragents/health/check"
 BAD_NOTIFICATIONS = 1000
 BAD_OPEN = {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": [1]}}
 PRINTING_AGENT = Path(__file__).parents[1] / "e2e" / "agents" / "printing_agent.py"
+STDERR_AGENT = Path(__file__).parents[1] / "e2e" / "agents" / "stderr_agent.py"
+SEND = {"jsonrpc": "2.0", "id": "send", "method": "SendMessage",
+        "params": {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "hi"}]}}}
 WAIT_SECONDS = 20
 
 
@@ -69,11 +74,21 @@ def test_log_lines_nobody_reads_hold_up_no_answer_and_no_exit(tmp_path):
 
 def test_a_handler_printing_to_stderr_nobody_reads_holds_up_no_answer(tmp_path):
     """A published agent's handler runs on the event loop: its prints used to block it."""
-    send = {"jsonrpc": "2.0", "id": "send", "method": "SendMessage",
-            "params": {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "hi"}]}}}
     answers, log = _serve_without_reading_stderr([sys.executable, str(PRINTING_AGENT), "--memory"], tmp_path,
-                                                 frame(send))
+                                                 frame(SEND))
     assert [answer["id"] for answer in answers] == ["health", "init", "send", "shutdown"]
     task = answers[2]["result"]["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED" and task["artifacts"][0]["parts"] == [{"text": "hi"}]
     assert "printed 0 " in log and "Traceback" not in log, log[-2000:]
+
+
+@pytest.mark.parametrize("how, line", [("--print", "to stderr 0 "), ("--warn", "warned 0 ")])
+def test_a_handler_writing_to_stderr_nobody_reads_holds_up_no_answer(tmp_path, how, line):
+    """Straight to ``sys.stderr`` or through ``warnings``: once stdout carries the
+    protocol, stderr is written through the log's queue too."""
+    answers, log = _serve_without_reading_stderr([sys.executable, str(STDERR_AGENT), "--memory", how], tmp_path,
+                                                 frame(SEND))
+    assert [answer["id"] for answer in answers] == ["health", "init", "send", "shutdown"]
+    task = answers[2]["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED" and task["artifacts"][0]["parts"] == [{"text": "hi"}]
+    assert line in log and "Traceback" not in log, log[-2000:]

@@ -3,11 +3,13 @@ waits is bounded, and the lines dropped are counted and then said."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
+import time
 
-from cleveragents.transports.stderr_log import StderrLog
+from cleveragents.transports.stderr_log import EXIT_FLUSH_SECONDS, StderrLog
 
 LINES = 5000
 BOUND = 20_000  # bytes queued at most, besides what the pipe holds
@@ -58,3 +60,43 @@ def test_a_full_pipe_drops_lines_past_the_bound_and_then_says_how_many():
             assert line == f"line {expected:04d} {'x' * 90}"
             expected += 1
     assert notices >= 1 and expected == LINES
+
+
+def test_after_the_exit_flush_a_write_is_written_in_place():
+    """What is written once ``logging.shutdown`` closed the handler (an exit handler
+    registered earlier) can't wait for the thread: it is in the pipe when the call returns."""
+    read_fd, write_fd = os.pipe()
+    stream = os.fdopen(write_fd, "w")
+    handler = StderrLog(stream)
+    try:
+        handler.write_bytes(b"queued\n")
+        handler.flush()
+        handler.close()
+        handler.write_bytes(b"late\n")
+        os.set_blocking(read_fd, False)
+        assert os.read(read_fd, 65536) == b"queued\nlate\n"
+    finally:
+        stream.close()
+        os.close(read_fd)
+
+
+def test_after_the_exit_flush_a_pipe_nobody_reads_holds_up_the_exit_a_bounded_while():
+    read_fd, write_fd = os.pipe()
+    stream = os.fdopen(write_fd, "w")
+    handler = StderrLog(stream)
+    try:
+        os.set_blocking(write_fd, False)
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                os.write(write_fd, b"x" * 4096)  # the pipe is full
+        os.set_blocking(write_fd, True)
+        handler.close()
+        started = time.monotonic()
+        handler.write_bytes(b"late\n")  # waits for room until the exit's deadline at most
+        assert time.monotonic() - started < EXIT_FLUSH_SECONDS + 1.0
+        started = time.monotonic()
+        handler.write_bytes(b"later\n")  # the pipe stayed full: dropped at once
+        assert time.monotonic() - started < 0.1
+    finally:
+        stream.close()
+        os.close(read_fd)

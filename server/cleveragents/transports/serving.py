@@ -65,9 +65,9 @@ def _stderr_handler() -> logging.Handler:
     return _handler
 
 
-def stdout_replacement() -> TextIO:
-    """Where ``print`` writes once stdout carries the protocol: stderr, through the log
-    handler's queue when ``configure_logging`` installed one."""
+def queued_stderr() -> TextIO:
+    """``sys.stdout`` and ``sys.stderr`` once stdout carries the protocol: stderr, through
+    the log handler's queue when ``configure_logging`` installed one."""
     return stray_output(_handler) if _handler is not None else sys.stderr
 
 

@@ -8,10 +8,14 @@ writes the queue to the stderr file descriptor. What waits is bounded: past
 ``MAX_QUEUED_BYTES`` a write is dropped and counted, and the next one that fits is
 preceded by a line that says how many were. At exit (``logging.shutdown`` flushes every
 handler) the queue gets ``EXIT_FLUSH_SECONDS`` to be written, then the process goes.
+What is written after that (an exit handler registered earlier, spans exported at
+exit) would wait in the queue for a thread that exits with the process: it is written
+where it is written, if the queue was emptied, each write waiting at most until
+``EXIT_FLUSH_SECONDS`` after the flush for room in the pipe, else dropped.
 
-Once stdout carries the protocol, ``sys.stdout`` is ``stray_output``: a stray
-``print`` (a published agent's handler, a library) goes to stderr through the same
-queue, so it can't block its thread either.
+Once stdout carries the protocol, ``sys.stdout`` and ``sys.stderr`` are
+``stray_output``: what a published agent's handler or a library prints, or warns, goes
+to stderr through the same queue, so it can't block its thread either.
 
 The thread writes with ``os.write``, not through ``sys.stderr``: a daemon thread stuck
 in a buffered stream's write would hold its lock, which the interpreter takes to flush
@@ -24,7 +28,9 @@ import io
 import logging
 import os
 import queue
+import select
 import threading
+import time
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -32,6 +38,7 @@ if TYPE_CHECKING:
 
 MAX_QUEUED_BYTES = 4 * 1024 * 1024
 EXIT_FLUSH_SECONDS = 2.0
+PIPE_BUF = 4096  # POSIX: a pipe ready for writing takes this many bytes without blocking
 
 
 class StderrLog(logging.Handler):
@@ -44,6 +51,7 @@ class StderrLog(logging.Handler):
         self._queued = 0  # bytes queued and not yet written
         self._written = threading.Condition()
         self.dropped = 0  # writes dropped since the last one queued
+        self._exit_deadline: float | None = None  # monotonic; set by ``close``: no more queueing
         threading.Thread(target=self._write_lines, name="cleveragents-stderr", daemon=True).start()
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -65,6 +73,9 @@ class StderrLog(logging.Handler):
 
     def _put(self, data: bytes) -> None:
         """Under the handler's lock: one write queued at a time."""
+        if self._exit_deadline is not None:
+            self._write_at_exit(data)
+            return
         if self.dropped:
             notice = logging.LogRecord("cleveragents.log", logging.WARNING, __file__, 0,
                                        "%d writes to stderr were dropped: it was not being read", (self.dropped,),
@@ -75,6 +86,31 @@ class StderrLog(logging.Handler):
             self.dropped = 0
         if not self._queue(data):
             self.dropped += 1
+
+    def close(self) -> None:
+        """At exit (``logging.shutdown``, after ``flush``): from now on, write in place."""
+        self.acquire()
+        try:
+            if self._exit_deadline is None:
+                self._exit_deadline = time.monotonic() + EXIT_FLUSH_SECONDS
+        finally:
+            self.release()
+        super().close()
+
+    def _write_at_exit(self, data: bytes) -> None:
+        with self._written:
+            if self._queued:  # the flush ran out of time: the pipe is not being read
+                return
+        view = memoryview(data)
+        try:
+            while view:
+                left = self._exit_deadline - time.monotonic() if self._exit_deadline is not None else 0.0
+                if left <= 0 or not select.select([], [self.fd], [], left)[1]:
+                    self._exit_deadline = 0.0  # the pipe stayed full: drop the rest at once
+                    return
+                view = view[os.write(self.fd, view[:PIPE_BUF]):]
+        except (OSError, ValueError):
+            pass  # stderr is closed: nobody is left to read it
 
     def flush(self) -> None:
         """Wait, at most ``EXIT_FLUSH_SECONDS``, until every queued line is written."""

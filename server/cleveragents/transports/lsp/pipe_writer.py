@@ -111,12 +111,13 @@ class PipeWriter:
 
 def claim_stdout() -> BinaryIO:
     """Give the protocol a private copy of stdout and point fd 1 at stderr, so a stray
-    ``print`` (ours, a library's or a C extension's) can never corrupt the framing. A
-    Python ``print`` goes through the log's queue (``serving.stdout_replacement``): a client
-    that never reads stderr can't block the thread that prints."""
-    from cleveragents.transports.serving import stdout_replacement
+    ``print`` (ours, a library's or a C extension's) can never corrupt the framing. What
+    Python writes to ``sys.stdout`` or ``sys.stderr`` (a ``print``, a warning, a thread's
+    traceback) goes through the log's queue (``serving.queued_stderr``): a client that
+    never reads stderr can't block the thread that writes."""
+    from cleveragents.transports.serving import queued_stderr
 
     protocol_fd = os.dup(sys.stdout.fileno())
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    sys.stdout = stdout_replacement()
+    sys.stdout = sys.stderr = queued_stderr()
     return os.fdopen(protocol_fd, "wb", buffering=0)
