@@ -49,15 +49,18 @@ def nvim(request: pytest.FixtureRequest) -> str:
     return binary
 
 
-def run_spec(nvim: str, workspace: Path) -> subprocess.CompletedProcess[str]:
+def run_spec(nvim: str, workspace: Path, script: Path = SPEC) -> subprocess.CompletedProcess[str]:
+    """``nvim -l script`` in ``workspace``, told the plugin and how to start the server;
+    its state (the LSP log) under the workspace."""
     env = {
         **os.environ,
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         "CLEVERAGENTS_PLUGIN": str(PLUGIN),
         "CLEVERAGENTS_WORKSPACE": str(workspace),
         "CLEVERAGENTS_CMD": json.dumps([*SERVER_COMMAND, "--workspace", str(workspace)]),
+        "XDG_STATE_HOME": str(workspace / "state"),
     }
-    return subprocess.run([nvim, "--headless", "--clean", "-l", str(SPEC)], cwd=workspace, env=env,
+    return subprocess.run([nvim, "--headless", "--clean", "-l", str(script)], cwd=workspace, env=env,
                           capture_output=True, text=True, timeout=TIMEOUT)
 
 
@@ -126,10 +129,7 @@ def test_a_forced_stop_ends_the_server_without_a_warning(nvim: str, tmp_path: Pa
     """Neovim stops a server by force with SIGTERM, and warns its user of any exit code
     but 0 unless the server died of SIGTERM. The server closes its services, then
     ends by that signal: Neovim says nothing."""
-    env = {**os.environ, "CLEVERAGENTS_WORKSPACE": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
-           "CLEVERAGENTS_CMD": json.dumps([*SERVER_COMMAND, "--workspace", str(tmp_path)])}
-    done = subprocess.run([nvim, "--headless", "--clean", "-l", str(Path(__file__).with_name("nvim_force_stop.lua"))],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    done = run_spec(nvim, tmp_path, Path(__file__).with_name("nvim_force_stop.lua"))
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "EXITED code=0 signal=15" in output, output
@@ -138,10 +138,7 @@ def test_a_forced_stop_ends_the_server_without_a_warning(nvim: str, tmp_path: Pa
 
 def test_a_plain_lua_table_as_params_is_answered(nvim: str, tmp_path: Path):
     """`client:request(method, {})` sends `"params": []`: no parameters, not an error."""
-    env = {**os.environ, "CLEVERAGENTS_WORKSPACE": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
-           "CLEVERAGENTS_CMD": json.dumps([*SERVER_COMMAND, "--workspace", str(tmp_path)])}
-    done = subprocess.run([nvim, "--headless", "--clean", "-l", str(Path(__file__).with_name("nvim_plain_table.lua"))],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    done = run_spec(nvim, tmp_path, Path(__file__).with_name("nvim_plain_table.lua"))
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     answers = dict(line.split(" ", 1) for line in output.splitlines() if line.startswith(("_cleveragents/", "ListTasks ")))
