@@ -49,7 +49,7 @@ def nvim(request: pytest.FixtureRequest) -> str:
     return binary
 
 
-def run_spec(nvim: str, workspace: Path, script: Path = SPEC) -> subprocess.CompletedProcess[str]:
+def run_in_nvim(nvim: str, workspace: Path, script: Path = SPEC) -> subprocess.CompletedProcess[str]:
     """``nvim -l script`` in ``workspace``, told the plugin and how to start the server;
     its state (the LSP log) under the workspace."""
     env = {
@@ -73,7 +73,7 @@ def test_the_plugin_end_to_end(nvim: str, tmp_path: Path):
     (workspace / ".cleveragents").mkdir()
     (workspace / ".cleveragents" / "config.toml").write_text('[shell]\nallow = ["python -c"]\n')
 
-    done = run_spec(nvim, workspace)
+    done = run_in_nvim(nvim, workspace)
 
     assert done.returncode == 0 and "ALL PASSED" in done.stdout, done.stdout + done.stderr
     # What the spec left on disk: the approved apply saved, the rejected plan never written.
@@ -88,7 +88,7 @@ def test_a_failing_step_fails_the_run(nvim: str, tmp_path: Path):
     workspace.mkdir()
     (workspace / "a.txt").write_text("foo one\nfoo two\n")
 
-    done = run_spec(nvim, workspace)
+    done = run_in_nvim(nvim, workspace)
 
     assert done.returncode != 0 and "ALL PASSED" not in done.stdout
 
@@ -129,7 +129,7 @@ def test_a_forced_stop_ends_the_server_without_a_warning(nvim: str, tmp_path: Pa
     """Neovim stops a server by force with SIGTERM, and warns its user of any exit code
     but 0 unless the server died of SIGTERM. The server closes its services, then
     ends by that signal: Neovim says nothing."""
-    done = run_spec(nvim, tmp_path, Path(__file__).with_name("nvim_force_stop.lua"))
+    done = run_in_nvim(nvim, tmp_path, Path(__file__).with_name("nvim_force_stop.lua"))
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "EXITED code=0 signal=15" in output, output
@@ -138,7 +138,7 @@ def test_a_forced_stop_ends_the_server_without_a_warning(nvim: str, tmp_path: Pa
 
 def test_a_plain_lua_table_as_params_is_answered(nvim: str, tmp_path: Path):
     """`client:request(method, {})` sends `"params": []`: no parameters, not an error."""
-    done = run_spec(nvim, tmp_path, Path(__file__).with_name("nvim_plain_table.lua"))
+    done = run_in_nvim(nvim, tmp_path, Path(__file__).with_name("nvim_plain_table.lua"))
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     answers = dict(line.split(" ", 1) for line in output.splitlines() if line.startswith(("_cleveragents/", "ListTasks ")))
