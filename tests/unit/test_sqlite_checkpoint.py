@@ -31,18 +31,21 @@ async def test_writes_are_checkpointed_off_the_store_thread_and_stay_stored(tmp_
         checkpoints.append(self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone())
 
     monkeypatch.setattr(sqlite_checkpoint.WalCheckpointer, "_checkpoint", counted)
+    checkpointer = store._checkpointer
+    assert checkpointer is not None
+
     async def write_until(count: int, start: int) -> int:
         n = start
-        for _ in range(100):
-            for _ in range(25):  # one at a time: a commit each
-                assert await store.add_task(make_task(f"t{n:03d}", metadata={"pad": "x" * 2000}))
-                n += 1
-            await asyncio.sleep(0.05)
-            if len(checkpoints) >= count:
-                return n
-        raise AssertionError(f"{len(checkpoints)} checkpoints")
+        while len(checkpoints) < count:
+            assert n < start + 2500, f"{len(checkpoints)} checkpoints"
+            assert await store.add_task(make_task(f"t{n:03d}", metadata={"pad": "x" * 2000}))  # a commit each
+            n += 1
+            # A checkpoint this commit started ends before the next commit: a commit
+            # landing during ``counted``'s reading would leave pages it did not copy.
+            await asyncio.to_thread(checkpointer._executor.submit(lambda: None).result)
+        return n
 
-    # After every 20 commits, or at the first commit once the one running is over.
+    # After every 20 commits.
     written = await write_until(2, await write_until(1, 0))
     assert not any("checkpoint" in s.lower() for s in statements)  # none on the store's connection
     busy, wal_pages, copied = checkpoints[-1]
