@@ -101,9 +101,15 @@ def echo_id(message: Any) -> str | int | None:
     return None
 
 
+def means_no_params(params: Any) -> bool:
+    """``null`` and ``[]`` are taken as no params: clients send both (eglot's shutdown
+    sends null, and Lua encodes an empty table as an empty array)."""
+    return params is None or (isinstance(params, list) and not params)
+
+
 def classify(message: Any) -> Kind:
     """What kind of JSON-RPC message this is; InvalidRequestError when it is none.
-    ``"params": null`` is removed from ``message``: it means no params."""
+    ``"params"`` that mean no params (``means_no_params``) are removed from ``message``."""
     if isinstance(message, list):
         raise InvalidRequestError("Invalid request: batch requests are not supported", {"reason": "batch"})
     if not isinstance(message, dict):
@@ -120,8 +126,8 @@ def classify(message: Any) -> Kind:
         method = message["method"]
         if not isinstance(method, str) or not method.strip():
             raise InvalidRequestError('Invalid request: "method" must be a non-empty string', {"field": "method"})
-        if "params" in message and message["params"] is None:
-            del message["params"]  # null is taken as no params: clients send it (eglot's shutdown)
+        if "params" in message and means_no_params(message["params"]):
+            del message["params"]
         if "params" in message and not isinstance(message["params"], (dict, list)):
             raise InvalidRequestError('Invalid request: "params" must be an object or an array', {"field": "params"})
         return "request" if "id" in message else "notification"

@@ -267,8 +267,7 @@ class A2ALocalFacade:
 
     def _coerce(self, raw: Mapping[str, Any]) -> A2ARequest | A2AResponse:
         msg_id = envelope.echo_id(raw)
-        if isinstance(raw, Mapping) and raw.get("params") == []:
-            # No parameter by position is no parameters: what Neovim's Lua makes of `{}`.
+        if isinstance(raw, Mapping) and "params" in raw and envelope.means_no_params(raw["params"]):
             raw = {key: value for key, value in raw.items() if key != "params"}
         if isinstance(raw, Mapping) and isinstance(raw.get("params"), list):
             return self._error(msg_id, ValidationError(

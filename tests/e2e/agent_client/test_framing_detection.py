@@ -133,3 +133,32 @@ def test_a_line_that_is_not_json_is_refused_and_the_next_is_served(tmp_path):
     assert sorted(answers, key=str) == [1, 2, None] and "result" in answers[1]
     assert answers[None]["error"]["code"] == -32700
     assert answers[2]["error"]["code"] == -32601 and answers[2]["error"]["data"] == {"method": "session/unknown"}
+
+
+
+async def test_an_empty_params_array_is_no_params(tmp_path):
+    """Lua encodes an empty table as `[]`: a Neovim client's `session/list` with `{}`
+    is answered. Any other array is still refused."""
+    proc = await asyncio.create_subprocess_exec(*SERVER_COMMAND, "--memory", cwd=tmp_path, stdin=subprocess.PIPE,
+                                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    async def ask(msg_id: int, method: str, params: object) -> dict:
+        """One request, once the one before it has been answered; its answer."""
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}).encode() + b"\n")
+        while True:  # past the notifications
+            answer = json.loads(await asyncio.wait_for(proc.stdout.readline(), 30))
+            if answer.get("id") == msg_id:
+                return answer
+
+    try:
+        await ask(1, "initialize", ACP_INITIALIZE["params"])
+        session_id = (await ask(2, "session/new", {"cwd": str(tmp_path), "mcpServers": []}))["result"]["sessionId"]
+        listed = await ask(3, "session/list", [])
+        by_position = await ask(4, "session/list", [str(tmp_path)])
+    finally:
+        proc.stdin.close()
+        await asyncio.wait_for(proc.wait(), 30)
+    assert [session["sessionId"] for session in listed["result"]["sessions"]] == [session_id], listed
+    assert by_position["error"]["code"] == -32602, by_position
+    assert by_position["error"]["data"] == {"method": "session/list"}, by_position
