@@ -634,3 +634,45 @@ async def test_a_remote_agent_answering_deep_json_is_an_invalid_response(tmp_pat
             answers.pop(0)
     finally:
         await server.stop()
+
+
+async def test_a_remote_agent_streaming_a_line_that_never_ends_is_cut_off(tmp_path):
+    """An SSE line with no end would be held whole before any event is parsed: the
+    stream is refused once the line passes the event limit, not when memory runs out."""
+    from starlette.responses import StreamingResponse
+
+    from cleveragents.a2a.client import A2AClient, ServerConnectionConfig
+    from cleveragents.a2a.errors import InvalidAgentResponseError
+    from cleveragents.config import Settings
+    from cleveragents.domain.event_stream import MAX_EVENT_CHARS
+    from cleveragents.transports.http.app import build_app
+    from tests.contract.runners import UvicornServer
+
+    chunk, most = b"a" * 65536, 6 * MAX_EVENT_CHARS
+    sent = [0]
+    real = build_app(settings=Settings(workspace=tmp_path, memory=True))
+
+    async def endless_line() -> AsyncIterator[bytes]:
+        yield b"data: "
+        while sent[0] < most:
+            sent[0] += len(chunk)
+            yield chunk
+
+    async def hostile(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":  # the card is real, the stream is not
+            await StreamingResponse(endless_line(), media_type="text/event-stream")(scope, receive, send)
+            return
+        await real(scope, receive, send)
+
+    server = UvicornServer(hostile)
+    await server.start()
+    try:
+        async with A2AClient(ServerConnectionConfig(url=server.url, token="unused")) as client:
+            with pytest.raises(InvalidAgentResponseError, match=f"exceeds {MAX_EVENT_CHARS} characters"):
+                async for _ in client.stream("hi"):
+                    pass
+        # What the sockets hold besides: a few MiB.
+        assert sent[0] < MAX_EVENT_CHARS + 8 * 1024 * 1024, f"{sent[0]} bytes were read"
+    finally:
+        await server.stop()
+

@@ -109,3 +109,13 @@ async def test_cancelling_the_task_cancels_the_remote_task(call, remote):
             remote_tasks = waiting((await client.list()).tasks)
     [remote_task] = remote_tasks
     assert remote_task.status.state is TaskState.CANCELED
+
+
+async def test_text_with_unicode_line_separators_comes_back_whole(call, remote):
+    """The SDK's server writes U+2028 and its kin unescaped in its SSE data lines:
+    they are text, not line endings."""
+    text = "one\u2028two\u2029three\x85four"
+    sid = await session(call, remote)
+    task = (await send(call, "SendMessage", sid, text))["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
+    assert text_of(task) == f"remote: {text}"

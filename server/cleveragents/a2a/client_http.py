@@ -40,9 +40,9 @@ from cleveragents.a2a.client_wire import (
     stream_item,
 )
 from cleveragents.a2a.errors import A2AError, InvalidAgentResponseError
-from cleveragents.a2a.sse_parse import SseParser, SseTooLargeError, parse_sse
 from cleveragents.a2a.version import SUPPORTED_VERSIONS
 from cleveragents.domain.errors import ValidationError
+from cleveragents.domain.event_stream import SseParser, SseTooLargeError, parse_sse
 from cleveragents.domain.task import Message, Part, PushConfig, Role, StreamItem, Task, TaskState
 from cleveragents.ids import new_id
 
@@ -409,7 +409,7 @@ class A2AClient:
                     yield answer(method, url, response.status_code, body)
                     return
                 try:
-                    async for event in parse_sse(response.aiter_lines(), parser):
+                    async for event in parse_sse(response.aiter_bytes(), parser):
                         item = stream_item(method, url, event.data)
                         if item is not SKIP:
                             yield item

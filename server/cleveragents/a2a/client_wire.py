@@ -18,8 +18,8 @@ from cleveragents.a2a.client_errors import (
     with_auth_kind,
 )
 from cleveragents.a2a.errors import InvalidAgentResponseError
-from cleveragents.a2a.sse_parse import SseParser
 from cleveragents.domain.errors import ValidationError
+from cleveragents.domain.event_stream import SseParser
 from cleveragents.domain.json_limits import MAX_DEPTH, first_too_deep
 
 T = TypeVar("T")
