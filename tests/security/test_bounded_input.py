@@ -676,3 +676,41 @@ async def test_a_remote_agent_streaming_a_line_that_never_ends_is_cut_off(tmp_pa
     finally:
         await server.stop()
 
+
+@pytest.mark.parametrize("card", ["endless", "deep"])
+async def test_a_remote_agent_card_that_never_ends_or_nests_deep_is_refused(card):
+    """The card is the first thing read from a remote agent, before any call."""
+    from starlette.applications import Starlette
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    from cleveragents.a2a.client import A2AClient, ServerConnectionConfig
+    from cleveragents.a2a.client_wire import MAX_RESPONSE_BYTES
+    from cleveragents.a2a.errors import InvalidAgentResponseError
+    from tests.contract.runners import UvicornServer
+
+    chunk = b"a" * 65536
+    sent = [0]
+
+    async def body() -> AsyncIterator[bytes]:
+        if card == "deep":
+            yield b"[" * 100_000 + b"]" * 100_000
+            return
+        yield b'{"name": "'
+        while sent[0] < 2 * MAX_RESPONSE_BYTES:
+            sent[0] += len(chunk)
+            yield chunk
+
+    async def hostile(request: Any) -> StreamingResponse:
+        return StreamingResponse(body(), media_type="application/json")
+
+    server = UvicornServer(Starlette(routes=[Route("/{path:path}", hostile)]))
+    await server.start()
+    try:
+        refused = f"more than {MAX_RESPONSE_BYTES} bytes" if card == "endless" else "is not a JSON object"
+        with pytest.raises(InvalidAgentResponseError, match=refused):
+            async with A2AClient(ServerConnectionConfig(url=server.url, token="unused")) as client:
+                await client.send("hi")
+        assert sent[0] < MAX_RESPONSE_BYTES + 8 * 1024 * 1024, f"{sent[0]} bytes were read"
+    finally:
+        await server.stop()

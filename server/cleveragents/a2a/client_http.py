@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import itertools
+import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -324,14 +325,17 @@ class A2AClient:
             tried.append(url)
             async with TransportErrors("GET agent card", url, self.config.timeout_seconds):
                 # The card is public: following a redirect (to https, say) is safe.
-                response = await self._client().get(url, headers={"Accept": "application/json"}, follow_redirects=True)
-            if response.status_code in _NOT_FOUND:
+                async with self._client().stream("GET", url, headers={"Accept": "application/json"},
+                                                 follow_redirects=True) as response:
+                    status = response.status_code
+                    body = "" if status in _NOT_FOUND else await read_bounded(response, "GET agent card", url)
+            if status in _NOT_FOUND:
                 continue
-            if response.status_code >= 400:
-                raise http_error(response.status_code, url=url, method="GET agent card", body=response.text)
+            if status >= 400:
+                raise http_error(status, url=url, method="GET agent card", body=body)
             try:
-                card = response.json()
-            except ValueError:
+                card = json.loads(body)
+            except (ValueError, RecursionError):  # RecursionError: nested past what the parser takes
                 card = None
             if not isinstance(card, dict):
                 raise InvalidAgentResponseError(f"the agent card at {url} is not a JSON object", {"url": url})
