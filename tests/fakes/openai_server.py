@@ -16,12 +16,16 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+ENDLESS_CAP = 256 * 1024 * 1024  # an endless answer stops here, so that a client that reads it all ends
+
 
 @dataclass
 class Reply:
     """One scripted answer. ``status`` >= 400 answers with an error body; ``raw``
     sends those bytes as the body (bad JSON); ``hang`` holds the stream open after
-    the first chunk until the client goes away."""
+    the first chunk until the client goes away; ``endless`` sends an answer that
+    doesn't end until the client goes away (or ``ENDLESS_CAP`` bytes): an SSE line
+    (``"line"``), a JSON body (``"body"``) or an error body (``"error"``)."""
 
     text: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # {"name", "arguments": dict|str}
@@ -30,6 +34,7 @@ class Reply:
     raw: bytes | None = None
     hang: bool = False
     piece: int = 4  # characters per text chunk
+    endless: str | None = None
 
 
 class FakeOpenAI:
@@ -38,6 +43,7 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.closed_early = threading.Event()
+        self.sent = 0  # the bytes of ``endless`` answers written
         self._lock = threading.Lock()
         self._release = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -87,6 +93,8 @@ class FakeOpenAI:
                 if reply.status >= 400:
                     return self._send(reply.status, {"error": {"message": f"scripted error {reply.status}",
                                                                "type": "scripted"}})
+                if reply.endless is not None:
+                    return self._endless(reply.endless)
                 if reply.raw is not None:
                     return self._send_bytes(200, reply.raw, "application/json")
                 if body.get("stream"):
@@ -102,6 +110,21 @@ class FakeOpenAI:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _endless(self, kind: str) -> None:
+                self.send_response(500 if kind == "error" else 200)
+                self.send_header("Content-Type", "text/event-stream" if kind == "line" else "application/json")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                piece = b"a" * 65536
+                try:
+                    self.wfile.write(b"data: " if kind == "line" else b'{"error": {"message": "')
+                    while fake.sent < ENDLESS_CAP:
+                        self.wfile.write(piece)
+                        fake.sent += len(piece)
+                except (BrokenPipeError, ConnectionResetError):
+                    fake.closed_early.set()
+                self.close_connection = True
 
             def _stream(self, body: dict[str, Any], reply: Reply) -> None:
                 self.send_response(200)

@@ -12,7 +12,7 @@ from cleveragents.config import Settings
 from cleveragents.domain.actor import ActorError, TextChunk, ToolCall, ToolInfo, Turn, Usage
 from cleveragents.domain.errors import AuthorizationError, ValidationError
 from cleveragents.domain.task import Message, Part, Role
-from cleveragents.infra.actors.openai import ChatSettings, OpenAIActor
+from cleveragents.infra.actors.openai import MAX_ANSWER_BYTES, ChatSettings, OpenAIActor
 from cleveragents.infra.actors.resolve import known_providers, resolve_actor
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
@@ -136,6 +136,20 @@ async def test_bad_json_and_unreachable_endpoint(fake):
     with pytest.raises(ActorError) as info:
         await events_of(gone, turn())
     assert info.value.data["reason"] == "unreachable"
+
+
+@pytest.mark.parametrize("endless", ["line", "body", "error"])
+async def test_an_answer_that_never_ends_is_cut_off(fake, endless):
+    """A model endpoint's answer is read up to a limit: an SSE line, a whole body or an
+    error body that never ends fails the turn, and memory stays bounded."""
+    fake.reply(Reply(endless=endless))
+    with pytest.raises(ActorError) as info:
+        await events_of(actor(fake), turn())
+    reason = "server_error" if endless == "error" else "bad_response"
+    assert info.value.data["reason"] == reason, info.value.data
+    if endless != "error":
+        assert "exceeds" in info.value.message, info.value.message
+    assert fake.sent < MAX_ANSWER_BYTES + 8 * 1024 * 1024, f"{fake.sent} bytes were read"
 
 
 async def test_cancelling_closes_the_stream(fake):

@@ -1,5 +1,5 @@
 """Server-sent events (the WHATWG "event stream" format), read from the bytes of an
-HTTP response: the A2A client's streams.
+HTTP response: the A2A client's streams and the OpenAI-compatible actor's replies.
 
 The bytes are decoded as UTF-8 and split into lines at CRLF, LF or CR, and nothing
 else: U+2028 and the other separators ``str.splitlines`` knows may stand unescaped in

@@ -5,6 +5,9 @@ base URL and the key differ. Replies stream (SSE ``data:`` chunks up to ``[DONE]
 the model's tool calls run through the turn's ``invoke`` and their results go back
 as ``tool`` messages, for at most ``max_tool_rounds`` rounds. Usage comes from the
 last chunk (``stream_options.include_usage``). httpx is imported on the first call.
+What the endpoint answers is read up to ``MAX_ANSWER_BYTES`` (an SSE line, a whole
+body) and an error body up to ``MAX_ERROR_BODY_BYTES``: an answer that never ends
+fails the turn instead of filling memory.
 """
 
 from __future__ import annotations
@@ -17,11 +20,14 @@ from typing import Any
 
 from cleveragents.domain.actor import ActorError, ActorEvent, TextChunk, ToolCall, Turn, Usage
 from cleveragents.domain.errors import StructuredError
+from cleveragents.domain.event_stream import SseTooLargeError, sse_lines
 from cleveragents.infra.actors.chat import conversation, function_definitions, tool_result_message
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 MAX_ERROR_CHARS = 500
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+MAX_ERROR_BODY_BYTES = 64 * 1024  # enough for any provider's error document
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,13 +127,17 @@ class OpenAIActor:
         try:
             async with client.stream("POST", url, json=body) as response:
                 if response.status_code >= 400:
-                    raise self._status_error(response.status_code, await response.aread(), response.headers)
+                    error_body, _ = await _read_up_to(response, MAX_ERROR_BODY_BYTES)
+                    raise self._status_error(response.status_code, error_body, response.headers)
                 if "text/event-stream" in response.headers.get("content-type", ""):
                     async for chunk in _sse_chunks(response, self.name):
                         async for event in self._chunk_events(chunk, reply):
                             yield event
                 else:  # a server that answers whole, streamed or not
-                    async for event in self._message_events(_json(await response.aread(), self.name), reply):
+                    whole, more = await _read_up_to(response, MAX_ANSWER_BYTES)
+                    if more:
+                        raise _bad_response(self.name, f"the response exceeds {MAX_ANSWER_BYTES} bytes", whole)
+                    async for event in self._message_events(_json(whole, self.name), reply):
                         yield event
         except httpx.TimeoutException:
             raise ActorError(f"{self.name}: the model endpoint did not answer in time",
@@ -190,18 +200,31 @@ class OpenAIActor:
 
 async def _sse_chunks(response: Any, actor: str) -> AsyncIterator[dict[str, Any]]:
     """The JSON chunks of an SSE stream, up to ``[DONE]``."""
-    async for line in response.aiter_lines():
-        if not line.startswith("data:"):
-            continue  # blank separators, comments, `event:` lines
-        payload = line[5:].strip()
-        if payload == "[DONE]":
-            return
-        if payload:
-            chunk = _json(payload.encode(), actor)
-            if isinstance(chunk.get("error"), Mapping):  # an error reported mid-stream
-                raise ActorError(f"{actor}: the model endpoint failed: {_provider_message(payload.encode())}",
-                                 {"actor": actor, "reason": "server_error", "provider_message": chunk["error"]})
-            yield chunk
+    try:
+        async for line in sse_lines(response.aiter_bytes(), MAX_ANSWER_BYTES):
+            if not line.startswith("data:"):
+                continue  # blank separators, comments, `event:` lines
+            payload = line[5:].strip()
+            if payload == "[DONE]":
+                return
+            if payload:
+                chunk = _json(payload.encode(), actor)
+                if isinstance(chunk.get("error"), Mapping):  # an error reported mid-stream
+                    raise ActorError(f"{actor}: the model endpoint failed: {_provider_message(payload.encode())}",
+                                     {"actor": actor, "reason": "server_error", "provider_message": chunk["error"]})
+                yield chunk
+    except SseTooLargeError as exc:
+        raise _bad_response(actor, str(exc)) from None
+
+
+async def _read_up_to(response: Any, limit: int) -> tuple[bytes, bool]:
+    """The body, or its first ``limit`` bytes and True when there is more."""
+    data = bytearray()
+    async for chunk in response.aiter_bytes():
+        data += chunk
+        if len(data) > limit:
+            return bytes(data[:limit]), True
+    return bytes(data), False
 
 
 def _json(data: bytes, actor: str) -> dict[str, Any]:
