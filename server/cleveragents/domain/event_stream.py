@@ -12,12 +12,10 @@ complete event, so tests can drive it from a list.
 from __future__ import annotations
 
 import codecs
-import re
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 
 MAX_EVENT_CHARS = 16 * 1024 * 1024
-_LINE_END = re.compile("\r\n|\r|\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,39 +80,66 @@ class SseParser:
         self._data, self._size, self._event, self._retry = [], 0, "", None
 
 
+class LineSplitter:
+    """Bytes in, whole lines out (without their endings); SseTooLargeError once the
+    line still being read passes ``max_chars``."""
+
+    def __init__(self, max_chars: int = MAX_EVENT_CHARS):
+        self.max_chars = max_chars
+        self._decoder = codecs.getincrementaldecoder("utf-8-sig")("replace")  # a leading BOM is not text
+        self._pending: list[str] = []  # the line not ended yet, in pieces: a long one is not copied per chunk
+        self._size = 0
+        self._after_cr = False  # the last text ended with CR: an LF that starts the next ends no line
+
+    def feed(self, chunk: bytes) -> list[str]:
+        text = self._decoder.decode(chunk)
+        if not text:
+            return []
+        if self._after_cr and text[0] == "\n":
+            text = text[1:]
+        self._after_cr = text.endswith("\r")
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+        unended = lines.pop()
+        if lines and self._pending:
+            lines[0] = "".join((*self._pending, lines[0]))
+            self._pending, self._size = [], 0
+        if unended:
+            self._pending.append(unended)
+            self._size += len(unended)
+            if self._size > self.max_chars:
+                raise SseTooLargeError(f"an SSE line exceeds {self.max_chars} characters")
+        return lines
+
+    def close(self) -> list[str]:
+        """End of input: a last line with no ending is a line too."""
+        if tail := self._decoder.decode(b"", final=True):
+            self._pending.append(tail)
+        lines = ["".join(self._pending)] if self._pending else []
+        self._pending, self._size = [], 0
+        return lines
+
+
 async def sse_lines(chunks: AsyncIterable[bytes], max_chars: int = MAX_EVENT_CHARS) -> AsyncIterator[str]:
-    """The lines of a stream of bytes, without their endings; SseTooLargeError once a
-    line passes ``max_chars``. A last line with no ending is a line too."""
-    decoder = codecs.getincrementaldecoder("utf-8-sig")("replace")  # a leading BOM is not text
-    pending: list[str] = []  # the line read so far, in pieces: a long line is not copied per chunk
-    size = 0
-    after_cr = False  # the last chunk ended with CR: an LF that starts the next one ends no line
+    """The lines of a stream of bytes (``LineSplitter``)."""
+    splitter = LineSplitter(max_chars)
     async for chunk in chunks:
-        text = decoder.decode(chunk)
-        if text:
-            if after_cr and text[0] == "\n":
-                text = text[1:]
-            after_cr = text.endswith("\r")
-        start = 0
-        for end in _LINE_END.finditer(text):
-            pending.append(text[start:end.start()])
-            yield "".join(pending)
-            pending, size, start = [], 0, end.end()
-        if start < len(text):
-            pending.append(text[start:])
-            size += len(text) - start
-            if size > max_chars:
-                raise SseTooLargeError(f"an SSE line exceeds {max_chars} characters")
-    if tail := decoder.decode(b"", final=True):
-        pending.append(tail)
-    if pending:
-        yield "".join(pending)
+        for line in splitter.feed(chunk):
+            yield line
+    for line in splitter.close():
+        yield line
 
 
 async def parse_sse(chunks: AsyncIterable[bytes], parser: SseParser | None = None) -> AsyncIterator[SseEvent]:
     """The events of a stream of bytes."""
     parser = parser or SseParser()
-    async for line in sse_lines(chunks, parser.max_chars):
+    splitter = LineSplitter(parser.max_chars)
+    async for chunk in chunks:
+        for line in splitter.feed(chunk):
+            if (event := parser.feed(line)) is not None:
+                yield event
+    for line in splitter.close():
         if (event := parser.feed(line)) is not None:
             yield event
     parser.close()
