@@ -8,7 +8,7 @@ which of them took the request. Nothing here imports pygls.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,14 @@ from cleveragents.transports.runtime import ServiceRuntime
 
 Notify = Callable[[str, Any], None]
 Attach = Callable[[Any, str, Any], None]  # (request id, subscription id, events)
+
+
+async def cancel_and_wait(requests: Collection[asyncio.Future[Any]], timeout: float = 1.0) -> None:
+    """Cancel ``requests`` and give them ``timeout`` seconds to end (their cleanup)."""
+    for request in requests:
+        request.cancel()
+    if requests:
+        await asyncio.wait(requests, timeout=timeout)
 
 
 @dataclass(frozen=True, slots=True)

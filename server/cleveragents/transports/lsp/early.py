@@ -24,7 +24,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from cleveragents.a2a import envelope, methods
-from cleveragents.transports.lsp.calls import Connection, WireResponse, answer_call
+from cleveragents.transports.lsp.calls import Connection, WireResponse, answer_call, cancel_and_wait
 from cleveragents.transports.lsp.early_health import EarlyHealth
 from cleveragents.transports.lsp.framing import FrameError, Frames, encode_frame, frame_body
 from cleveragents.transports.lsp.pipe_writer import PipeWriter
@@ -114,11 +114,7 @@ class EarlyCalls:
 
     async def cancel_all(self) -> None:
         """Stopping before the hand-over: cancel the requests still running here."""
-        running = [task for _, task in self.hand_over().values()]
-        for task in running:
-            task.cancel()
-        if running:
-            await asyncio.wait(running, timeout=1.0)
+        await cancel_and_wait([task for _, task in self.hand_over().values()])
 
     def hand_over(self) -> dict[Any, tuple[str, asyncio.Task[WireResponse]]]:
         """The requests still running, for the pygls server to answer."""

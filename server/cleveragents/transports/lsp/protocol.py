@@ -15,7 +15,7 @@ from pygls.protocol import lsp_method
 
 from cleveragents.a2a import dialects, envelope
 from cleveragents.a2a.errors import error_payload, internal_error_payload, is_known
-from cleveragents.transports.lsp.calls import WireResponse
+from cleveragents.transports.lsp.calls import WireResponse, cancel_and_wait
 from cleveragents.transports.lsp.framing import frame_body
 from cleveragents.transports.lsp.handshake import initialize_response
 from cleveragents.transports.lsp.pygls_hooks import PyglsProtocol, prepared_converter
@@ -127,10 +127,7 @@ class A2AProtocol(PyglsProtocol):
         if not pending:
             return
         _, late = await asyncio.wait(pending, timeout=grace)
-        for future in late:
-            future.cancel()
-        if late:
-            await asyncio.wait(late, timeout=1.0)
+        await cancel_and_wait(late)
 
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args: Any) -> None:  # type: ignore[override]  # ends the serve loop, no sys.exit
