@@ -714,3 +714,42 @@ async def test_a_remote_agent_card_that_never_ends_or_nests_deep_is_refused(card
         assert sent[0] < MAX_RESPONSE_BYTES + 8 * 1024 * 1024, f"{sent[0]} bytes were read"
     finally:
         await server.stop()
+
+
+@pytest.mark.parametrize("event", ["line separators", "too large"])
+async def test_a_plain_call_answered_with_sse_is_read_as_a_stream_is(event, tmp_path):
+    """A peer may answer a unary call with an event stream; its last event is the
+    answer, read with the same line endings and limits as a stream."""
+    from starlette.responses import Response
+
+    from cleveragents.a2a.client import A2AClient, ServerConnectionConfig
+    from cleveragents.a2a.errors import InvalidAgentResponseError
+    from cleveragents.config import Settings
+    from cleveragents.domain.event_stream import MAX_EVENT_CHARS
+    from cleveragents.transports.http.app import build_app
+    from tests.contract.runners import UvicornServer
+
+    text = "one\u2028two\u2029three\x85four" if event == "line separators" else "a" * (MAX_EVENT_CHARS + 1)
+    task = {"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED", "message": {
+        "role": "ROLE_AGENT", "messageId": "m1", "parts": [{"text": text}]}}}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"task": task}}, ensure_ascii=False)
+    real = build_app(settings=Settings(workspace=tmp_path, memory=True))
+
+    async def agent(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":  # the card is real, the answer is this
+            await Response(f"data: {body}\n\n".encode(), media_type="text/event-stream")(scope, receive, send)
+            return
+        await real(scope, receive, send)
+
+    server = UvicornServer(agent)
+    await server.start()
+    try:
+        async with A2AClient(ServerConnectionConfig(url=server.url, token="unused")) as client:
+            if event == "too large":
+                with pytest.raises(InvalidAgentResponseError, match=f"exceeds {MAX_EVENT_CHARS} characters"):
+                    await client.send("hi")
+            else:
+                answered = await client.send("hi")
+                assert answered.status.message is not None and answered.status.message.parts[0].text == text
+    finally:
+        await server.stop()

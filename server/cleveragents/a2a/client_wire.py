@@ -19,7 +19,7 @@ from cleveragents.a2a.client_errors import (
 )
 from cleveragents.a2a.errors import InvalidAgentResponseError
 from cleveragents.domain.errors import ValidationError
-from cleveragents.domain.event_stream import SseParser
+from cleveragents.domain.event_stream import LineSplitter, SseParser, SseTooLargeError
 from cleveragents.domain.json_limits import MAX_DEPTH, first_too_deep
 
 T = TypeVar("T")
@@ -95,10 +95,13 @@ def answer(method: str, url: str, status: int, body: str) -> Any:
 
 def last_of_stream(method: str, url: str, text: str) -> Any:
     """A plain call that got an SSE answer: its last item."""
-    parser, last = SseParser(), None
-    for line in [*text.splitlines(), ""]:
-        if (event := parser.feed(line)) is not None and (item := stream_item(method, url, event.data)) is not SKIP:
-            last = item
+    parser, splitter, last = SseParser(), LineSplitter(), None
+    try:
+        for line in [*splitter.feed_text(text), *splitter.close(), ""]:
+            if (event := parser.feed(line)) is not None and (item := stream_item(method, url, event.data)) is not SKIP:
+                last = item
+    except SseTooLargeError as exc:
+        raise InvalidAgentResponseError(f"{method} at {url}: {exc}", {"url": url}) from None
     return last
 
 

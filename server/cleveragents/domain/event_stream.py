@@ -92,7 +92,10 @@ class LineSplitter:
         self._after_cr = False  # the last text ended with CR: an LF that starts the next ends no line
 
     def feed(self, chunk: bytes) -> list[str]:
-        text = self._decoder.decode(chunk)
+        return self.feed_text(self._decoder.decode(chunk))
+
+    def feed_text(self, text: str) -> list[str]:
+        """Text already decoded (the whole of a body read as one)."""
         if not text:
             return []
         if self._after_cr and text[0] == "\n":
