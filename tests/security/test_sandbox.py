@@ -255,6 +255,41 @@ def test_a_hostile_program_is_confined(attacked):
     assert not (workspace / "made-by-step.txt").exists()
 
 
+# Six files of 200 MiB (sparse: no disk is used), under the 256 MiB a file may have, three
+# where .gitignore leaves them out and three where they would be part of the plan.
+BIG_WRITES = """
+import os
+for folder in ("build", "out"):
+    os.makedirs(folder, exist_ok=True)
+    for n in range(3):
+        with open(f"{folder}/big-{n}.bin", "wb") as f:
+            f.truncate(200 * 1024 * 1024)
+"""
+
+
+def _peak_rss_mib(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) / 1024
+
+
+def test_what_a_command_writes_is_read_one_file_at_a_time_within_the_budget(attacked):
+    """A command may leave gigabytes in its layer: what .gitignore leaves out is never
+    read, and the rest is read a file at a time, each only if the plan's budget has
+    room for it."""
+    server, workspace, _ = attacked
+    (workspace / ".gitignore").write_text("build/\n")
+    (workspace / "big.py").write_text(BIG_WRITES)
+    before = _peak_rss_mib(server.proc.pid)
+    status, output = _run(server, "python3 big.py")
+    grown = _peak_rss_mib(server.proc.pid) - before
+    assert status["state"] == "failed", output
+    error = _step_error(server, status["plan_id"])
+    assert error["data"]["limit"] == "max_bytes_written", error
+    # One file of 200 MiB fits the budget and is read; the next would not, and is not.
+    assert grown < 400, f"the server's peak memory grew by {grown:.0f} MiB"
+    assert server.call("_cleveragents/health/check", {})["result"]["status"] == "ok"
+
+
 # A user namespace whose own limit allows no nested one: the sandbox can't be made there.
 NO_NAMESPACES = ["unshare", "--user", "--map-root-user", "--", "sh", "-c",
                  'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"', "sh"]

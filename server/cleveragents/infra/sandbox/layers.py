@@ -23,13 +23,20 @@ _WHITEOUT = stat.S_IFCHR
 
 @dataclass(slots=True)
 class LayerChanges:
-    """What a command did to the files: ``written`` (path -> (bytes, mode)), ``deleted``
+    """What a command did to the files: ``written`` (path -> (size, mode)), ``deleted``
     paths, and ``unsupported`` (path -> what it is: a symlink, a FIFO, ...), which a plan
-    can't carry."""
+    can't carry. A written file's bytes stay in the layer until ``read``: a command may
+    leave more there than memory holds, and most of it may be ignored."""
 
-    written: dict[str, tuple[bytes, int]] = field(default_factory=dict)
+    upper: str
+    written: dict[str, tuple[int, int]] = field(default_factory=dict)
     deleted: set[str] = field(default_factory=set)
     unsupported: dict[str, str] = field(default_factory=dict)
+
+    def read(self, path: str) -> bytes:
+        """A written file's bytes, while the layer is there."""
+        with open(os.path.join(self.upper, path), "rb") as file:
+            return file.read()
 
 
 def _whiteout(path: str) -> None:
@@ -103,7 +110,7 @@ def _walk(upper: str) -> Iterator[tuple[str, os.stat_result, bool]]:
 
 def read_changes(upper: str, overlay: Overlay, planted: Planted) -> LayerChanges:
     """What the command changed, against the view it was given (``overlay``)."""
-    changes = LayerChanges()
+    changes = LayerChanges(upper)
     present: set[str] = set()
     for path, info, opaque in _walk(upper):
         present.add(path)
@@ -117,9 +124,7 @@ def read_changes(upper: str, overlay: Overlay, planted: Planted) -> LayerChanges
             changes.deleted.add(path)
             changes.deleted.update(overlay.files_below(path))
         elif stat.S_ISREG(info.st_mode):
-            with open(os.path.join(upper, path), "rb") as file:
-                data = file.read()
-            changes.written[path] = (data, stat.S_IMODE(info.st_mode))
+            changes.written[path] = (info.st_size, stat.S_IMODE(info.st_mode))
         else:
             changes.unsupported[path] = _kind(info)
     for path, blob in planted.files.items():

@@ -8,6 +8,10 @@
 - What a plan can't hold (a symlink, a FIFO) is dropped, and listed.
 - Every other change is written to the overlay, which checks the limits as it does
   for any tool. A file the command only copied up (same bytes, same mode) is no change.
+
+A written file is read from the layer only when it is recorded, one at a time, and
+only if the plan's budget has room for its size: so ``record`` runs while the layer is
+there.
 """
 
 from __future__ import annotations
@@ -42,11 +46,22 @@ class Recorded:
         }
 
 
-def _unchanged(view: Overlay, path: str, data: bytes, mode: int) -> bool:
+def _record_written(view: Overlay, path: str, changes: LayerChanges) -> bool:
+    """Write ``path`` as the command left it, unless it only copied it up (same mode,
+    same bytes); whether it wrote. A file the view lacks, or has with another mode, is
+    changed without reading it, and is read only once the budget has room for it."""
+    size, mode = changes.written[path]
+    data = None
     try:
-        return view.mode(path) == mode and view.read_bytes(path) == data
+        if view.mode(path) == mode:
+            data = changes.read(path)
+            if view.read_bytes(path) == data:
+                return False
     except (OSError, StructuredError):
-        return False
+        pass
+    view.check_room(path, size)
+    view.write_bytes(path, changes.read(path) if data is None else data, mode)
+    return True
 
 
 def record(view: Overlay, changes: LayerChanges, policy: GuardPolicy,
@@ -67,7 +82,7 @@ def record(view: Overlay, changes: LayerChanges, policy: GuardPolicy,
             candidates.append(path)
     def read_as_left(path: str) -> bytes:
         if path in changes.written:
-            return changes.written[path][0]
+            return changes.read(path)
         if path in changes.deleted:
             raise FileNotFoundError(path)
         return view.read_bytes(path)
@@ -86,9 +101,6 @@ def record(view: Overlay, changes: LayerChanges, policy: GuardPolicy,
                 continue
             recorded.deleted.append(path)
     for path in candidates:
-        if path in changes.written and path not in ignored:
-            data, mode = changes.written[path]
-            if not _unchanged(view, path, data, mode):
-                view.write_bytes(path, data, mode)
-                recorded.written.append(path)
+        if path in changes.written and path not in ignored and _record_written(view, path, changes):
+            recorded.written.append(path)
     return recorded

@@ -200,10 +200,11 @@ class ShellRunTool(ModelTool[ShellArguments]):
             if failed is not None:
                 raise AuthorizationError(f"shell.run could not build its sandbox: {failed}", {
                     "tool": self.name, "reason": "sandbox_failed", "stage": failed.stage, "detail": failed.message})
-            changes = run.changes(view)
+            # Recorded while the layer is there: a written file is read only when recorded.
+            recorded = record(view, run.changes(view), view.policy,
+                              lambda path: read_state_file(sandbox.workspace, path))
         finally:
             run.close()
-        recorded = record(view, changes, view.policy, lambda path: read_state_file(sandbox.workspace, path))
         return self._result(argv, finished, {"sandbox": "on", "changes": recorded.output()},
                             [*recorded.written, *recorded.deleted])
 

@@ -187,6 +187,13 @@ class Overlay:
             self._entries[relative] = OverlayRecord(relative, blob, final_mode, base, written, base_mode)
             self._written += len(data)
 
+    def check_room(self, path: str, size: int) -> None:
+        """The error ``write_bytes`` would raise for ``size`` bytes at ``path`` over the
+        budget, raised before the bytes are read."""
+        relative = self.resolve(path, write=True)
+        with self._lock:
+            self._check_budget(relative, self._entries.get(relative), size)
+
     def delete(self, path: str) -> None:
         relative = self.resolve(path, write=True)
         with self._lock, self._dirs() as dirs:
