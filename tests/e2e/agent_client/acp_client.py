@@ -175,7 +175,9 @@ class Recorder:
 @asynccontextmanager
 async def agent(workspace: Path, *args: str, capabilities: Any = None) -> AsyncIterator[tuple[Any, Recorder]]:
     """An initialized connection to a fresh ``cleveragents-lsp`` serving ``workspace``;
-    ``capabilities`` are the client's (``schema.ClientCapabilities``)."""
+    ``capabilities`` are the client's (``schema.ClientCapabilities``). The SDK pipes the
+    server's stderr and never reads it; it is read here only once the test is done, or
+    the SDK's wait for the exit would never see the pipe end once it had filled."""
     recorder = Recorder()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     async with spawn_agent_process(recorder, sys.executable, *SERVER_COMMAND[1:], *args, cwd=workspace, env=env,
@@ -184,7 +186,10 @@ async def agent(workspace: Path, *args: str, capabilities: Any = None) -> AsyncI
                                                         client_capabilities=capabilities), 30)
         assert answer.protocol_version == PROTOCOL_VERSION
         yield conn, recorder
+        assert process.stderr is not None
+        drained = asyncio.ensure_future(process.stderr.read())
         await conn.close()
+    await asyncio.wait_for(drained, 30)
     assert process.returncode in (0, None, -15)
     assert not recorder.invalid, recorder.invalid
     assert recorder.checked >= 1

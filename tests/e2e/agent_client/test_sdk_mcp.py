@@ -3,6 +3,7 @@ official ``mcp`` SDK, their tools offered to the session's actor, stopped with i
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
@@ -55,6 +56,17 @@ async def test_the_servers_come_back_with_a_loaded_session_and_end_with_close(wo
         await conn.resume_session(session_id=session.session_id, cwd=str(workspace), mcp_servers=[])
         with pytest.raises(RequestError):  # no server now: the tool is not there
             await conn.prompt(session_id=session.session_id, prompt=text("mcp.math.add a=1 b=1"))
+
+
+async def test_a_server_writing_much_to_stderr_is_not_held_up_by_a_client_that_never_reads_it(workspace):
+    """The SDK's client pipes the agent's stderr and never reads it: a server's logs,
+    past what the pipe holds, must not block the server and its tool calls."""
+    async with agent(caller(workspace)) as (conn, recorder):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[calc()])
+        for _ in range(3):
+            await asyncio.wait_for(conn.prompt(session_id=session.session_id,
+                                               prompt=text("mcp.calc.chatter size=300000")), 20)
+            assert recorder.texts()[-1] == "mcp.calc.chatter -> said"
 
 
 async def test_a_server_that_does_not_start_is_a_clear_error(workspace):

@@ -4,8 +4,10 @@ named ``mcp.<server>.<tool>`` (``app.calls.CallerTools``).
 
 Only stdio servers are connected (the kind every ACP agent takes; ``mcpCapabilities``
 declares no other). Each server is a child process that lives as long as the session
-is open in this connection: ``close`` ends it. Without the ``mcp`` package the servers
-are accepted and not connected, and the log says so.
+is open in this connection: ``close`` ends it. What a server writes to its stderr is
+relayed to ours (``child_stderr``), so a client that never reads our stderr can't
+block it. Without the ``mcp`` package the servers are accepted and not connected, and
+the log says so.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cleveragents.transports.agent_client.wire import INVALID_PARAMS, AgentClientError
+from cleveragents.transports.child_stderr import child_stderr
 
 logger = logging.getLogger("cleveragents.agent_client")
 
@@ -79,8 +82,11 @@ class _Connected:
 
         parameters = StdioServerParameters(command=self.server.command, args=list(self.server.args),
                                            env=self.server.env or None, cwd=self._cwd)
+        errlog = None
         try:
-            async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+            errlog = await child_stderr(f"mcp {self.server.name}")
+            async with stdio_client(parameters, errlog) as (read, write), ClientSession(read, write) as session:
+                errlog.close()  # the server has its copy: the relay ends when the server does
                 await session.initialize()
                 self.tools = list((await session.list_tools()).tools)
                 self.session = session
@@ -94,6 +100,8 @@ class _Connected:
             logger.warning("the MCP server %s ended: %r", self.server.name, exc)
         finally:
             self.session = None
+            if errlog is not None:
+                errlog.close()
 
     async def ready(self) -> None:
         await asyncio.wait_for(asyncio.shield(self._ready), START_TIMEOUT_SECONDS)
