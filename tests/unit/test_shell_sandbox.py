@@ -80,6 +80,32 @@ def test_ignored_paths_and_git_internals_are_reported_not_kept(view, ws):
     assert ".git/index" in changes["discarded"]
 
 
+def test_a_gitignore_of_thousands_of_rules_applies_what_one_set_holds(view, ws, caplog):
+    """The rules are matched in linear time, in one re2 set, which holds a few thousand:
+    the first rules apply, what the later ones would leave out is kept for review, and
+    the log says so. Lines that are no pattern, or too long to be one, are skipped."""
+    rules = "".join(f"generated_module_{n}/\n*.ext{n}\n" for n in range(5000))
+    (ws / ".gitignore").write_text("!\n\\\n" + "*a" * 100_000 + "\nbuild/\n" + rules + "late/\n")
+    changes = sh(view, ws, "mkdir -p build generated_module_7 late && echo o > build/out.o"
+                           " && echo g > generated_module_7/g.py && echo e > data.ext7 && echo k > late/kept.txt")
+    assert sorted(changes["ignored"]) == ["build/out.o", "data.ext7", "generated_module_7/g.py"]
+    assert view.changed_paths() == ["late/kept.txt"]
+    assert "are 10005 lines; only the first" in caplog.text, caplog.text
+
+
+def test_a_command_writing_a_gitignore_of_a_million_rules_gets_its_changes_reviewed(view, ws, caplog):
+    """What a command writes to a rule file is held to the same bounds."""
+    script = (r"""python3 -c "import sys; sys.stdout.write(''.join(f'rule_{n}/\n' for n in range(1000000)))" """
+              r"""> .gitignore && mkdir -p rule_5 rule_999999 && echo x > rule_5/a.txt && echo y > rule_999999/b.txt""")
+    context = ToolContext(view=view, workspace=str(ws), settings={"shell_allow": ["sh -c"]})
+    result = ShellRunTool().run({"command": ["sh", "-c", script], "timeout": 60}, context)
+    assert result.output["exit_code"] == 0, result.artifacts[0].data
+    changes = result.output["changes"]
+    assert changes["ignored"] == ["rule_5/a.txt"]  # among the first rules
+    assert sorted(view.changed_paths()) == [".gitignore", "rule_999999/b.txt"]
+    assert "are 1000000 lines; only the first" in caplog.text, caplog.text
+
+
 def test_what_a_plan_cannot_hold_is_listed(view, ws):
     changes = sh(view, ws, "ln -s README.md link && mkfifo pipe")
     assert {item["path"]: item["kind"] for item in changes["not_recorded"]} == {"link": "symlink", "pipe": "fifo"}
