@@ -251,7 +251,8 @@ class StdioRunner:
 
 
 class UvicornServer:
-    """An ASGI app on real uvicorn, on 127.0.0.1 and a free port, in this event loop."""
+    """An ASGI app on real uvicorn, on 127.0.0.1 and a free port, in this event loop;
+    ``async with UvicornServer(app) as url`` starts it and stops it."""
 
     def __init__(self, app: Any):
         self.app = app
@@ -280,6 +281,12 @@ class UvicornServer:
             self.server.should_exit = True
             await asyncio.wait_for(self._task, TIMEOUT)
             self._task = None
+
+    async def __aenter__(self) -> str:
+        return await self.start()
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.stop()
 
 
 async def sse_messages(response: Any) -> Any:

@@ -101,16 +101,6 @@ def echo_agent(**options) -> A2A:
                auth_token=TOKEN, **options)
 
 
-@contextlib.asynccontextmanager
-async def serving(app):
-    server = UvicornServer(app)
-    await server.start()
-    try:
-        yield server.url
-    finally:
-        await server.stop()
-
-
 async def get_card(url: str, path: str = "/.well-known/agent-card.json") -> dict:
     async with httpx.AsyncClient(timeout=10) as http:
         response = await http.get(url + path)
@@ -133,7 +123,7 @@ async def test_the_sdk_verifies_a_published_agents_signed_cards(tmp_path, kind):
     agent = echo_agent(signing_keys=ref + ("" if kind.endswith("jwk") else "#card-2026"),
                        signing_jku="https://keys.example/jwks.json")
     kid = "jwk-1" if kind.endswith("jwk") else "card-2026"
-    async with serving(agent.asgi_app(workspace=tmp_path, memory=True)) as url:
+    async with UvicornServer(agent.asgi_app(workspace=tmp_path, memory=True)) as url:
         card = await get_card(url)
         header = json.loads(jwt.utils.base64url_decode(card["signatures"][0]["protected"]))
         assert header["kid"] == kid and header["jku"] == "https://keys.example/jwks.json"
@@ -150,7 +140,7 @@ async def test_the_sdk_verifies_the_backends_card_signed_from_settings(tmp_path)
     key = ec.generate_private_key(ec.SECP256R1())
     write_pem(tmp_path / "card.pem", key)
     app = build_app(settings=_settings(tmp_path, card_signing_keys="card.pem"), auth=HttpAuth.of((TOKEN,), (), "X"))
-    async with serving(app) as url:
+    async with UvicornServer(app) as url:
         card = await get_card(url)
     kid = json.loads(jwt.utils.base64url_decode(card["signatures"][0]["protected"]))["kid"]
     # Without a kid in the reference, the kid is the key's RFC 7638 thumbprint.

@@ -603,37 +603,42 @@ async def test_memory_store_skips_and_reports_records_that_cant_be_served(tmp_pa
         facade.close()
 
 # -- a remote agent's answers are held to the same limits ----------------------------------
+@asynccontextmanager
+async def remote_agent(workspace: Path, answer: Callable[[], Any]) -> AsyncIterator[str]:
+    """A remote A2A agent's URL: its card is real (an in-memory server's), and every
+    call is answered with ``answer()``, an ASGI response."""
+    from cleveragents.config import Settings
+    from cleveragents.transports.http.app import build_app
+    from tests.contract.runners import UvicornServer
+
+    real = build_app(settings=Settings(workspace=workspace, memory=True))
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            await answer()(scope, receive, send)
+            return
+        await real(scope, receive, send)
+
+    async with UvicornServer(app) as url:
+        yield url
+
+
 async def test_a_remote_agent_answering_deep_json_is_an_invalid_response(tmp_path):
     """What a remote agent answers becomes the local task, which every client lists."""
     from starlette.responses import Response
 
     from cleveragents.a2a.client import A2AClient, ServerConnectionConfig
     from cleveragents.a2a.errors import InvalidAgentResponseError
-    from cleveragents.config import Settings
-    from cleveragents.transports.http.app import build_app
-    from tests.contract.runners import UvicornServer
 
     task = {"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED"}, "metadata": nest(DEEP)}
     answers = [json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"task": task}}).encode(),
                b'{"jsonrpc":"2.0","id":1,"result":' + b"[" * 100_000 + b"]" * 100_000 + b"}"]
-    real = build_app(settings=Settings(workspace=tmp_path, memory=True))
-
-    async def hostile(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST":  # the card is real, the answers are not
-            await Response(answers[0], media_type="application/json")(scope, receive, send)
-            return
-        await real(scope, receive, send)
-
-    server = UvicornServer(hostile)
-    await server.start()
-    try:
+    async with remote_agent(tmp_path, lambda: Response(answers[0], media_type="application/json")) as url:
         for expected in ("nested deeper than 64 levels", "not a JSON-RPC response"):
-            async with A2AClient(ServerConnectionConfig(url=server.url, token="unused")) as client:
+            async with A2AClient(ServerConnectionConfig(url=url, token="unused")) as client:
                 with pytest.raises(InvalidAgentResponseError, match=expected):
                     await client.send("hi")
             answers.pop(0)
-    finally:
-        await server.stop()
 
 
 async def test_a_remote_agent_streaming_a_line_that_never_ends_is_cut_off(tmp_path):
@@ -643,14 +648,10 @@ async def test_a_remote_agent_streaming_a_line_that_never_ends_is_cut_off(tmp_pa
 
     from cleveragents.a2a.client import A2AClient, ServerConnectionConfig
     from cleveragents.a2a.errors import InvalidAgentResponseError
-    from cleveragents.config import Settings
     from cleveragents.domain.event_stream import MAX_EVENT_CHARS
-    from cleveragents.transports.http.app import build_app
-    from tests.contract.runners import UvicornServer
 
     chunk, most = b"a" * 65536, 6 * MAX_EVENT_CHARS
     sent = [0]
-    real = build_app(settings=Settings(workspace=tmp_path, memory=True))
 
     async def endless_line() -> AsyncIterator[bytes]:
         yield b"data: "
@@ -658,23 +659,13 @@ async def test_a_remote_agent_streaming_a_line_that_never_ends_is_cut_off(tmp_pa
             sent[0] += len(chunk)
             yield chunk
 
-    async def hostile(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST":  # the card is real, the stream is not
-            await StreamingResponse(endless_line(), media_type="text/event-stream")(scope, receive, send)
-            return
-        await real(scope, receive, send)
-
-    server = UvicornServer(hostile)
-    await server.start()
-    try:
-        async with A2AClient(ServerConnectionConfig(url=server.url, token="unused")) as client:
+    async with remote_agent(tmp_path, lambda: StreamingResponse(endless_line(), media_type="text/event-stream")) as url:
+        async with A2AClient(ServerConnectionConfig(url=url, token="unused")) as client:
             with pytest.raises(InvalidAgentResponseError, match=f"exceeds {MAX_EVENT_CHARS} characters"):
                 async for _ in client.stream("hi"):
                     pass
-        # What the sockets hold besides: a few MiB.
+        # Read while the server runs (stopping, it ends the stream). The sockets hold a few MiB.
         assert sent[0] < MAX_EVENT_CHARS + 8 * 1024 * 1024, f"{sent[0]} bytes were read"
-    finally:
-        await server.stop()
 
 
 @pytest.mark.parametrize("card", ["endless", "deep"])
@@ -704,16 +695,12 @@ async def test_a_remote_agent_card_that_never_ends_or_nests_deep_is_refused(card
     async def hostile(request: Any) -> StreamingResponse:
         return StreamingResponse(body(), media_type="application/json")
 
-    server = UvicornServer(Starlette(routes=[Route("/{path:path}", hostile)]))
-    await server.start()
-    try:
+    async with UvicornServer(Starlette(routes=[Route("/{path:path}", hostile)])) as url:
         refused = f"more than {MAX_RESPONSE_BYTES} bytes" if card == "endless" else "is not a JSON object"
         with pytest.raises(InvalidAgentResponseError, match=refused):
-            async with A2AClient(ServerConnectionConfig(url=server.url, token="unused")) as client:
+            async with A2AClient(ServerConnectionConfig(url=url, token="unused")) as client:
                 await client.send("hi")
         assert sent[0] < MAX_RESPONSE_BYTES + 8 * 1024 * 1024, f"{sent[0]} bytes were read"
-    finally:
-        await server.stop()
 
 
 @pytest.mark.parametrize("event", ["line separators", "too large"])
@@ -724,32 +711,18 @@ async def test_a_plain_call_answered_with_sse_is_read_as_a_stream_is(event, tmp_
 
     from cleveragents.a2a.client import A2AClient, ServerConnectionConfig
     from cleveragents.a2a.errors import InvalidAgentResponseError
-    from cleveragents.config import Settings
     from cleveragents.domain.event_stream import MAX_EVENT_CHARS
-    from cleveragents.transports.http.app import build_app
-    from tests.contract.runners import UvicornServer
 
     text = "one\u2028two\u2029three\x85four" if event == "line separators" else "a" * (MAX_EVENT_CHARS + 1)
     task = {"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED", "message": {
         "role": "ROLE_AGENT", "messageId": "m1", "parts": [{"text": text}]}}}
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"task": task}}, ensure_ascii=False)
-    real = build_app(settings=Settings(workspace=tmp_path, memory=True))
-
-    async def agent(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST":  # the card is real, the answer is this
-            await Response(f"data: {body}\n\n".encode(), media_type="text/event-stream")(scope, receive, send)
-            return
-        await real(scope, receive, send)
-
-    server = UvicornServer(agent)
-    await server.start()
-    try:
-        async with A2AClient(ServerConnectionConfig(url=server.url, token="unused")) as client:
+    stream = f"data: {body}\n\n".encode()
+    async with remote_agent(tmp_path, lambda: Response(stream, media_type="text/event-stream")) as url:
+        async with A2AClient(ServerConnectionConfig(url=url, token="unused")) as client:
             if event == "too large":
                 with pytest.raises(InvalidAgentResponseError, match=f"exceeds {MAX_EVENT_CHARS} characters"):
                     await client.send("hi")
             else:
                 answered = await client.send("hi")
                 assert answered.status.message is not None and answered.status.message.parts[0].text == text
-    finally:
-        await server.stop()
