@@ -18,6 +18,7 @@ from cleveragents.a2a.client_errors import (
     with_auth_kind,
 )
 from cleveragents.a2a.errors import InvalidAgentResponseError
+from cleveragents.domain.bounded_read import read_up_to
 from cleveragents.domain.errors import ValidationError
 from cleveragents.domain.event_stream import LineSplitter, SseParser, SseTooLargeError
 from cleveragents.domain.json_limits import MAX_DEPTH, first_too_deep
@@ -61,14 +62,11 @@ class A2AStream(Generic[T]):
 
 async def read_bounded(response: Any, method: str, url: str, limit: int = MAX_RESPONSE_BYTES) -> str:
     """The body of a streamed httpx response, refused past ``limit`` bytes."""
-    chunks, size = [], 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > limit:
-            raise InvalidAgentResponseError(f"{method} at {url} answered with more than {limit} bytes",
-                                            {"url": url, "method": method, "limit": limit})
-        chunks.append(chunk)
-    return b"".join(chunks).decode(response.encoding or "utf-8", errors="replace")
+    body, more = await read_up_to(response.aiter_bytes(), limit)
+    if more:
+        raise InvalidAgentResponseError(f"{method} at {url} answered with more than {limit} bytes",
+                                        {"url": url, "method": method, "limit": limit})
+    return body.decode(response.encoding or "utf-8", errors="replace")
 
 
 def answer(method: str, url: str, status: int, body: str) -> Any:

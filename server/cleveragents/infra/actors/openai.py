@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cleveragents.domain.actor import ActorError, ActorEvent, TextChunk, ToolCall, Turn, Usage
+from cleveragents.domain.bounded_read import read_up_to
 from cleveragents.domain.errors import StructuredError
 from cleveragents.domain.event_stream import SseTooLargeError, sse_lines
 from cleveragents.infra.actors.chat import conversation, function_definitions, tool_result_message
@@ -127,14 +128,14 @@ class OpenAIActor:
         try:
             async with client.stream("POST", url, json=body) as response:
                 if response.status_code >= 400:
-                    error_body, _ = await _read_up_to(response, MAX_ERROR_BODY_BYTES)
+                    error_body, _ = await read_up_to(response.aiter_bytes(), MAX_ERROR_BODY_BYTES)
                     raise self._status_error(response.status_code, error_body, response.headers)
                 if "text/event-stream" in response.headers.get("content-type", ""):
                     async for chunk in _sse_chunks(response, self.name):
                         async for event in self._chunk_events(chunk, reply):
                             yield event
                 else:  # a server that answers whole, streamed or not
-                    whole, more = await _read_up_to(response, MAX_ANSWER_BYTES)
+                    whole, more = await read_up_to(response.aiter_bytes(), MAX_ANSWER_BYTES)
                     if more:
                         raise _bad_response(self.name, f"the response exceeds {MAX_ANSWER_BYTES} bytes", whole)
                     async for event in self._message_events(_json(whole, self.name), reply):
@@ -215,16 +216,6 @@ async def _sse_chunks(response: Any, actor: str) -> AsyncIterator[dict[str, Any]
                 yield chunk
     except SseTooLargeError as exc:
         raise _bad_response(actor, str(exc)) from None
-
-
-async def _read_up_to(response: Any, limit: int) -> tuple[bytes, bool]:
-    """The body, or its first ``limit`` bytes and True when there is more."""
-    data = bytearray()
-    async for chunk in response.aiter_bytes():
-        data += chunk
-        if len(data) > limit:
-            return bytes(data[:limit]), True
-    return bytes(data), False
 
 
 def _json(data: bytes, actor: str) -> dict[str, Any]:
