@@ -124,25 +124,26 @@ class LineSplitter:
         return lines
 
 
-async def sse_lines(chunks: AsyncIterable[bytes], max_chars: int = MAX_EVENT_CHARS) -> AsyncIterator[str]:
-    """The lines of a stream of bytes (``LineSplitter``)."""
+async def _line_batches(chunks: AsyncIterable[bytes], max_chars: int) -> AsyncIterator[list[str]]:
+    """The lines of each chunk, then those left at the end: a step per chunk, not per line."""
     splitter = LineSplitter(max_chars)
     async for chunk in chunks:
-        for line in splitter.feed(chunk):
+        yield splitter.feed(chunk)
+    yield splitter.close()
+
+
+async def sse_lines(chunks: AsyncIterable[bytes], max_chars: int = MAX_EVENT_CHARS) -> AsyncIterator[str]:
+    """The lines of a stream of bytes (``LineSplitter``)."""
+    async for lines in _line_batches(chunks, max_chars):
+        for line in lines:
             yield line
-    for line in splitter.close():
-        yield line
 
 
 async def parse_sse(chunks: AsyncIterable[bytes], parser: SseParser | None = None) -> AsyncIterator[SseEvent]:
     """The events of a stream of bytes."""
     parser = parser or SseParser()
-    splitter = LineSplitter(parser.max_chars)
-    async for chunk in chunks:
-        for line in splitter.feed(chunk):
+    async for lines in _line_batches(chunks, parser.max_chars):
+        for line in lines:
             if (event := parser.feed(line)) is not None:
                 yield event
-    for line in splitter.close():
-        if (event := parser.feed(line)) is not None:
-            yield event
     parser.close()
