@@ -1,4 +1,5 @@
-"""Stopping a server process and letting go of its pipes."""
+"""Server processes in tests: stopping them, letting go of their pipes, reading their
+memory."""
 
 from __future__ import annotations
 
@@ -27,3 +28,17 @@ def close_pipes(proc: subprocess.Popen[bytes], reader: threading.Thread | None =
             proc.stdin.close()
     if proc.stdout is not None and (reader is None or not reader.is_alive()):
         proc.stdout.close()
+
+
+def memory_bytes(pid: int, field: str = "VmRSS") -> int:
+    """A memory figure of process ``pid`` from /proc (``VmRSS``: resident now;
+    ``VmHWM``: its peak), in bytes; 0 once the process is gone or a zombie (which has
+    none)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith(f"{field}:"):
+                    return int(line.split()[1]) * 1024
+    except FileNotFoundError:
+        pass
+    return 0

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 
 from tests.e2e.agent_server import V1, AgentServer
 from tests.e2e.agents.slow_agent import CHUNKS, DELAY
+from tests.processes import memory_bytes
 
 STREAMS = 100
 TASKS = 10_000
@@ -25,26 +26,15 @@ RSS_GROWTH_BOUND = 64 * 1024 * 1024
 SMALL_OUTPUT_BUFFER = {"CLEVERAGENTS_MAX_OUTPUT_BUFFER": str(256 * 1024)}
 
 
-def rss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except FileNotFoundError:
-        pass
-    return 0
-
-
 @contextmanager
 def peak_rss(pid: int) -> Iterator[list[int]]:
     """Samples the process's RSS every 20 ms; the list holds the peak afterwards."""
-    peak = [rss(pid)]
+    peak = [memory_bytes(pid)]
     stop = threading.Event()
 
     def sample() -> None:
         while not stop.wait(0.02):
-            peak[0] = max(peak[0], rss(pid))
+            peak[0] = max(peak[0], memory_bytes(pid))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -59,7 +49,7 @@ def test_100_streams_at_once_each_end_with_their_terminal_event(tmp_path):
     server = AgentServer.agent("slow_agent", cwd=tmp_path, env=SMALL_OUTPUT_BUFFER)
     try:
         server.result("ListTasks", {})
-        baseline = rss(server.proc.pid)
+        baseline = memory_bytes(server.proc.pid)
         started = time.monotonic()
         with peak_rss(server.proc.pid) as peak:
             msg_ids = [server.send("SendStreamingMessage", V1.message(f"stream {n}")) for n in range(STREAMS)]
@@ -89,7 +79,7 @@ def test_10000_tasks_pipelined_with_bounded_memory(tmp_path):
     server = AgentServer.agent("echo_agent", cwd=tmp_path, env=env)
     try:
         server.result("ListTasks", {})
-        baseline = rss(server.proc.pid)
+        baseline = memory_bytes(server.proc.pid)
         completed = 0
         with peak_rss(server.proc.pid) as peak:
             in_flight: list[tuple[int, int]] = []

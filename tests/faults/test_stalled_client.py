@@ -17,21 +17,13 @@ import pytest
 from tests.conftest import SERVER_COMMAND
 from tests.e2e.agent_server import AGENTS, V1, AgentServer
 from tests.e2e.rawclient import frame
-from tests.processes import stop
+from tests.processes import memory_bytes, stop
 
 LIMIT = 256 * 1024
 STREAMS = 300
 TEXT = "x" * 4000  # each stream's first item carries the message: ~1.2 MB in all
 # The server's resident memory may grow this much past its size after start-up.
 RSS_GROWTH_BOUND = 48 * 1024 * 1024
-
-
-def rss(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 def test_a_client_that_stops_reading_is_given_up_and_its_tasks_canceled(tmp_path):
@@ -48,19 +40,19 @@ def test_a_client_that_stops_reading_is_given_up_and_its_tasks_canceled(tmp_path
         proc.stdin.write(frame({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}))
         proc.stdin.flush()
         time.sleep(0.5)  # started, before the flood
-        baseline, peak = rss(proc.pid), 0
+        baseline, peak = memory_bytes(proc.pid), 0
         try:
             for n in range(STREAMS):
                 request = {"jsonrpc": "2.0", "id": 100 + n, "method": "SendStreamingMessage",
                            "params": V1.message(f"{n} {TEXT}")}
                 proc.stdin.write(frame(request))
                 proc.stdin.flush()
-                peak = max(peak, rss(proc.pid))
+                peak = max(peak, memory_bytes(proc.pid))
         except BrokenPipeError:
             pass  # the server already gave up and closed its end
         deadline = time.monotonic() + 15
         while proc.poll() is None and time.monotonic() < deadline:
-            peak = max(peak, rss(proc.pid))
+            peak = max(peak, memory_bytes(proc.pid))
             time.sleep(0.02)
         assert proc.poll() is not None, "the server kept serving a client that never reads"
     finally:

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from tests.e2e.agent_server import AGENTS
-from tests.faults.test_load import rss
+from tests.processes import memory_bytes
 from tests.security.http_process import TOKEN
 
 LIMIT = 1024 * 1024
@@ -78,17 +78,17 @@ def test_a_stream_nobody_reads_is_given_up_and_its_task_canceled(tmp_path, bindi
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10,
                           headers={**V1, "Authorization": f"Bearer {token}"}) as http:
             assert http.get("/.well-known/agent-card.json").status_code == 200
-            baseline, peak = rss(proc.pid), 0
+            baseline, peak = memory_bytes(proc.pid), 0
             sock = stalled_request(port, token, *STREAMS[binding])
             deadline = time.monotonic() + 30
             while "stopped reading" not in log.read_text(errors="replace") and time.monotonic() < deadline:
-                peak = max(peak, rss(proc.pid))
+                peak = max(peak, memory_bytes(proc.pid))
                 time.sleep(0.02)
             assert "the client stopped reading its stream" in log.read_text(errors="replace"), \
                 log.read_text(errors="replace")[-2000:]
             # The task is canceled, and everyone else is still served.
             while time.monotonic() < deadline:
-                peak = max(peak, rss(proc.pid))
+                peak = max(peak, memory_bytes(proc.pid))
                 listed = http.post("/a2a", json={"jsonrpc": "2.0", "id": 2, "method": "ListTasks", "params": {}})
                 [task] = listed.json()["result"]["tasks"]
                 if task["status"]["state"] == "TASK_STATE_CANCELED":

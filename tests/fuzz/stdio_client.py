@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from tests.conftest import SERVER_COMMAND
-from tests.processes import close_pipes, stop
+from tests.processes import close_pipes, memory_bytes, stop
 
 TIMEOUT = 15.0
 
@@ -105,11 +105,9 @@ class StdioServer:
         return response["result"]
 
     def rss_kib(self) -> int:
-        with open(f"/proc/{self.pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-        raise AssertionError("no VmRSS")
+        resident = memory_bytes(self.pid)
+        assert resident, f"no VmRSS for {self.pid}"
+        return resident // 1024
 
     def stderr_text(self) -> str:
         self.stderr.seek(0)

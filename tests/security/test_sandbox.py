@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests.processes import memory_bytes
 from tests.security.identities import Identity
 from tests.security.stdio_server import PLAN, IdentityServer
 
@@ -267,11 +268,6 @@ for folder in ("build", "out"):
 """
 
 
-def _peak_rss_mib(pid: int) -> float:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) / 1024
-
-
 def test_what_a_command_writes_is_read_one_file_at_a_time_within_the_budget(attacked):
     """A command may leave gigabytes in its layer: what .gitignore leaves out is never
     read, and the rest is read a file at a time, each only if the plan's budget has
@@ -279,9 +275,11 @@ def test_what_a_command_writes_is_read_one_file_at_a_time_within_the_budget(atta
     server, workspace, _ = attacked
     (workspace / ".gitignore").write_text("build/\n")
     (workspace / "big.py").write_text(BIG_WRITES)
-    before = _peak_rss_mib(server.proc.pid)
+    before = memory_bytes(server.proc.pid, "VmHWM")
     status, output = _run(server, "python3 big.py")
-    grown = _peak_rss_mib(server.proc.pid) - before
+    after = memory_bytes(server.proc.pid, "VmHWM")
+    assert before and after, "the server is gone"
+    grown = (after - before) / 2**20
     assert status["state"] == "failed", output
     error = _step_error(server, status["plan_id"])
     assert error["data"]["limit"] == "max_bytes_written", error
