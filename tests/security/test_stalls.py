@@ -1,6 +1,12 @@
 """No input stalls the server: patterns that backtrack, globs that backtrack, giant
 lines, huge match counts and many searches at once, sent to a real stdio server and a
-real HTTP server, each run as root and as an unprivileged user.
+real HTTP server.
+
+They run as the unprivileged user only, the one users are. Unlike the sandbox's and
+the file access's attacks, nothing these attacks reach (the pattern engine, globbing,
+the encoders, the event loop) takes a path that depends on who runs it; and the tests
+measure time, so they run last, alone on the machine (``serial``), where a second
+identity would double their share of the suite's time.
 
 Each attack runs while a client keeps asking for the health check; every check must
 come back within ``HEALTH_LIMIT``. The latency is the client's round trip, the figure an
@@ -20,13 +26,13 @@ import asyncio
 import itertools
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.security.identities import Identity
+from tests.security.identities import Identity, identity_for
 from tests.security.stall_clients import (
     Call,
     HttpServer,
@@ -83,6 +89,11 @@ def build_workspace(identity: Identity) -> Path:
 
 
 Start = Callable[..., Awaitable[Any]]
+
+
+@pytest.fixture
+def identity() -> Iterator[Identity]:
+    yield from identity_for("unprivileged")
 
 
 @pytest.fixture
