@@ -703,6 +703,39 @@ async def test_a_remote_agent_card_that_never_ends_or_nests_deep_is_refused(card
         assert sent[0] < MAX_RESPONSE_BYTES + 8 * 1024 * 1024, f"{sent[0]} bytes were read"
 
 
+@pytest.mark.parametrize("what", ["card", "answer"])
+async def test_a_remote_agent_dripping_an_answer_is_cut_off_at_the_timeout(what, tmp_path):
+    """``timeout_seconds`` bounds a whole answer, not each read: a peer that sends a byte
+    within every read's timeout would otherwise hold the call for as long as it likes."""
+    from starlette.applications import Starlette
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    from cleveragents.a2a.client import A2AClient, A2AClientTimeoutError, ServerConnectionConfig
+    from tests.contract.runners import UvicornServer
+
+    async def drip() -> AsyncIterator[bytes]:
+        for _ in range(120):  # 6 s of JSON's leading white space, then an answer
+            yield b" "
+            await asyncio.sleep(0.05)
+        yield b"{}"
+
+    def dripping() -> StreamingResponse:
+        return StreamingResponse(drip(), media_type="application/json")
+
+    async def hostile(request: Any) -> StreamingResponse:
+        return dripping()
+
+    agent = (remote_agent(tmp_path, dripping) if what == "answer"
+             else UvicornServer(Starlette(routes=[Route("/{path:path}", hostile)])))
+    async with agent as url:
+        started = time.monotonic()
+        with pytest.raises(A2AClientTimeoutError, match="no answer within 1s"):
+            async with A2AClient(ServerConnectionConfig(url=url, token="unused", timeout_seconds=1)) as client:
+                await client.send("hi")
+        assert time.monotonic() - started < 3
+
+
 @pytest.mark.parametrize("event", ["line separators", "too large"])
 async def test_a_plain_call_answered_with_sse_is_read_as_a_stream_is(event, tmp_path):
     """A peer may answer a unary call with an event stream; its last event is the

@@ -323,7 +323,7 @@ class A2AClient:
         tried: list[str] = []
         for url in card_urls(self.config.url):
             tried.append(url)
-            async with TransportErrors("GET agent card", url, self.config.timeout_seconds):
+            async with TransportErrors("GET agent card", url, self.config.timeout_seconds, deadline=True):
                 # The card is public: following a redirect (to https, say) is safe.
                 async with self._client().stream("GET", url, headers={"Accept": "application/json"},
                                                  follow_redirects=True) as response:
@@ -372,7 +372,7 @@ class A2AClient:
         headers = self._headers("application/json, text/event-stream")
         tracing.inject(headers)
         request = self._client().build_request("POST", url, json=self._envelope(method, params), headers=headers)
-        async with TransportErrors(method, url, self.config.timeout_seconds):
+        async with TransportErrors(method, url, self.config.timeout_seconds, deadline=True):
             response = await self._client().send(request, stream=True)
             try:
                 body = await read_bounded(response, method, url)

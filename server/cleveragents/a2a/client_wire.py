@@ -4,6 +4,7 @@ exceptions into the client's own. Used by ``client_http.A2AClient``."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Generic, TypeVar
@@ -133,24 +134,36 @@ def decode(method: str, decoder: Callable[[Any], T], value: Any) -> T:
 
 
 class TransportErrors:
-    """Turns httpx's exceptions into ``A2AClientError``s that name the URL."""
+    """Turns httpx's exceptions into ``A2AClientError``s that name the URL. With
+    ``deadline``, ``timeout`` bounds the whole block too: httpx's timeout is per read,
+    and a peer sending a byte within each would hold a call as long as it liked."""
 
-    def __init__(self, method: str, url: str, timeout: float | None):
+    def __init__(self, method: str, url: str, timeout: float | None, *, deadline: bool = False):
         self.method, self.url, self.timeout = method, url, timeout
+        self._deadline = asyncio.timeout(timeout) if deadline else None
 
     async def __aenter__(self) -> None:
-        return None
+        if self._deadline is not None:
+            await self._deadline.__aenter__()
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
-        if exc is None or isinstance(exc, A2AClientError) or not type(exc).__module__.startswith("httpx"):
+        expired = False
+        if self._deadline is not None:
+            try:
+                await self._deadline.__aexit__(exc_type, exc, tb)
+            except TimeoutError:
+                expired = True
+        if not expired and (exc is None or isinstance(exc, A2AClientError)
+                            or not type(exc).__module__.startswith("httpx")):
             return False
         import httpx
 
         where = f"{self.method} at {self.url}"
         data = {"url": self.url, "method": self.method}
-        if isinstance(exc, httpx.TimeoutException):
+        if expired or isinstance(exc, httpx.TimeoutException):
             limit = f"within {self.timeout:g}s" if self.timeout is not None else "in time"
-            raise A2AClientTimeoutError(f"{where}: no answer {limit} ({type(exc).__name__})",
+            kind = "the whole answer took longer" if expired else type(exc).__name__
+            raise A2AClientTimeoutError(f"{where}: no answer {limit} ({kind})",
                                         data, url=self.url, method=self.method) from None
         if isinstance(exc, httpx.ConnectError | httpx.ProxyError):
             raise A2AClientConnectionError(f"{where}: cannot connect: {exc or type(exc).__name__}", data,
