@@ -4,7 +4,8 @@ A remote caller names the webhook, so it could make the server post into its own
 loopback services, the private network or a cloud metadata service. Such URLs are
 refused when the config is made (both dialects, with the reason in ``data``), and
 checked again at each delivery, which connects to the address it checked: a DNS
-answer that changes between the two, or a redirect, reaches nothing.
+answer that changes between the two, or a redirect, reaches nothing. A webhook that
+takes its time answering holds up only deliveries, never the server's other work.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import http.server
 import json
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -20,6 +22,7 @@ import pytest
 from cleveragents.domain.push_policy import PushTargetRefused
 from cleveragents.infra.push_targets import PushTargets
 from cleveragents.infra.webhooks import post_json
+from tests.dripping_webhook import DrippingWebhook
 from tests.security.http_process import HttpProcess
 
 V1 = {"A2A-Version": "1.0"}
@@ -152,6 +155,36 @@ def test_an_allowed_network_is_reached(identity, receiver):
             assert time.monotonic() < deadline, "no push arrived"
             time.sleep(0.05)
         assert receiver.seen[0] == ("/hook", f"127.0.0.1:{receiver.port}")
+
+
+def test_webhooks_that_never_finish_answering_hold_up_nothing_else(identity):
+    """A caller points its tasks' pushes at many webhooks that answer a byte at a time.
+    While the server waits on them, its other work (here the diagnostics, which read the
+    workspace in a worker thread) goes on as before."""
+    hooks = 40  # more than any default pool of worker threads holds
+    webhook = DrippingWebhook(every=0.5)
+    try:
+        with HttpProcess(identity, "--auth-token", "tok-push", "--push-allow-network", "127.0.0.1/32") as server, \
+                httpx.Client(base_url=server.url, timeout=30, headers={**server.auth("tok-push"), **V1}) as client:
+
+            def send(n: int) -> dict:
+                return client.post("/a2a", json=rpc("SendMessage", {"message": message(f"m{n}"), "configuration": {
+                    "taskPushNotificationConfig": {"url": f"{webhook.url}/hook/{n}"}}})).json()
+
+            with ThreadPoolExecutor(8) as pool:
+                assert all("result" in sent for sent in pool.map(send, range(hooks)))
+            deadline = time.monotonic() + 10
+            while webhook.accepted < 4:
+                assert time.monotonic() < deadline, f"{webhook.accepted} pushes arrived"
+                time.sleep(0.05)
+            time.sleep(0.5)  # the rest of the deliveries are under way, or waiting their turn
+            started = time.monotonic()
+            answer = client.post("/a2a", json=rpc("_cleveragents/diagnostics/run", {}), timeout=5).json()
+            checks = {check["name"]: check["status"] for check in answer["result"]["checks"]}
+            assert checks["workspace"] == "ok", answer
+            assert time.monotonic() - started < 2, "the diagnostics waited on the webhooks"
+    finally:
+        webhook.close()
 
 
 # -- at delivery -----------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -13,6 +14,7 @@ from cleveragents.a2a.push import TOKEN_HEADER, PushSender
 from cleveragents.domain.task import PushConfig, TaskState, TaskStatus, TaskStatusUpdate
 from cleveragents.infra.push_targets import PushTargets
 from cleveragents.infra.webhooks import WebhookPoster, post_json
+from tests.dripping_webhook import DrippingWebhook
 
 # The test's webhook listens on loopback, which pushes may reach only when allowed.
 LOCAL = WebhookPoster(PushTargets(["127.0.0.1/32"]))
@@ -82,7 +84,28 @@ async def test_a_failing_webhook_is_retried_then_given_up_and_its_worker_ends_wh
     await sender.aclose()
 
 
-def test_unreachable_and_bad_urls_are_reported_not_raised():
+async def test_unreachable_and_bad_urls_are_reported_not_raised():
     assert post_json("ftp://example.invalid/x", {}, {}) is not None
     assert post_json("http://127.0.0.1:9/hook", {}, {}, timeout=2) is not None  # loopback: refused
-    assert LOCAL("http://127.0.0.1:9/hook", {}, {}) is not None  # allowed, but nobody listens
+    assert await LOCAL("http://127.0.0.1:9/hook", {}, {}) is not None  # allowed, but nobody listens
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+async def test_a_webhook_dribbling_its_answer_is_given_up_at_the_time_limit(scheme):
+    """Each byte comes within a read's timeout; the limit is on the whole post. (TLS's
+    handshake has a limit of its own in the ssl module: this keeps it checked.)"""
+    webhook = DrippingWebhook(every=0.05, lasting=4, scheme=scheme)
+    try:
+        poster = WebhookPoster(PushTargets(["127.0.0.1/32"]), timeout=0.5)
+        started = time.monotonic()
+        problem = await poster(webhook.url + "/hook", {}, {})
+        assert problem == "no whole answer within 0.5s"
+        assert time.monotonic() - started < 1.5
+        for _ in range(100):  # and the connection is closed, so its thread is free
+            if webhook.cut_off:
+                break
+            await asyncio.sleep(0.02)
+        assert webhook.cut_off == 1
+        poster.close()
+    finally:
+        webhook.close()

@@ -25,7 +25,7 @@ IDLE_SECONDS = 60.0  # a webhook's worker stops after this long with nothing to 
 TOKEN_HEADER = "X-A2A-Notification-Token"
 DIALECT_KEY = "dialect"  # in PushConfig.metadata: "1.0" or "0.3"
 
-Poster = Callable[[str, Any, Mapping[str, str]], "str | None"]
+Poster = Callable[[str, Any, Mapping[str, str]], Awaitable["str | None"]]
 Admit = Callable[[str], Awaitable[None]]
 
 
@@ -71,7 +71,7 @@ class PushSender:
                 continue
             headers = _headers(config)
             for attempt in range(RETRIES):
-                problem = await asyncio.to_thread(self._post, config.url, body, headers)
+                problem = await self._post(config.url, body, headers)
                 if problem is None:
                     break
                 logger.warning("push to a webhook of task %s failed (%s), attempt %d",

@@ -254,7 +254,8 @@ class Container:
             session_budget=Budget(self.settings.session_max_tokens, self.settings.session_max_cost),
             context=session_context)
         targets = PushTargets(self.settings.push_allowed_networks)
-        self.push_sender: PushSender = PushSender(WebhookPoster(targets), admit=targets.admit)
+        self._webhooks = WebhookPoster(targets)
+        self.push_sender: PushSender = PushSender(self._webhooks, admit=targets.admit)
         self.task_service: TaskService = TaskService(
             self.stores.tasks, self.actor, push_configs=self.stores.push_configs,
             tools=None if actor is not None else tool_infos, push=self.push_sender,
@@ -360,6 +361,7 @@ class Container:
         await self.task_service.aclose()
         await self.plan_service.aclose()
         await self.push_sender.aclose()
+        self._webhooks.close()
         self.tool_runner.close()
         self.bridge.stop()
         self.event_queue.close()

@@ -1,7 +1,11 @@
 """Posting JSON to webhooks (push notifications), with the standard library.
 
-Each call blocks, so callers run it in a worker thread. Errors come back as a short
-description, never as an exception: a failing webhook must not disturb its task.
+``post_json`` blocks. ``WebhookPoster`` runs it in a pool of threads of its own, so
+webhooks that are slow to answer hold up each other's deliveries, never the server's
+other work in the shared pool, and it ends each post at its time limit, however the
+webhook dribbles its answer: a socket's timeout bounds each read, not the whole.
+Errors come back as a short description, never as an exception: a failing webhook
+must not disturb its task.
 
 The webhook's host is resolved and checked (``push_targets.PushTargets``) at each
 call, and the connection goes to an address that was checked, with the URL's host
@@ -12,11 +16,14 @@ since either would send the request somewhere unchecked.
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import socket
 import ssl
+import threading
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -27,20 +34,71 @@ USER_AGENT = "cleveragents-push/1"
 READ_LIMIT = 65536
 
 
+POST_THREADS = 8
+
+
 class WebhookPoster:
-    """``poster(url, body, headers) -> None | problem``, for ``PushSender``."""
+    """``await poster(url, body, headers) -> None | problem``, for ``PushSender``: a post
+    takes at most ``timeout`` seconds in all."""
 
     def __init__(self, targets: PushTargets, timeout: float = 10.0):
         self.targets = targets
         self.timeout = timeout
+        self._pool: ThreadPoolExecutor | None = None
 
-    def __call__(self, url: str, body: Any, headers: Mapping[str, str]) -> str | None:
-        return post_json(url, body, headers, timeout=self.timeout, targets=self.targets)
+    async def __call__(self, url: str, body: Any, headers: Mapping[str, str]) -> str | None:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(POST_THREADS, thread_name_prefix="cleveragents-push")
+        stop = Stop()
+        posted = asyncio.get_running_loop().run_in_executor(
+            self._pool, lambda: post_json(url, body, headers, timeout=self.timeout, targets=self.targets, stop=stop))
+        try:
+            return await asyncio.wait_for(asyncio.shield(posted), self.timeout)
+        except TimeoutError:
+            return f"no whole answer within {self.timeout:g}s"
+        finally:
+            stop()  # a post still under way ends now, and its thread is free
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class Stop:
+    """Ends a post from another thread: shutting its socket down wakes a blocked read or
+    write there, which then fails."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._sock: socket.socket | None = None
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sock = sock
+            if self._stopped:
+                _shut(sock)
+
+    def __call__(self) -> None:
+        with self._lock:
+            self._stopped = True
+            if self._sock is not None:
+                _shut(self._sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        # The plain socket's shutdown, also for TLS: it leaves the TLS state alone,
+        # which the posting thread may be using.
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except OSError:  # closed already
+        pass
 
 
 def post_json(url: str, body: Any, headers: Mapping[str, str], timeout: float = 10.0,
-              targets: PushTargets | None = None) -> str | None:
-    """POST ``body``; ``None`` on a 2xx answer, else what went wrong."""
+              targets: PushTargets | None = None, stop: Stop | None = None) -> str | None:
+    """POST ``body``; ``None`` on a 2xx answer, else what went wrong. ``timeout`` bounds
+    each step; ``stop`` ends the post from another thread."""
     try:
         target = (targets or PushTargets()).check(url)
     except PushTargetRefused as exc:
@@ -51,7 +109,7 @@ def post_json(url: str, body: Any, headers: Mapping[str, str], timeout: float = 
     request_headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT, **headers}
     problem = "no address"
     for address in target.addresses:
-        connection = _connection(target, address, timeout)
+        connection = _connection(target, address, timeout, stop)
         try:
             connection.request("POST", path, body=payload, headers=request_headers)
             response = connection.getresponse()
@@ -69,7 +127,7 @@ def post_json(url: str, body: Any, headers: Mapping[str, str], timeout: float = 
     return problem
 
 
-def _connection(target: Target, address: str, timeout: float) -> http.client.HTTPConnection:
+def _connection(target: Target, address: str, timeout: float, stop: Stop | None) -> http.client.HTTPConnection:
     name = f"[{target.host}]" if ":" in target.host else target.host
     host_header = name if target.port == (443 if target.scheme == "https" else 80) else f"{name}:{target.port}"
     if target.scheme == "https":
@@ -79,6 +137,7 @@ def _connection(target: Target, address: str, timeout: float) -> http.client.HTT
         connection = _PinnedHTTP(target.host, target.port, timeout=timeout)
     connection.address = address  # type: ignore[attr-defined]
     connection.host_header = host_header  # type: ignore[attr-defined]
+    connection.stop = stop  # type: ignore[attr-defined]
     return connection
 
 
@@ -87,10 +146,13 @@ class _PinnedHTTP(http.client.HTTPConnection):
 
     address: str
     host_header: str
+    stop: Stop | None
 
     def connect(self) -> None:
         self.sock = socket.create_connection((self.address, self.port), self.timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.stop is not None:
+            self.stop.watch(self.sock)
 
     def putrequest(self, method: str, url: str, skip_host: bool = False, skip_accept_encoding: bool = False) -> None:
         super().putrequest(method, url, skip_host=True, skip_accept_encoding=skip_accept_encoding)
@@ -101,3 +163,5 @@ class _PinnedHTTPS(_PinnedHTTP, http.client.HTTPSConnection):
     def connect(self) -> None:
         _PinnedHTTP.connect(self)
         self.sock = self._context.wrap_socket(self.sock, server_hostname=self.host)  # type: ignore[attr-defined]
+        if self.stop is not None:  # wrapping took the socket over: watch what it became
+            self.stop.watch(self.sock)
