@@ -109,3 +109,28 @@ async def test_a_webhook_dribbling_its_answer_is_given_up_at_the_time_limit(sche
         poster.close()
     finally:
         webhook.close()
+
+
+async def test_webhook_hosts_slow_to_resolve_hold_up_nothing_else():
+    """A caller names the webhook's host, and so how long its lookup takes (a name
+    server of its own that never answers). Lookups wait in the pushes' threads, not in
+    the threads the server's other work shares. The system resolver can't be made slow
+    here: this one waits until the test lets it go."""
+    from cleveragents.a2a.push import PushSender
+
+    released = threading.Event()
+
+    def never_answering(host: str, port: int) -> list[str]:
+        released.wait(10)
+        return ["127.0.0.1"]
+
+    poster = WebhookPoster(PushTargets(["127.0.0.1/32"], resolve=never_answering))
+    sender = PushSender(poster, admit=poster.admit)
+    admits = [asyncio.ensure_future(sender.admit(PushConfig(f"p{n}", "t1", f"http://hook-{n}.test/"))) for n in range(40)]
+    try:
+        await asyncio.sleep(0.2)
+        await asyncio.wait_for(asyncio.to_thread(lambda: None), 2)  # the shared pool is free
+    finally:
+        released.set()
+        await asyncio.gather(*admits)
+        poster.close()

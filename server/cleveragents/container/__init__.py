@@ -255,7 +255,7 @@ class Container:
             context=session_context)
         targets = PushTargets(self.settings.push_allowed_networks)
         self._webhooks = WebhookPoster(targets)
-        self.push_sender: PushSender = PushSender(self._webhooks, admit=targets.admit)
+        self.push_sender: PushSender = PushSender(self._webhooks, admit=self._webhooks.admit)
         self.task_service: TaskService = TaskService(
             self.stores.tasks, self.actor, push_configs=self.stores.push_configs,
             tools=None if actor is not None else tool_infos, push=self.push_sender,

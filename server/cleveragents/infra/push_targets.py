@@ -8,7 +8,6 @@ each delivery; the delivery then connects to exactly the addresses it checked
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import socket
 from collections.abc import Callable, Iterable
@@ -63,7 +62,3 @@ class PushTargets:
             raise PushTargetRefused("unresolved", "the host resolves to no address")
         self.policy.check(found)
         return Target(scheme, host, port, tuple(found))
-
-    async def admit(self, url: str) -> None:
-        """``check`` off the event loop, for a config about to be stored."""
-        await asyncio.to_thread(self.check, url)
