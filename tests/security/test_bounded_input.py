@@ -668,6 +668,51 @@ async def test_a_remote_agent_streaming_a_line_that_never_ends_is_cut_off(tmp_pa
         assert sent[0] < MAX_EVENT_CHARS + 8 * 1024 * 1024, f"{sent[0]} bytes were read"
 
 
+async def test_a_remote_agent_replying_without_end_fails_the_task_at_the_reply_limit(tmp_path, workspace):
+    """Each event of a stream is bounded; their number is not. A remote agent that
+    streams its reply on and on would grow the local task, which every client reads and
+    the store keeps, without bound."""
+    from starlette.responses import StreamingResponse
+
+    from cleveragents.a2a.facade import A2ALocalFacade
+    from cleveragents.app.task_turns import MAX_REPLY_CHARS
+    from cleveragents.config import Settings
+    from cleveragents.container import Container
+
+    chunk, sent = "a" * (256 * 1024), [0]
+
+    def event(result: dict[str, Any]) -> bytes:
+        return f"data: {json.dumps({'jsonrpc': '2.0', 'id': 1, 'result': result})}\n\n".encode()
+
+    async def endless_reply() -> AsyncIterator[bytes]:
+        yield event({"task": {"id": "r1", "contextId": "rc", "status": {"state": "TASK_STATE_WORKING"}}})
+        while sent[0] < 2 * MAX_REPLY_CHARS:
+            sent[0] += len(chunk)
+            yield event({"artifactUpdate": {"taskId": "r1", "contextId": "rc", "append": sent[0] > len(chunk),
+                                            "artifact": {"artifactId": "a1", "parts": [{"text": chunk}]}}})
+        yield event({"statusUpdate": {"taskId": "r1", "contextId": "rc", "status": {"state": "TASK_STATE_COMPLETED"}}})
+
+    async with remote_agent(tmp_path, lambda: StreamingResponse(endless_reply(), media_type="text/event-stream")) as url:
+        container = Container(Settings(workspace=workspace, memory=True))
+        facade = A2ALocalFacade(container)
+        try:
+            async def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
+                return (await facade.dispatch({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})).to_wire()
+
+            session = (await call("session.create", {"actor_name": f"a2a/{url}"}))["result"]["session_id"]
+            sent_message = await call("SendMessage", {"message": {**v1_message(), "contextId": session}})
+            task = sent_message["result"]["task"]
+            assert task["status"]["state"] == "TASK_STATE_FAILED", task["status"]
+            error = task["metadata"]["error"]
+            assert error["type"] == "BudgetExceededError" and error["data"] == {
+                "limit": "max_reply_chars", "max": MAX_REPLY_CHARS}, error
+            kept = sum(len(part.get("text", "")) for artifact in task["artifacts"] for part in artifact["parts"])
+            assert 0 < kept <= MAX_REPLY_CHARS, kept  # what came within the limit stays
+        finally:
+            await container.aclose()
+            facade.close()
+
+
 @pytest.mark.parametrize("card", ["endless", "deep"])
 async def test_a_remote_agent_card_that_never_ends_or_nests_deep_is_refused(card):
     """The card is the first thing read from a remote agent, before any call."""

@@ -9,6 +9,7 @@ store and the terminal-state rule stay the service's.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -43,6 +44,33 @@ from cleveragents.domain.task import (
 from cleveragents.ids import new_id, utc_now
 
 logger = logging.getLogger(__name__)
+
+# What one turn may produce, in characters (text) and bytes (files): an actor's stream
+# has bounded events but no bound on their number, and the task keeps them all.
+MAX_REPLY_CHARS = 64 * 1024 * 1024
+
+
+def _size(part: Part) -> int:
+    if part.text is not None:
+        return len(part.text)
+    if part.raw is not None:
+        return len(part.raw)
+    if part.has_data:
+        return len(json.dumps(part.data, default=str))
+    return len(part.url or "")
+
+
+class _ReplySize:
+    """Counts what a turn produced; past ``MAX_REPLY_CHARS`` the turn is over budget."""
+
+    def __init__(self) -> None:
+        self.chars = 0
+
+    def add(self, chars: int) -> None:
+        self.chars += chars
+        if self.chars > MAX_REPLY_CHARS:
+            raise BudgetExceededError(f"the reply passed {MAX_REPLY_CHARS} characters",
+                                      {"limit": "max_reply_chars", "max": MAX_REPLY_CHARS})
 
 
 class Update(Protocol):
@@ -85,6 +113,7 @@ class TurnRecorder:
         response_id = f"{run.task.id}-response-{len(run.task.history)}"
         held: str | None = None
         used = Usage()
+        size = _ReplySize()
         # Asked of the actor itself: a primed one stands in for it.
         delivery = self._reply_as or reply_as_of(choice.actor if choice is not None else self._default_actor())
         if actor is None:
@@ -99,12 +128,14 @@ class TurnRecorder:
                     if isinstance(event, DirectReply):  # too late to be the whole answer: its text is part of it
                         event = TextChunk(event.message.text())
                     if isinstance(event, TextChunk):
+                        size.add(len(event.text))
                         if held is not None:
                             if delivery.artifact:
                                 await self._artifact(run, response_id, held, append=bool(chunks), last=False)
                             chunks.append(held)
                         held = event.text
                     elif isinstance(event, ArtifactChunk):
+                        size.add(sum(_size(part) for part in event.artifact.parts))
                         await self._add_artifact(run, event.artifact, event.append, event.last_chunk)
                     elif isinstance(event, InputRequired):
                         prompt = event.prompt
