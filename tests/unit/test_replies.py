@@ -4,6 +4,7 @@ process, through the dispatcher the servers share, with a real container and sto
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from typing import Any
 
@@ -114,6 +115,37 @@ async def test_reply_as_message_puts_the_text_before_a_question_in_the_question(
     done = (await call("SendMessage", **message("a.py", taskId=task["id"])))["result"]["task"]
     assert done["id"] == task["id"] and done["status"]["state"] == "TASK_STATE_COMPLETED"
     assert texts(done["status"]["message"]["parts"]) == "Reading a.py."
+
+
+async def test_a_reply_of_many_chunks_is_kept_in_few_parts_and_ends_as_one(serve):
+    """Each chunk streams to listeners as its own update; the task holds the text so
+    far in few parts (a part per chunk made each append copy all the parts before it),
+    and the whole reply as one part once it ends."""
+    chunks = 20_000
+    midway, go_on = asyncio.Event(), asyncio.Event()
+
+    async def long_reply(text: str):
+        for n in range(chunks):
+            if n == chunks // 2:
+                midway.set()
+                await go_on.wait()
+            yield "ab"
+
+    call = serve(Agent(name="Long", handler=long_reply))
+    sent = (await call("SendMessage", **message("hi"), configuration={"returnImmediately": True}))["result"]["task"]
+    await asyncio.wait_for(midway.wait(), 30)
+    (artifact,) = (await call("GetTask", id=sent["id"]))["result"]["artifacts"]
+    assert texts(artifact["parts"]) == "ab" * (chunks // 2 - 1)  # the last chunk is held until the next comes
+    assert len(artifact["parts"]) <= 16, len(artifact["parts"])
+    go_on.set()
+    for _ in range(300):
+        task = (await call("GetTask", id=sent["id"]))["result"]
+        if task["status"]["state"] == "TASK_STATE_COMPLETED":
+            break
+        await asyncio.sleep(0.02)
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
+    (artifact,) = task["artifacts"]
+    assert artifact["parts"] == [{"text": "ab" * chunks}]
 
 
 def test_reply_as_takes_only_the_three_choices():
