@@ -713,6 +713,48 @@ async def test_a_remote_agent_replying_without_end_fails_the_task_at_the_reply_l
             facade.close()
 
 
+async def test_a_remote_agent_replying_in_countless_small_parts_fails_the_task_at_the_parts_limit(
+        tmp_path, workspace):
+    """A part of its own per chunk, each small: the reply stays far below the size
+    limit while every part added costs a walk over those before it."""
+    from starlette.responses import StreamingResponse
+
+    from cleveragents.a2a.facade import A2ALocalFacade
+    from cleveragents.app.task_turns import MAX_REPLY_PARTS
+    from cleveragents.config import Settings
+    from cleveragents.container import Container
+
+    def event(result: dict[str, Any]) -> bytes:
+        return f"data: {json.dumps({'jsonrpc': '2.0', 'id': 1, 'result': result})}\n\n".encode()
+
+    async def countless_parts() -> AsyncIterator[bytes]:
+        yield event({"task": {"id": "r1", "contextId": "rc", "status": {"state": "TASK_STATE_WORKING"}}})
+        batch = b"".join(event({"artifactUpdate": {
+            "taskId": "r1", "contextId": "rc", "append": True,
+            "artifact": {"artifactId": f"a{n % 2}", "parts": [{"data": n}]}}}) for n in range(1000))
+        for _ in range(MAX_REPLY_PARTS // 1000 + 2):
+            yield batch
+        yield event({"statusUpdate": {"taskId": "r1", "contextId": "rc", "status": {"state": "TASK_STATE_COMPLETED"}}})
+
+    async with remote_agent(tmp_path, lambda: StreamingResponse(countless_parts(), media_type="text/event-stream")) as url:
+        container = Container(Settings(workspace=workspace, memory=True))
+        facade = A2ALocalFacade(container)
+        try:
+            async def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
+                return (await facade.dispatch({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})).to_wire()
+
+            session = (await call("session.create", {"actor_name": f"a2a/{url}"}))["result"]["session_id"]
+            task = (await call("SendMessage", {"message": {**v1_message(), "contextId": session}}))["result"]["task"]
+            assert task["status"]["state"] == "TASK_STATE_FAILED", task["status"]
+            error = task["metadata"]["error"]
+            assert error["type"] == "BudgetExceededError" and error["data"] == {
+                "limit": "max_reply_parts", "max": MAX_REPLY_PARTS}, error
+            assert sum(len(artifact["parts"]) for artifact in task["artifacts"]) == MAX_REPLY_PARTS
+        finally:
+            await container.aclose()
+            facade.close()
+
+
 @pytest.mark.parametrize("card", ["endless", "deep"])
 async def test_a_remote_agent_card_that_never_ends_or_nests_deep_is_refused(card):
     """The card is the first thing read from a remote agent, before any call."""

@@ -45,9 +45,11 @@ from cleveragents.ids import new_id, utc_now
 
 logger = logging.getLogger(__name__)
 
-# What one turn may produce, in characters (text) and bytes (files): an actor's stream
-# has bounded events but no bound on their number, and the task keeps them all.
+# What one turn may produce: an actor's stream has bounded events but no bound on their
+# number, and the task keeps them all. Characters of text and bytes of files; and parts
+# of artifacts other than the text reply, each of which costs a walk over those before it.
 MAX_REPLY_CHARS = 64 * 1024 * 1024
+MAX_REPLY_PARTS = 10_000
 
 
 def _size(part: Part) -> int:
@@ -81,16 +83,21 @@ class _ReplyText:
 
 
 class _ReplySize:
-    """Counts what a turn produced; past ``MAX_REPLY_CHARS`` the turn is over budget."""
+    """Counts what a turn produced; past ``MAX_REPLY_CHARS`` or ``MAX_REPLY_PARTS`` the
+    turn is over budget."""
 
     def __init__(self) -> None:
-        self.chars = 0
+        self.chars = self.parts = 0
 
-    def add(self, chars: int) -> None:
+    def add(self, chars: int, parts: int = 0) -> None:
         self.chars += chars
+        self.parts += parts
         if self.chars > MAX_REPLY_CHARS:
             raise BudgetExceededError(f"the reply passed {MAX_REPLY_CHARS} characters",
                                       {"limit": "max_reply_chars", "max": MAX_REPLY_CHARS})
+        if self.parts > MAX_REPLY_PARTS:
+            raise BudgetExceededError(f"the reply passed {MAX_REPLY_PARTS} artifact parts",
+                                      {"limit": "max_reply_parts", "max": MAX_REPLY_PARTS})
 
 
 class Update(Protocol):
@@ -156,7 +163,7 @@ class TurnRecorder:
                             chunks.append(held)
                         held = event.text
                     elif isinstance(event, ArtifactChunk):
-                        size.add(sum(_size(part) for part in event.artifact.parts))
+                        size.add(sum(_size(part) for part in event.artifact.parts), len(event.artifact.parts))
                         await self._add_artifact(run, event.artifact, event.append, event.last_chunk)
                     elif isinstance(event, InputRequired):
                         prompt = event.prompt
