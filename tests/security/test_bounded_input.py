@@ -847,3 +847,39 @@ async def test_a_plain_call_answered_with_sse_is_read_as_a_stream_is(event, tmp_
             else:
                 answered = await client.send("hi")
                 assert answered.status.message is not None and answered.status.message.parts[0].text == text
+
+
+async def test_a_task_holds_a_bounded_number_of_push_configs(workspace):
+    """Each config is a webhook every event of the task goes to: a caller adding them
+    without end would grow the store, and each event's deliveries, without bound."""
+    from cleveragents.a2a.facade import A2ALocalFacade
+    from cleveragents.app.tasks import MAX_PUSH_CONFIGS
+    from cleveragents.config import Settings
+    from cleveragents.container import Container
+
+    container = Container(Settings(workspace=workspace, memory=True, push_allowed_networks=("127.0.0.1/32",)))
+    facade = A2ALocalFacade(container)
+    try:
+        async def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            return (await facade.dispatch({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})).to_wire()
+
+        task_id = (await call("SendMessage", {"message": v1_message()}))["result"]["task"]["id"]
+
+        def config(n: int, **extra: Any) -> dict[str, Any]:
+            return {"taskId": task_id, "url": f"http://127.0.0.1:9/hook/{n}", **extra}
+
+        made = [(await call("CreateTaskPushNotificationConfig", config(n)))["result"]["id"]
+                for n in range(MAX_PUSH_CONFIGS)]
+        refused = await call("CreateTaskPushNotificationConfig", config(MAX_PUSH_CONFIGS))
+        assert refused["error"]["code"] == INVALID_PARAMS, refused
+        assert f"at most {MAX_PUSH_CONFIGS} push notification configs" in refused["error"]["message"], refused
+        # one already there may still be replaced, and a deleted one makes room
+        replaced = await call("CreateTaskPushNotificationConfig", config(0, id=made[0], token="new"))
+        assert replaced["result"]["id"] == made[0], replaced
+        await call("DeleteTaskPushNotificationConfig", {"taskId": task_id, "id": made[1]})
+        assert "result" in await call("CreateTaskPushNotificationConfig", config(MAX_PUSH_CONFIGS))
+        listed = await call("ListTaskPushNotificationConfigs", {"taskId": task_id})
+        assert len(listed["result"]["configs"]) == MAX_PUSH_CONFIGS
+    finally:
+        await container.aclose()
+        facade.close()

@@ -74,6 +74,8 @@ RESTART_REASON = "The server stopped while this task was running."
 # A blocking send's task is first written when it ends, or after this long if it is
 # still working (ListTasks shows it from then on).
 STORE_LATE_SECONDS = 0.05
+# Each config is a webhook every event of its task is posted to.
+MAX_PUSH_CONFIGS = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +119,7 @@ class TaskService:
         self._peers = peers
         self._shared_events = shared_events  # the streams of tasks a peer runs
         self._peer_cancels: set[asyncio.Task[None]] = set()
+        self._push_config_lock = asyncio.Lock()
         if peers is not None:
             peers.on_cancel(self._cancel_for_peer)
         self._subscribers = TaskSubscribers(self._live, events)
@@ -516,7 +519,12 @@ class TaskService:
         if self._push is not None:
             await self._push.admit(config)
         config = replace(config, id=config.id or new_id())
-        await self._push_configs.put_push_config(config)
+        async with self._push_config_lock:  # the count and the write, one create at a time
+            held = {held.id for held in await self._push_configs.list_push_configs(config.task_id)}
+            if config.id not in held and len(held) >= MAX_PUSH_CONFIGS:
+                raise ValidationError(f"a task holds at most {MAX_PUSH_CONFIGS} push notification configs", {
+                    "task_id": config.task_id, "limit": "max_push_configs", "max": MAX_PUSH_CONFIGS})
+            await self._push_configs.put_push_config(config)
         if (run := self._live.get(config.task_id)) is not None:
             run.push_configs = [c for c in run.push_configs if c.id != config.id] + [config]
         return config
