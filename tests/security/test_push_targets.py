@@ -160,7 +160,7 @@ def test_an_allowed_network_is_reached(identity, receiver):
 def test_webhooks_that_never_finish_answering_hold_up_nothing_else(identity):
     """A caller points its tasks' pushes at many webhooks that answer a byte at a time.
     While the server waits on them, its other work (here the diagnostics, which read the
-    workspace in a worker thread) goes on as before."""
+    workspace in a worker thread, and the check of a new config) goes on as before."""
     hooks = 40  # more than any default pool of worker threads holds
     webhook = DrippingWebhook(every=0.5)
     try:
@@ -183,6 +183,9 @@ def test_webhooks_that_never_finish_answering_hold_up_nothing_else(identity):
             checks = {check["name"]: check["status"] for check in answer["result"]["checks"]}
             assert checks["workspace"] == "ok", answer
             assert time.monotonic() - started < 2, "the diagnostics waited on the webhooks"
+            started = time.monotonic()  # and a new config is checked and stored at once
+            assert "result" in send(hooks), "a config made while the deliveries wait"
+            assert time.monotonic() - started < 2, "a new config waited on the webhooks"
     finally:
         webhook.close()
 

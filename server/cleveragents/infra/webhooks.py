@@ -35,31 +35,33 @@ READ_LIMIT = 65536
 
 
 POST_THREADS = 8
+LOOKUP_THREADS = 4
 
 
 class WebhookPoster:
     """``await poster(url, body, headers) -> None | problem``, for ``PushSender``: a post
     takes at most ``timeout`` seconds in all. ``admit`` checks a URL before its config is
-    stored; its lookup, of a host the caller named, waits in the same threads."""
+    stored. Posts and the lookups of hosts a caller named each have threads of their
+    own: a slow webhook holds up neither a config's check nor the server's other work."""
 
     def __init__(self, targets: PushTargets, timeout: float = 10.0):
         self.targets = targets
         self.timeout = timeout
-        self._threads: ThreadPoolExecutor | None = None
-
-    def _pool(self) -> ThreadPoolExecutor:
-        if self._threads is None:
-            self._threads = ThreadPoolExecutor(POST_THREADS, thread_name_prefix="cleveragents-push")
-        return self._threads
+        self._posts: ThreadPoolExecutor | None = None
+        self._lookups: ThreadPoolExecutor | None = None
 
     async def admit(self, url: str) -> None:
         """``targets.check`` (``PushTargetRefused``), off the event loop."""
-        await asyncio.get_running_loop().run_in_executor(self._pool(), self.targets.check, url)
+        if self._lookups is None:
+            self._lookups = ThreadPoolExecutor(LOOKUP_THREADS, thread_name_prefix="cleveragents-push-lookup")
+        await asyncio.get_running_loop().run_in_executor(self._lookups, self.targets.check, url)
 
     async def __call__(self, url: str, body: Any, headers: Mapping[str, str]) -> str | None:
+        if self._posts is None:
+            self._posts = ThreadPoolExecutor(POST_THREADS, thread_name_prefix="cleveragents-push")
         stop = Stop()
         posted = asyncio.get_running_loop().run_in_executor(
-            self._pool(), lambda: post_json(url, body, headers, timeout=self.timeout, targets=self.targets, stop=stop))
+            self._posts, lambda: post_json(url, body, headers, timeout=self.timeout, targets=self.targets, stop=stop))
         try:
             return await asyncio.wait_for(asyncio.shield(posted), self.timeout)
         except TimeoutError:
@@ -68,8 +70,9 @@ class WebhookPoster:
             stop()  # a post still under way ends now, and its thread is free
 
     def close(self) -> None:
-        if self._threads is not None:
-            self._threads.shutdown(wait=False, cancel_futures=True)
+        for pool in (self._posts, self._lookups):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
 
 
 class Stop:
