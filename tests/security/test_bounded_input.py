@@ -624,6 +624,48 @@ async def remote_agent(workspace: Path, answer: Callable[[], Any]) -> AsyncItera
         yield url
 
 
+@asynccontextmanager
+async def in_process(workspace: Path, **settings: Any) -> AsyncIterator[Callable[..., Any]]:
+    """``await call(method, params)`` on a server of its own, in this process."""
+    from cleveragents.a2a.facade import A2ALocalFacade
+    from cleveragents.config import Settings
+    from cleveragents.container import Container
+
+    container = Container(Settings(workspace=workspace, memory=True, **settings))
+    facade = A2ALocalFacade(container)
+    ids = iter(range(1, 1_000_000))
+
+    async def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return (await facade.dispatch({"jsonrpc": "2.0", "id": next(ids), "method": method, "params": params})).to_wire()
+
+    try:
+        yield call
+    finally:
+        await container.aclose()
+        facade.close()
+
+
+def sse_result(result: dict[str, Any]) -> bytes:
+    """One SSE event of a stream's JSON-RPC result."""
+    return f"data: {json.dumps({'jsonrpc': '2.0', 'id': 1, 'result': result})}\n\n".encode()
+
+
+REMOTE_WORKING = sse_result({"task": {"id": "r1", "contextId": "rc", "status": {"state": "TASK_STATE_WORKING"}}})
+REMOTE_DONE = sse_result({"statusUpdate": {"taskId": "r1", "contextId": "rc",
+                                           "status": {"state": "TASK_STATE_COMPLETED"}}})
+
+
+async def task_relayed_from(tmp_path: Path, workspace: Path, stream: Callable[[], AsyncIterator[bytes]]) -> dict:
+    """The local task of a message sent to a remote agent (``a2a/<url>``) whose
+    stream is ``stream()``."""
+    from starlette.responses import StreamingResponse
+
+    async with remote_agent(tmp_path, lambda: StreamingResponse(stream(), media_type="text/event-stream")) as url, \
+            in_process(workspace) as call:
+        session = (await call("session.create", {"actor_name": f"a2a/{url}"}))["result"]["session_id"]
+        return (await call("SendMessage", {"message": {**v1_message(), "contextId": session}}))["result"]["task"]
+
+
 async def test_a_remote_agent_answering_deep_json_is_an_invalid_response(tmp_path):
     """What a remote agent answers becomes the local task, which every client lists."""
     from starlette.responses import Response
@@ -673,87 +715,47 @@ async def test_a_remote_agent_replying_without_end_fails_the_task_at_the_reply_l
     """Each event of a stream is bounded; their number is not. A remote agent that
     streams its reply on and on would grow the local task, which every client reads and
     the store keeps, without bound."""
-    from starlette.responses import StreamingResponse
-
-    from cleveragents.a2a.facade import A2ALocalFacade
     from cleveragents.app.task_turns import MAX_REPLY_CHARS
-    from cleveragents.config import Settings
-    from cleveragents.container import Container
 
-    chunk, sent = "a" * (256 * 1024), [0]
-
-    def event(result: dict[str, Any]) -> bytes:
-        return f"data: {json.dumps({'jsonrpc': '2.0', 'id': 1, 'result': result})}\n\n".encode()
+    chunk = "a" * (256 * 1024)
 
     async def endless_reply() -> AsyncIterator[bytes]:
-        yield event({"task": {"id": "r1", "contextId": "rc", "status": {"state": "TASK_STATE_WORKING"}}})
-        while sent[0] < 2 * MAX_REPLY_CHARS:
-            sent[0] += len(chunk)
-            yield event({"artifactUpdate": {"taskId": "r1", "contextId": "rc", "append": sent[0] > len(chunk),
-                                            "artifact": {"artifactId": "a1", "parts": [{"text": chunk}]}}})
-        yield event({"statusUpdate": {"taskId": "r1", "contextId": "rc", "status": {"state": "TASK_STATE_COMPLETED"}}})
+        yield REMOTE_WORKING
+        for n in range(2 * MAX_REPLY_CHARS // len(chunk)):
+            yield sse_result({"artifactUpdate": {"taskId": "r1", "contextId": "rc", "append": n > 0,
+                                                 "artifact": {"artifactId": "a1", "parts": [{"text": chunk}]}}})
+        yield REMOTE_DONE
 
-    async with remote_agent(tmp_path, lambda: StreamingResponse(endless_reply(), media_type="text/event-stream")) as url:
-        container = Container(Settings(workspace=workspace, memory=True))
-        facade = A2ALocalFacade(container)
-        try:
-            async def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
-                return (await facade.dispatch({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})).to_wire()
-
-            session = (await call("session.create", {"actor_name": f"a2a/{url}"}))["result"]["session_id"]
-            sent_message = await call("SendMessage", {"message": {**v1_message(), "contextId": session}})
-            task = sent_message["result"]["task"]
-            assert task["status"]["state"] == "TASK_STATE_FAILED", task["status"]
-            error = task["metadata"]["error"]
-            assert error["type"] == "BudgetExceededError" and error["data"] == {
-                "limit": "max_reply_chars", "max": MAX_REPLY_CHARS}, error
-            kept = sum(len(part.get("text", "")) for artifact in task["artifacts"] for part in artifact["parts"])
-            assert 0 < kept <= MAX_REPLY_CHARS, kept  # what came within the limit stays
-        finally:
-            await container.aclose()
-            facade.close()
+    task = await task_relayed_from(tmp_path, workspace, endless_reply)
+    assert task["status"]["state"] == "TASK_STATE_FAILED", task["status"]
+    error = task["metadata"]["error"]
+    assert error["type"] == "BudgetExceededError" and error["data"] == {
+        "limit": "max_reply_chars", "max": MAX_REPLY_CHARS}, error
+    kept = sum(len(part.get("text", "")) for artifact in task["artifacts"] for part in artifact["parts"])
+    assert 0 < kept <= MAX_REPLY_CHARS, kept  # what came within the limit stays
 
 
 async def test_a_remote_agent_replying_in_countless_small_parts_fails_the_task_at_the_parts_limit(
         tmp_path, workspace):
     """A part of its own per chunk, each small: the reply stays far below the size
     limit while every part added costs a walk over those before it."""
-    from starlette.responses import StreamingResponse
-
-    from cleveragents.a2a.facade import A2ALocalFacade
     from cleveragents.app.task_turns import MAX_REPLY_PARTS
-    from cleveragents.config import Settings
-    from cleveragents.container import Container
-
-    def event(result: dict[str, Any]) -> bytes:
-        return f"data: {json.dumps({'jsonrpc': '2.0', 'id': 1, 'result': result})}\n\n".encode()
 
     async def countless_parts() -> AsyncIterator[bytes]:
-        yield event({"task": {"id": "r1", "contextId": "rc", "status": {"state": "TASK_STATE_WORKING"}}})
-        batch = b"".join(event({"artifactUpdate": {
+        yield REMOTE_WORKING
+        batch = b"".join(sse_result({"artifactUpdate": {
             "taskId": "r1", "contextId": "rc", "append": True,
             "artifact": {"artifactId": f"a{n % 2}", "parts": [{"data": n}]}}}) for n in range(1000))
         for _ in range(MAX_REPLY_PARTS // 1000 + 2):
             yield batch
-        yield event({"statusUpdate": {"taskId": "r1", "contextId": "rc", "status": {"state": "TASK_STATE_COMPLETED"}}})
+        yield REMOTE_DONE
 
-    async with remote_agent(tmp_path, lambda: StreamingResponse(countless_parts(), media_type="text/event-stream")) as url:
-        container = Container(Settings(workspace=workspace, memory=True))
-        facade = A2ALocalFacade(container)
-        try:
-            async def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
-                return (await facade.dispatch({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})).to_wire()
-
-            session = (await call("session.create", {"actor_name": f"a2a/{url}"}))["result"]["session_id"]
-            task = (await call("SendMessage", {"message": {**v1_message(), "contextId": session}}))["result"]["task"]
-            assert task["status"]["state"] == "TASK_STATE_FAILED", task["status"]
-            error = task["metadata"]["error"]
-            assert error["type"] == "BudgetExceededError" and error["data"] == {
-                "limit": "max_reply_parts", "max": MAX_REPLY_PARTS}, error
-            assert sum(len(artifact["parts"]) for artifact in task["artifacts"]) == MAX_REPLY_PARTS
-        finally:
-            await container.aclose()
-            facade.close()
+    task = await task_relayed_from(tmp_path, workspace, countless_parts)
+    assert task["status"]["state"] == "TASK_STATE_FAILED", task["status"]
+    error = task["metadata"]["error"]
+    assert error["type"] == "BudgetExceededError" and error["data"] == {
+        "limit": "max_reply_parts", "max": MAX_REPLY_PARTS}, error
+    assert sum(len(artifact["parts"]) for artifact in task["artifacts"]) == MAX_REPLY_PARTS
 
 
 @pytest.mark.parametrize("card", ["endless", "deep"])
@@ -852,17 +854,9 @@ async def test_a_plain_call_answered_with_sse_is_read_as_a_stream_is(event, tmp_
 async def test_a_task_holds_a_bounded_number_of_push_configs(workspace):
     """Each config is a webhook every event of the task goes to: a caller adding them
     without end would grow the store, and each event's deliveries, without bound."""
-    from cleveragents.a2a.facade import A2ALocalFacade
     from cleveragents.app.tasks import MAX_PUSH_CONFIGS
-    from cleveragents.config import Settings
-    from cleveragents.container import Container
 
-    container = Container(Settings(workspace=workspace, memory=True, push_allowed_networks=("127.0.0.1/32",)))
-    facade = A2ALocalFacade(container)
-    try:
-        async def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
-            return (await facade.dispatch({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})).to_wire()
-
+    async with in_process(workspace, push_allowed_networks=("127.0.0.1/32",)) as call:
         task_id = (await call("SendMessage", {"message": v1_message()}))["result"]["task"]["id"]
 
         def config(n: int, **extra: Any) -> dict[str, Any]:
@@ -880,6 +874,3 @@ async def test_a_task_holds_a_bounded_number_of_push_configs(workspace):
         assert "result" in await call("CreateTaskPushNotificationConfig", config(MAX_PUSH_CONFIGS))
         listed = await call("ListTaskPushNotificationConfigs", {"taskId": task_id})
         assert len(listed["result"]["configs"]) == MAX_PUSH_CONFIGS
-    finally:
-        await container.aclose()
-        facade.close()
