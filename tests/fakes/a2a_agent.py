@@ -1,6 +1,7 @@
 """A real a2a-sdk agent on 127.0.0.1 (a uvicorn server in a thread), for the remote
 actor's tests: "ask" asks which colour and answers with it, "fail" fails, "reject"
-rejects the task, "wait" works until cancelled, anything else is echoed in two streamed artifact chunks."""
+rejects the task, "wait" works until cancelled, "flood" streams 1 MiB text chunks until
+cancelled, anything else is echoed in two streamed artifact chunks."""
 
 from __future__ import annotations
 
@@ -44,6 +45,12 @@ class Executor(AgentExecutor):
         if text == "wait":
             await updater.add_artifact([pb.Part(text="waiting")], artifact_id="out")
             await asyncio.Event().wait()  # until cancelled
+        if text == "flood":
+            chunk, append = "f" * (1024 * 1024), False
+            while True:  # until cancelled
+                await updater.add_artifact([pb.Part(text=chunk)], artifact_id="out", append=append)
+                append = True
+                await asyncio.sleep(0.005)
         if text == "fail":
             await updater.failed(updater.new_agent_message([pb.Part(text="no can do")]))
             return

@@ -111,6 +111,26 @@ async def test_cancelling_the_task_cancels_the_remote_task(call, remote):
     assert remote_task.status.state is TaskState.CANCELED
 
 
+async def test_a_turn_stopped_over_its_limit_cancels_the_remote_task(call, remote):
+    """The remote agent would otherwise go on working for a turn that is over."""
+    from cleveragents.a2a.client import ServerConnectionConfig
+    from cleveragents.a2a.client_http import A2AClient
+    from cleveragents.domain.task import TaskState
+
+    task = (await send(call, "SendMessage", await session(call, remote), "flood"))["task"]
+    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    assert task["metadata"]["error"]["data"]["limit"] == "max_reply_chars", task["metadata"]
+    async with A2AClient(ServerConnectionConfig(url=remote, token="anonymous")) as client:
+        deadline = time.monotonic() + 30
+        while True:
+            (flooding,) = [t for t in (await client.list()).tasks
+                           if any(p.text == "flood" for m in t.history for p in m.parts)]
+            if flooding.status.state is TaskState.CANCELED or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.05)
+    assert flooding.status.state is TaskState.CANCELED, flooding.status
+
+
 async def test_text_with_unicode_line_separators_comes_back_whole(call, remote):
     """The SDK's server writes U+2028 and its kin unescaped in its SSE data lines:
     they are text, not line endings."""

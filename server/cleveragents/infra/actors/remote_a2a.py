@@ -5,7 +5,8 @@ relayed as the reply's text as they stream, other artifacts as artifacts; a remo
 task that asks for input makes this task ask the same, and the answer (the next
 message on this task) goes to that remote task. The client is built per turn by the
 factory the composition root gives (the protocol layer owns the client), and it is
-closed when the turn ends; a cancelled turn cancels the remote task too.
+closed when the turn ends; a turn cancelled, or stopped early (over a limit), cancels
+the remote task too.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class _Seen:
 
     task_id: str | None
     texts: int = 0
+    settled: bool = False  # the remote task ended, or waits for input: nothing to cancel
 
 
 class RemoteA2aActor:
@@ -55,8 +57,9 @@ class RemoteA2aActor:
                 try:
                     async for event in self._relay(turn, items, seen):
                         yield event
-                except asyncio.CancelledError:
-                    if seen.task_id is not None:  # this task was cancelled: so is the remote one
+                except (asyncio.CancelledError, GeneratorExit):
+                    # This turn was cancelled, or stopped early (over a limit): so is the remote task.
+                    if seen.task_id is not None and not seen.settled:
                         with contextlib.suppress(Exception):
                             await asyncio.wait_for(client.cancel(seen.task_id), CANCEL_SECONDS)
                     raise
@@ -70,6 +73,7 @@ class RemoteA2aActor:
     async def _relay(self, turn: Turn, items: AsyncIterator[Any], seen: _Seen) -> AsyncIterator[ActorEvent]:
         async for item in items:
             if isinstance(item, Message):  # a direct reply: the turn is over
+                seen.settled = True
                 yield TextChunk(item.text())
                 return
             if isinstance(item, TaskArtifactUpdate):
@@ -85,6 +89,7 @@ class RemoteA2aActor:
             text = status.message.text() if status.message is not None else ""
             if status.state in (TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED):
                 self._remember_waiting(turn.task_id, seen.task_id, self._contexts.get(turn.context_id, ""))
+                seen.settled = True
                 yield InputRequired(text or "The remote agent needs input", status.state is TaskState.AUTH_REQUIRED)
                 return
             if status.state is TaskState.REJECTED:  # the remote agent won't do it: neither will we
@@ -93,6 +98,7 @@ class RemoteA2aActor:
                 raise ActorError(f"{self.name}: the remote task is {status.state.value}" + (f": {text}" if text else ""),
                                  {"actor": self.name, "reason": status.state.value, "remote_task_id": seen.task_id})
             if status.state is TaskState.COMPLETED:
+                seen.settled = True
                 if text and not seen.texts:
                     yield TextChunk(text)
                 return
