@@ -9,7 +9,6 @@ store and the terminal-state rule stay the service's.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -31,6 +30,7 @@ from cleveragents.domain.actor import (
     Usage,
 )
 from cleveragents.domain.errors import BudgetExceededError, failure_reason
+from cleveragents.domain.json_limits import json_size
 from cleveragents.domain.replies import ReplyAs, TaskRejected, reply_as_of
 from cleveragents.domain.task import (
     Artifact,
@@ -58,28 +58,32 @@ def _size(part: Part) -> int:
     if part.raw is not None:
         return len(part.raw)
     if part.has_data:
-        return len(json.dumps(part.data, default=str))
+        return json_size(part.data)
     return len(part.url or "")
 
 
 class _ReplyText:
     """A streamed reply's text as the task keeps it while it streams: few parts, not one
     per chunk, whose every append would copy all the parts before it (a reply of 100,000
-    chunks took 37 s of the event loop, against 2 s). A chunk joins the parts before it that are no
-    longer than it, as a binary counter carries, so n chunks are O(log n) parts and each
-    character is copied O(log n) times."""
+    chunks took 37 s of the event loop, against 2 s). A chunk joins the parts before it
+    that are no longer than it, as a binary counter carries, so n chunks are O(log n)
+    parts and each character is copied O(log n) times."""
 
     def __init__(self) -> None:
-        self.texts: list[str] = []
+        self._texts: list[str] = []
 
-    def add(self, text: str, last: bool = False) -> tuple[Part, ...]:
-        self.texts.append(text)
+    def add(self, text: str, *, first: bool, last: bool) -> tuple[Part, ...]:
+        """The parts of the text so far, ``text`` added (``first``: the text so far is
+        only ``text``); one part once the reply ends (``last``)."""
+        if first:
+            self._texts.clear()
+        self._texts.append(text)
         if last:
-            self.texts[:] = ["".join(self.texts)]
-        while len(self.texts) > 1 and len(self.texts[-2]) <= len(self.texts[-1]):
-            tail = self.texts.pop()
-            self.texts[-1] += tail
-        return tuple(Part.of_text(text) for text in self.texts)
+            self._texts[:] = ["".join(self._texts)]
+        while len(self._texts) > 1 and len(self._texts[-2]) <= len(self._texts[-1]):
+            tail = self._texts.pop()
+            self._texts[-1] += tail
+        return tuple(Part.of_text(text) for text in self._texts)
 
 
 class _ReplySize:
@@ -223,9 +227,7 @@ class TurnRecorder:
                         last: bool) -> None:
         """The reply's next chunk: listeners get the chunk, the task keeps the text so far
         (once the reply ends, as one part)."""
-        if not append:
-            reply.texts.clear()
-        whole = Artifact(artifact_id, reply.add(text, last), name="response")
+        whole = Artifact(artifact_id, reply.add(text, first=not append, last=last), name="response")
         chunk = Artifact(artifact_id, (Part.of_text(text),), name="response")
         await self._add_artifact(run, chunk, append, last, keep=whole)
 
