@@ -140,10 +140,12 @@ class TransportErrors:
 
     def __init__(self, method: str, url: str, timeout: float | None, *, deadline: bool = False):
         self.method, self.url, self.timeout = method, url, timeout
-        self._deadline = asyncio.timeout(timeout) if deadline else None
+        self._whole = deadline
+        self._deadline: asyncio.Timeout | None = None
 
     async def __aenter__(self) -> None:
-        if self._deadline is not None:
+        if self._whole:  # the clock starts here, not when the guard is made
+            self._deadline = asyncio.timeout(self.timeout)
             await self._deadline.__aenter__()
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
