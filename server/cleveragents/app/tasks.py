@@ -520,7 +520,7 @@ class TaskService:
             await self._push.admit(config)
         config = replace(config, id=config.id or new_id())
         async with self._push_config_lock:  # the count and the write, one create at a time
-            held = {held.id for held in await self._push_configs.list_push_configs(config.task_id)}
+            held = {other.id for other in await self._push_configs.list_push_configs(config.task_id)}
             if config.id not in held and len(held) >= MAX_PUSH_CONFIGS:
                 raise ValidationError(f"a task holds at most {MAX_PUSH_CONFIGS} push notification configs", {
                     "task_id": config.task_id, "limit": "max_push_configs", "max": MAX_PUSH_CONFIGS})
