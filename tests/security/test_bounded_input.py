@@ -655,6 +655,13 @@ REMOTE_DONE = sse_result({"statusUpdate": {"taskId": "r1", "contextId": "rc",
                                            "status": {"state": "TASK_STATE_COMPLETED"}}})
 
 
+def assert_failed_over(task: dict[str, Any], limit: str, most: int) -> None:
+    """``task`` failed over the budget ``limit`` of ``most``, and says so in its metadata."""
+    assert task["status"]["state"] == "TASK_STATE_FAILED", task["status"]
+    error = task["metadata"]["error"]
+    assert error["type"] == "BudgetExceededError" and error["data"] == {"limit": limit, "max": most}, error
+
+
 async def task_relayed_from(tmp_path: Path, workspace: Path, stream: Callable[[], AsyncIterator[bytes]]) -> dict:
     """The local task of a message sent to a remote agent (``a2a/<url>``) whose
     stream is ``stream()``."""
@@ -727,10 +734,7 @@ async def test_a_remote_agent_replying_without_end_fails_the_task_at_the_reply_l
         yield REMOTE_DONE
 
     task = await task_relayed_from(tmp_path, workspace, endless_reply)
-    assert task["status"]["state"] == "TASK_STATE_FAILED", task["status"]
-    error = task["metadata"]["error"]
-    assert error["type"] == "BudgetExceededError" and error["data"] == {
-        "limit": "max_reply_chars", "max": MAX_REPLY_CHARS}, error
+    assert_failed_over(task, "max_reply_chars", MAX_REPLY_CHARS)
     kept = sum(len(part.get("text", "")) for artifact in task["artifacts"] for part in artifact["parts"])
     assert 0 < kept <= MAX_REPLY_CHARS, kept  # what came within the limit stays
 
@@ -751,10 +755,7 @@ async def test_a_remote_agent_replying_in_countless_small_parts_fails_the_task_a
         yield REMOTE_DONE
 
     task = await task_relayed_from(tmp_path, workspace, countless_parts)
-    assert task["status"]["state"] == "TASK_STATE_FAILED", task["status"]
-    error = task["metadata"]["error"]
-    assert error["type"] == "BudgetExceededError" and error["data"] == {
-        "limit": "max_reply_parts", "max": MAX_REPLY_PARTS}, error
+    assert_failed_over(task, "max_reply_parts", MAX_REPLY_PARTS)
     assert sum(len(artifact["parts"]) for artifact in task["artifacts"]) == MAX_REPLY_PARTS
 
 
