@@ -1,5 +1,6 @@
-"""A webhook that takes each request, then answers it a byte at a time: each byte comes
-well within any read's timeout, so only a limit on the whole answer ends it."""
+"""An HTTP server (a webhook, a key set's host) that takes each request, then answers it a
+byte at a time: each byte comes well within any read's timeout, so only a limit on the
+whole answer ends it."""
 
 from __future__ import annotations
 

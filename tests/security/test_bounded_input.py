@@ -827,6 +827,25 @@ async def test_a_remote_agent_dripping_an_answer_is_cut_off_at_the_timeout(what,
         assert time.monotonic() - started < 3
 
 
+async def test_a_key_set_dripping_its_answer_is_cut_off_at_the_timeout(caplog):
+    """A signed card is checked against keys read from a JWK Set URL, on another host:
+    one answering a byte at a time would hold the check, and every call waiting on the
+    client's connect, for as long as it liked."""
+    from cleveragents.a2a.card_signing import TrustedKeys
+    from tests.dripping_webhook import DrippingWebhook
+
+    key_host = DrippingWebhook(lasting=6)
+    try:
+        keys = TrustedKeys(jwks_url=f"{key_host.url}/jwks.json", timeout=1)
+        started = time.monotonic()
+        assert await keys.find("k1") == []
+        assert time.monotonic() - started < 3
+    finally:
+        key_host.close()
+    assert "could not read the trusted JWK Set" in caplog.text
+    assert "no answer within 1s" in caplog.text
+
+
 @pytest.mark.parametrize("event", ["line separators", "too large"])
 async def test_a_plain_call_answered_with_sse_is_read_as_a_stream_is(event, tmp_path):
     """A peer may answer a unary call with an event stream; its last event is the

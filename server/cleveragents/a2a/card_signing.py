@@ -199,19 +199,22 @@ class TrustedKeys:
     async def _refresh(self, now: float) -> None:
         import httpx
 
-        from cleveragents.a2a.client_wire import read_bounded
+        from cleveragents.a2a.client_errors import A2AClientError
+        from cleveragents.a2a.client_wire import TransportErrors, read_bounded
 
         assert self.jwks_url is not None
         self._fetched_at = now  # a failing URL is not asked again at once
         try:
-            async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as http:
-                async with http.stream("GET", self.jwks_url, headers={"Accept": "application/json"}) as response:
-                    body = await read_bounded(response, "GET JWK Set", self.jwks_url, MAX_JWKS_BYTES)
-                    status = response.status_code
+            # The timeout bounds the whole fetch: the check, and the connect waiting on it.
+            async with (TransportErrors("GET JWK Set", self.jwks_url, self.timeout, deadline=True),
+                        httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as http,
+                        http.stream("GET", self.jwks_url, headers={"Accept": "application/json"}) as response):
+                body = await read_bounded(response, "GET JWK Set", self.jwks_url, MAX_JWKS_BYTES)
+                status = response.status_code
             if status != 200:
                 raise CardKeyError(f"the JWK Set at {self.jwks_url} answered HTTP {status}")
             self._fetched = keys_from_jwks(json.loads(body), self.jwks_url)
-        except (httpx.HTTPError, ValueError, CardKeyError, InvalidAgentResponseError) as exc:
+        except (A2AClientError, InvalidAgentResponseError, ValueError, CardKeyError) as exc:
             logger.warning("could not read the trusted JWK Set at %s: %s", self.jwks_url, exc)
 
 
