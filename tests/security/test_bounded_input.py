@@ -827,6 +827,28 @@ async def test_a_remote_agent_dripping_an_answer_is_cut_off_at_the_timeout(what,
         assert time.monotonic() - started < 3
 
 
+async def test_the_card_fetch_is_bounded_as_a_whole_not_per_path_tried():
+    """The client looks for the card under several paths: a peer answering each with a
+    slow 404 would otherwise hold the fetch for that many timeouts."""
+    from starlette.applications import Starlette
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from cleveragents.a2a.client import A2AClient, A2AClientTimeoutError, ServerConnectionConfig
+    from tests.contract.runners import UvicornServer
+
+    async def slow_not_found(request: Any) -> Response:
+        await asyncio.sleep(0.9)
+        return Response(status_code=404)
+
+    async with UvicornServer(Starlette(routes=[Route("/{path:path}", slow_not_found)])) as url:
+        started = time.monotonic()
+        with pytest.raises(A2AClientTimeoutError, match="no answer within 1s"):
+            async with A2AClient(ServerConnectionConfig(url=f"{url}/agent", token="unused", timeout_seconds=1)):
+                pass
+        assert time.monotonic() - started < 2
+
+
 async def test_a_key_set_dripping_its_answer_is_cut_off_at_the_timeout(caplog):
     """A signed card is checked against keys read from a JWK Set URL, on another host:
     one answering a byte at a time would hold the check, and every call waiting on the

@@ -321,9 +321,11 @@ class A2AClient:
 
     async def _fetch_card(self) -> tuple[dict[str, Any], str]:
         tried: list[str] = []
+        timeout = self.config.timeout_seconds
+        ends_at = asyncio.get_running_loop().time() + timeout  # one deadline for every path tried
         for url in card_urls(self.config.url):
             tried.append(url)
-            async with TransportErrors("GET agent card", url, self.config.timeout_seconds, deadline=True):
+            async with TransportErrors("GET agent card", url, timeout, deadline=True, ends_at=ends_at):
                 # The card is public: following a redirect (to https, say) is safe.
                 async with self._client().stream("GET", url, headers={"Accept": "application/json"},
                                                  follow_redirects=True) as response:

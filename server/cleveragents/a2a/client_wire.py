@@ -138,14 +138,18 @@ class TransportErrors:
     ``deadline``, ``timeout`` bounds the whole block too: httpx's timeout is per read,
     and a peer sending a byte within each would hold a call as long as it liked."""
 
-    def __init__(self, method: str, url: str, timeout: float | None, *, deadline: bool = False):
+    def __init__(self, method: str, url: str, timeout: float | None, *, deadline: bool = False,
+                 ends_at: float | None = None):
+        """``ends_at``: the loop's time the deadline ends at, when it began before this
+        block (one deadline for several tries)."""
         self.method, self.url, self.timeout = method, url, timeout
-        self._whole = deadline
+        self._whole, self._ends_at = deadline, ends_at
         self._deadline: asyncio.Timeout | None = None
 
     async def __aenter__(self) -> None:
         if self._whole:  # the clock starts here, not when the guard is made
-            self._deadline = asyncio.timeout(self.timeout)
+            self._deadline = (asyncio.timeout(self.timeout) if self._ends_at is None
+                              else asyncio.timeout_at(self._ends_at))
             await self._deadline.__aenter__()
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
