@@ -349,6 +349,8 @@ def send(parts: list[Any], **message: Any) -> dict[str, Any]:
      "value_error"),
     ({**send([]), "configuration": {"pushNotificationConfig": {"url": "file:///etc"}}},
      ["configuration", "pushNotificationConfig", "url"], "url_parsing"),
+    ({**send([]), "configuration": {"pushNotificationConfig": {"url": "https://[::1"}}},
+     ["configuration", "pushNotificationConfig", "url"], "url_parsing"),
 ])
 def test_bad_send_params_name_the_field(codec, params, loc, kind):
     error = error_of(codec.decode_send_params, params)
@@ -362,6 +364,8 @@ def test_bad_send_params_name_the_field(codec, params, loc, kind):
 @pytest.mark.parametrize(("codec", "params", "loc"), [
     (V1, {"url": "https://h.example/a"}, ["taskId"]),
     (V1, {"taskId": "t"}, ["url"]),
+    (V1, {"taskId": "t", "url": "http://[oops]/"}, ["url"]),
+    (V03, {"taskId": "t", "pushNotificationConfig": {"url": "https://[::1"}}, ["pushNotificationConfig", "url"]),
     (V1, {"taskId": "t", "url": "https://h.example/a", "authentication": {"credentials": "x"}},
      ["authentication", "scheme"]),
     (V03, {"taskId": "t", "pushNotificationConfig": {"token": "x"}}, ["pushNotificationConfig", "url"]),
@@ -411,6 +415,8 @@ def test_a_push_config_inside_a_send_needs_no_task_id():
 @pytest.mark.parametrize(("codec", "wire", "loc"), [
     (V1, {"id": "t", "status": {"state": "TASK_STATE_NOPE"}}, ["status", "state"]),
     (V1, {"id": "t", "status": {"state": "TASK_STATE_WORKING", "timestamp": "yesterday"}}, ["status", "timestamp"]),
+    (V1, {"id": "t", "status": {"state": "TASK_STATE_WORKING", "timestamp": "9999-12-31T23:59:59-01:00"}},
+     ["status", "timestamp"]),
     (V03, {"kind": "message", "id": "t", "status": {"state": "working"}}, ["kind"]),
     (V03, {"id": "t", "status": {"state": "working"}, "history": [{"messageId": "m", "role": "user", "parts": [{}]}]},
      ["history", 0, "parts", 0]),

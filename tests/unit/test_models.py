@@ -65,6 +65,8 @@ def test_event_defaults_and_utc_timestamps():
     with pytest.raises(ValidationError):
         A2AEvent(event_type="T", timestamp="2026-01-01T00:00:00")  # no offset
     with pytest.raises(ValidationError):
+        A2AEvent(event_type="T", timestamp="0001-01-01T00:00:00+01:00")  # UTC has no year 0
+    with pytest.raises(ValidationError):
         A2AEvent(event_type=" ")
     assert set(event.to_wire()) == {"event_id", "event_type", "plan_id", "data", "timestamp"}
 

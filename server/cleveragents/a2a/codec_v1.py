@@ -383,7 +383,11 @@ class V1Codec:
             loc = (*loc, "pushNotificationConfig")
             d = as_object(d["pushNotificationConfig"], loc)
         url = req_str(d, "url", loc)
-        if urlparse(url).scheme not in ("http", "https") or not urlparse(url).netloc:
+        try:
+            parts = urlparse(url)
+        except ValueError:  # a bracketed host that isn't closed, or isn't an IPv6 address
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
             raise invalid((*loc, "url"), "Input should be an absolute http(s) URL", "url_parsing")
         return PushConfig(id=opt_str(d, "id", loc) or new_id(), task_id=task_id or "", url=url,
                           token=opt_str(d, "token", loc), authentication=self._authentication_in(d, loc))

@@ -211,9 +211,9 @@ def timestamp_in(d: Json, key: str, loc: Loc) -> str | None:
     try:
         # Python parses at most microseconds; ProtoJSON may send nanoseconds.
         moment = datetime.fromisoformat(re.sub(r"(\.\d{6})\d+", r"\1", text))
-    except ValueError:
+        return format_utc(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
+    except (ValueError, OverflowError):  # OverflowError: an offset that moves it out of years 1 to 9999
         raise invalid((*loc, key), "Input should be an ISO-8601 timestamp", "datetime_parsing") from None
-    return format_utc(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
 
 
 def bytes_in(d: Json, key: str, loc: Loc) -> bytes:

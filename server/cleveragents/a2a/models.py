@@ -227,7 +227,10 @@ class A2AEvent(BaseModel):
             raise ValueError("timestamp must be ISO-8601")
         if moment.tzinfo is None:
             raise ValueError("timestamp must carry a UTC offset")
-        return format_utc(moment)
+        try:
+            return format_utc(moment)
+        except OverflowError:  # an offset that moves it out of years 1 to 9999
+            raise ValueError("timestamp is out of range in UTC") from None
 
     # Read-only spellings used by older callers (`event.type`, `event.payload`).
     @property

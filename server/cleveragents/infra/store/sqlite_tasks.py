@@ -61,7 +61,10 @@ def status_instant(timestamp: str | None) -> str | None:
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+    try:
+        return moment.astimezone(UTC).isoformat(timespec="microseconds")
+    except OverflowError:  # an offset that moves it past year 1 or 9999
+        return None
 
 
 def after_instant(status_after: str) -> str:
