@@ -95,8 +95,23 @@ def test_grpc_targets_and_tls():
     assert dial_target("agent.example:50051", "https://agent.example/card.json") == ("agent.example:50051", True)
     assert dial_target("grpcs://agent.example", CARD_URL) == ("agent.example:443", True)
     assert dial_target("grpc://[::1]:7000", CARD_URL) == ("[::1]:7000", False)
+    assert dial_target("10.0.0.1:50051", CARD_URL) == ("10.0.0.1:50051", False)
+    assert dial_target("[::1]:7000", CARD_URL) == ("[::1]:7000", False)
+    assert dial_target("agent.example", CARD_URL) == ("agent.example", False)
     with pytest.raises(A2AClientError):
         dial_target("ftp://agent.example", CARD_URL)
+
+
+@pytest.mark.parametrize("url", ["unix:/tmp/local-only.sock", "unix:///tmp/local-only.sock", "unix-abstract:name",
+                                 "ipv4:169.254.169.254:80", "ipv6:[::1]:80", "vsock:2:1234", "dns:agent.example:50051",
+                                 "dns:///agent.example:50051", "agent.example:50051/path", "user@agent.example:1",
+                                 "agent.example:port", "agent.example:99999", "[::1", ""])
+def test_a_grpc_target_is_a_host_and_port_not_any_of_grpcs_own_schemes(url):
+    """A card names its gRPC interface, and gRPC reads a bare target with naming
+    schemes of its own: a local socket, a fixed address. Such a target would get the
+    calls, and their token, somewhere the card's host chose but the caller did not."""
+    with pytest.raises(A2AClientError, match="HOST:PORT"):
+        dial_target(url, CARD_URL)
 
 
 def test_grpc_is_not_imported_on_the_startup_path():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,20 +32,30 @@ from cleveragents.a2a.errors import InvalidAgentResponseError
 _AUTH_STATUS = {"UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403}
 _SECURE_SCHEMES = ("grpcs", "https")
 _PLAIN_SCHEMES = ("grpc", "http")
+_NETLOC = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:[0-9]+)?", re.IGNORECASE)  # HOST, [IPv6], :PORT
 
 
 def dial_target(url: str, card_url: str) -> tuple[str, bool]:
-    """(the ``HOST:PORT`` to dial, whether over TLS) of a card's gRPC interface URL."""
-    if "://" in url:
-        parts = urlsplit(url)
-        if parts.scheme not in _SECURE_SCHEMES + _PLAIN_SCHEMES or not parts.hostname:
-            raise A2AClientError(f"the gRPC interface {url!r} is not a HOST:PORT or a grpc(s):// URL",
-                                 {"url": url}, url=url)
-        secure = parts.scheme in _SECURE_SCHEMES
-        port = parts.port or (443 if secure else 80)
-        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-        return f"{host}:{port}", secure
-    return url.rstrip("/"), urlsplit(card_url).scheme == "https"
+    """(the ``HOST:PORT`` to dial, whether over TLS) of a card's gRPC interface URL.
+
+    The target is made from the host and port alone: gRPC reads a bare target with
+    naming schemes of its own (``unix:``, ``ipv4:``, ``vsock:``...), which would send
+    the calls, and their token, somewhere other than a host the card names."""
+    bare = "://" not in url
+    try:
+        parts = urlsplit(f"//{url.rstrip('/')}" if bare else url)
+        port = parts.port
+    except ValueError:  # a port that is no number or out of range, an unclosed [
+        parts, port = None, None
+    if (parts is None or not (bare or parts.scheme in _SECURE_SCHEMES + _PLAIN_SCHEMES) or not parts.hostname
+            or not _NETLOC.fullmatch(parts.netloc) or (bare and (parts.path or parts.query or parts.fragment))):
+        raise A2AClientError(f"the gRPC interface {url!r} is not a HOST:PORT or a grpc(s):// URL",
+                             {"url": url}, url=url)
+    secure = urlsplit(card_url).scheme == "https" if bare else parts.scheme in _SECURE_SCHEMES
+    if port is None and not bare:
+        port = 443 if secure else 80
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return (host if port is None else f"{host}:{port}"), secure
 
 
 class GrpcWire:
