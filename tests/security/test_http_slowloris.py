@@ -141,6 +141,30 @@ def test_a_body_that_never_finishes_is_cut_off(identity):
         assert "Traceback" not in server.stderr()
 
 
+def test_callers_without_a_credential_sending_slow_bodies_hold_no_connection(identity):
+    """A caller with no credential is answered 401, after reading its body only far
+    enough to echo the request's id. A body sent slowly must not keep the connection
+    as one being served (those are never made room from) for the body's whole timeout:
+    a few hundred such callers, who need no token, would leave everyone else 503."""
+    args = ("--auth-token", "tok-slow", "--body-timeout", "60", "--max-connections", str(LIMIT))
+    with HttpProcess(identity, *args) as server:
+        head = (f"POST /a2a HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nContent-Type: application/json\r\n"
+                "Content-Length: 60000\r\n\r\n{").encode()
+        slow = _open(server.port, LIMIT + 16, head)
+        _trickle(slow)
+        took = []
+        for _ in range(5):  # a new connection each time, which a slow one makes room for
+            with httpx.Client(base_url=server.url, timeout=5) as fresh:
+                took.append(_served(fresh))
+            _trickle(slow)
+        assert max(took) < 2.0, took
+        for sock in slow:
+            sock.close()
+        with httpx.Client(base_url=server.url, timeout=5) as client:  # with its body at once, its id is echoed
+            refused = client.post("/a2a", json={"jsonrpc": "2.0", "id": 7, "method": "ListTasks", "params": {}})
+        assert refused.status_code == 401 and refused.json()["id"] == 7
+
+
 def test_the_defaults_bound_every_connection():
     from cleveragents.transports.http.connections import HttpLimits
 

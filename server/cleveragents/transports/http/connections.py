@@ -13,15 +13,18 @@ request once its head is complete. So the protocol class is extended:
 - **Body timeout.** A request body must arrive within ``body_timeout`` of its head;
   otherwise the connection is closed and the route sees a disconnect.
 - **Connection limit.** Past ``max_connections``, a new connection takes the place of
-  the one that has waited longest for a request head (idle or slowloris, never one
-  with a request in progress); if there is none, the new one gets 503. A normal
-  client is so served even while slow clients fill the limit.
+  the one that has waited longest for a request head (idle or slowloris) or for the
+  body of a request that will be refused (``mark_refused``: the caller has no valid
+  credential, and needs none to send it slowly), never one with a request being
+  served; if there is none, the new one gets 503. A normal client is so served even
+  while slow clients fill the limit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +34,18 @@ _TIMEOUT_408 = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; char
                 b"content-length: 32\r\nconnection: close\r\n\r\nThe request head came too slowly")
 _BUSY_503 = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
              b"retry-after: 1\r\ncontent-length: 29\r\nconnection: close\r\n\r\nToo many connections; retry.")
+
+
+_REFUSED_SINCE = "cleveragents.refused_since"  # in a request's ASGI scope, which the protocol's cycle shares
+
+
+def mark_refused(scope: MutableMapping[str, Any], reading: bool) -> None:
+    """Say that the request of ``scope`` will be refused while (``reading``) its body is
+    read: its connection may then be closed to make room."""
+    if reading:
+        scope[_REFUSED_SINCE] = asyncio.get_running_loop().time()
+    else:
+        scope.pop(_REFUSED_SINCE, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,13 +155,26 @@ class _Limited:
                 timer.cancel()
         self._head_timer = self._body_timer = None
 
+    def _idle_since(self) -> float | None:
+        """Since when this connection has waited for a head or for a refused request's
+        body; None while it is being served (or is closing)."""
+        if self.transport.is_closing():
+            return None
+        if self._head_timer is not None:
+            return self._waiting_since
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_started:
+            since: float | None = cycle.scope.get(_REFUSED_SINCE)
+            return since
+        return None
+
     def _make_room(self) -> bool:
-        """Close the connection that has waited longest for a request head, if any."""
-        waiting = [c for c in self.connections
-                   if c is not self and getattr(c, "_head_timer", None) is not None and not c.transport.is_closing()]
+        """Close the connection that has waited longest, if any (``_idle_since``)."""
+        waiting = [(since, c) for c in self.connections
+                   if c is not self and hasattr(c, "_head_timer") and (since := c._idle_since()) is not None]
         if not waiting:
             return False
-        oldest = min(waiting, key=lambda c: c._waiting_since)
+        _, oldest = min(waiting, key=lambda pair: pair[0])
         oldest._stop_timers()
         oldest.transport.close()
         return True

@@ -25,6 +25,7 @@ from cleveragents.a2a.errors import ContentTypeNotSupportedError, error_payload
 from cleveragents.a2a.facade import CallContext
 from cleveragents.a2a.streams import EVENT_NOTIFICATION, StreamItem
 from cleveragents.transports.http.auth import Caller, Refusal
+from cleveragents.transports.http.connections import mark_refused
 from cleveragents.transports.http.media import A2A_JSON, JSON, json_answer
 from cleveragents.transports.http.sse import EventStreamResponse, ServerSentEvent
 from cleveragents.transports.http.streams import ERROR, StreamCall, one_event, resuming, sse_response
@@ -105,12 +106,15 @@ class JsonRpcEndpoint:
         # A caller without a credential is read only far enough to echo its id in the 401.
         caller = await self.app.auth.authenticate(request.headers)
         allowed = isinstance(caller, Caller)
+        mark_refused(request.scope, reading=not allowed)
         try:
             body = await read_body(request, MAX_BODY_BYTES if allowed else UNAUTHENTICATED_BODY_BYTES)
         except BodyTooLarge:
             return too_large(request) if isinstance(caller, Caller) else self.refused(request, None, caller)
-        except ClientDisconnect:  # gone, or cut off by the body timeout: no one to answer
+        except ClientDisconnect:  # gone, or cut off (the body timeout, room made): no one to answer
             return Response(status_code=499)
+        finally:
+            mark_refused(request.scope, reading=False)
         incoming = envelope.read(body)
         message = incoming.message
         if isinstance(caller, Refusal):
