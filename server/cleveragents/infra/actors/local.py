@@ -25,6 +25,7 @@ from cleveragents.infra.tools.runner import ToolRunner
 NAME = "local/default"
 READ_ONLY_TOOLS = frozenset({"fs.read", "fs.glob", "fs.search"})
 MAX_REPLY_CHARS = 20_000
+MAX_CALL_CHARS = 16 * 1024  # a tool's name and arguments (a path, a pattern); longer is refused unread
 _FIRST_WORD = re.compile(r"\s*(\S+)")
 ToolT = TypeVar("ToolT", bound=Tool)
 
@@ -84,7 +85,8 @@ def tool_call_from_text(
     """The tool named by the first word of ``text`` and its validated arguments (the
     rest, read by ``parse_arguments``). ``None`` when the first word names no tool;
     the reply text when the call is refused: by ``refuse`` (asked before the
-    arguments are read), or because they do not parse or validate."""
+    arguments are read), past ``MAX_CALL_CHARS``, or because they do not parse or
+    validate."""
     first = _first_word(text)
     if first not in tools:
         return None
@@ -92,6 +94,8 @@ def tool_call_from_text(
     tool = tools[first]
     if refuse is not None and (reason := refuse(tool)) is not None:
         return reason
+    if len(words) > MAX_CALL_CHARS:
+        return f"{tool.name} refused: the call is {len(words)} characters; at most {MAX_CALL_CHARS} are read"
     try:
         return tool, tool.validate(parse_arguments(tool, words[len(first):]))
     except ValueError as exc:  # shlex: an unclosed quote
