@@ -759,6 +759,46 @@ async def test_a_remote_agent_replying_in_countless_small_parts_fails_the_task_a
     assert sum(len(artifact["parts"]) for artifact in task["artifacts"]) == MAX_REPLY_PARTS
 
 
+@pytest.mark.parametrize("where", ["artifact", "part"])
+async def test_a_remote_agent_replying_in_metadata_fails_the_task_at_the_reply_limit(where, tmp_path, workspace):
+    """What a reply costs is all it holds: an artifact's metadata and names too, and an
+    artifact with no parts, which still costs a walk over those before it."""
+    from cleveragents.app.task_turns import MAX_REPLY_CHARS
+
+    filler = {"note": "m" * (1024 * 1024)}
+
+    def artifact(n: int) -> dict[str, Any]:
+        if where == "artifact":
+            return {"artifactId": f"a{n}", "parts": [], "metadata": filler}
+        return {"artifactId": f"a{n}", "parts": [{"data": 1, "metadata": filler}]}
+
+    async def heavy_metadata() -> AsyncIterator[bytes]:
+        yield REMOTE_WORKING
+        for n in range(2 * MAX_REPLY_CHARS // (1024 * 1024)):
+            yield sse_result({"artifactUpdate": {"taskId": "r1", "contextId": "rc", "artifact": artifact(n)}})
+        yield REMOTE_DONE
+
+    task = await task_relayed_from(tmp_path, workspace, heavy_metadata)
+    assert_failed_over(task, "max_reply_chars", MAX_REPLY_CHARS)
+    assert len(json.dumps(task["artifacts"])) <= MAX_REPLY_CHARS + 2 * 1024 * 1024
+
+
+async def test_a_remote_agent_replying_in_countless_empty_artifacts_fails_the_task_at_the_parts_limit(
+        tmp_path, workspace):
+    from cleveragents.app.task_turns import MAX_REPLY_PARTS
+
+    async def countless_artifacts() -> AsyncIterator[bytes]:
+        yield REMOTE_WORKING
+        for start in range(0, MAX_REPLY_PARTS + 2000, 1000):
+            yield b"".join(sse_result({"artifactUpdate": {"taskId": "r1", "contextId": "rc", "artifact": {
+                "artifactId": f"a{n}", "parts": []}}}) for n in range(start, start + 1000))
+        yield REMOTE_DONE
+
+    task = await task_relayed_from(tmp_path, workspace, countless_artifacts)
+    assert_failed_over(task, "max_reply_parts", MAX_REPLY_PARTS)
+    assert len(task["artifacts"]) == MAX_REPLY_PARTS
+
+
 @pytest.mark.parametrize("card", ["endless", "deep"])
 async def test_a_remote_agent_card_that_never_ends_or_nests_deep_is_refused(card):
     """The card is the first thing read from a remote agent, before any call."""

@@ -46,20 +46,32 @@ from cleveragents.ids import new_id, utc_now
 logger = logging.getLogger(__name__)
 
 # What one turn may produce: an actor's stream has bounded events but no bound on their
-# number, and the task keeps them all. Characters of text and bytes of files; and parts
-# of artifacts other than the text reply, each of which costs a walk over those before it.
+# number, and the task keeps them all. Characters of text and names and bytes of files,
+# metadata's JSON included; and parts of artifacts other than the text reply (an
+# artifact without parts counts as one), each of which costs a walk over those before it.
 MAX_REPLY_CHARS = 64 * 1024 * 1024
 MAX_REPLY_PARTS = 10_000
 
 
 def _size(part: Part) -> int:
+    """Characters of text and names, bytes of a file, and JSON's size for data."""
+    size = len(part.media_type or "") + len(part.filename or "") + _metadata_size(part.metadata)
     if part.text is not None:
-        return len(part.text)
+        return size + len(part.text)
     if part.raw is not None:
-        return len(part.raw)
+        return size + len(part.raw)
     if part.has_data:
-        return json_size(part.data)
-    return len(part.url or "")
+        return size + json_size(part.data)
+    return size + len(part.url or "")
+
+
+def _artifact_size(artifact: Artifact) -> int:
+    return (sum(_size(part) for part in artifact.parts) + len(artifact.name or "") + len(artifact.description or "")
+            + _metadata_size(artifact.metadata) + sum(len(extension) for extension in artifact.extensions))
+
+
+def _metadata_size(metadata: dict[str, object] | None) -> int:
+    return json_size(metadata) if metadata else 0
 
 
 class _ReplyText:
@@ -167,7 +179,8 @@ class TurnRecorder:
                             chunks.append(held)
                         held = event.text
                     elif isinstance(event, ArtifactChunk):
-                        size.add(sum(_size(part) for part in event.artifact.parts), len(event.artifact.parts))
+                        # An artifact without parts still costs a walk over those before it.
+                        size.add(_artifact_size(event.artifact), max(1, len(event.artifact.parts)))
                         await self._add_artifact(run, event.artifact, event.append, event.last_chunk)
                     elif isinstance(event, InputRequired):
                         prompt = event.prompt
