@@ -783,6 +783,28 @@ async def test_a_remote_agent_replying_in_metadata_fails_the_task_at_the_reply_l
     assert len(json.dumps(task["artifacts"])) <= MAX_REPLY_CHARS + 2 * 1024 * 1024
 
 
+@pytest.mark.parametrize("stray", ["artifactUpdate", "statusUpdate"])
+async def test_a_remote_agents_stream_about_another_task_fails_ours(stray, tmp_path, workspace):
+    """One message's stream is about one remote task. An item about another would put
+    that task's artifact in ours, or make it the remote task our next message goes to
+    (and a cancel cancels)."""
+    item = ({"artifactUpdate": {"taskId": "someone-elses", "contextId": "rc", "artifact": {
+                "artifactId": "x", "parts": [{"text": "not yours"}]}}} if stray == "artifactUpdate"
+            else {"statusUpdate": {"taskId": "someone-elses", "contextId": "victim",
+                                   "status": {"state": "TASK_STATE_INPUT_REQUIRED"}}})
+
+    async def mixed() -> AsyncIterator[bytes]:
+        yield REMOTE_WORKING
+        yield sse_result(item)
+        yield REMOTE_DONE
+
+    task = await task_relayed_from(tmp_path, workspace, mixed)
+    assert task["status"]["state"] == "TASK_STATE_FAILED", task["status"]
+    reason = task["status"]["message"]["parts"][0]["text"]
+    assert "the remote agent's stream for task r1 has an item about task someone-elses" in reason, reason
+    assert "not yours" not in json.dumps(task)
+
+
 async def test_a_remote_agent_replying_in_countless_empty_artifacts_fails_the_task_at_the_parts_limit(
         tmp_path, workspace):
     from cleveragents.app.task_turns import MAX_REPLY_PARTS

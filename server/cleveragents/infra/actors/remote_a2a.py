@@ -35,6 +35,7 @@ class _Seen:
     task_id: str | None
     texts: int = 0
     settled: bool = False  # the remote task ended, or waits for input: nothing to cancel
+    streamed: str | None = None  # the task this turn's stream is about, from its first item
 
 
 class RemoteA2aActor:
@@ -77,13 +78,14 @@ class RemoteA2aActor:
                 yield TextChunk(item.text())
                 return
             if isinstance(item, TaskArtifactUpdate):
+                self._pin(seen, item.task_id)
                 event = _artifact_event(item)
                 seen.texts += isinstance(event, TextChunk)
                 yield event
                 continue
             if not isinstance(item, (Task, TaskStatusUpdate)):
                 continue
-            seen.task_id = item.id if isinstance(item, Task) else item.task_id
+            seen.task_id = self._pin(seen, item.id if isinstance(item, Task) else item.task_id)
             self._remember_context(turn.context_id, item.context_id)
             status = item.status
             text = status.message.text() if status.message is not None else ""
@@ -102,6 +104,18 @@ class RemoteA2aActor:
                 if text and not seen.texts:
                     yield TextChunk(text)
                 return
+
+    def _pin(self, seen: _Seen, task_id: str) -> str:
+        """``task_id``, which must be the task of the stream's first item: an item about
+        another task would put its artifacts in ours, or make it the task our answer
+        (or a cancel) goes to."""
+        if seen.streamed is None:
+            seen.streamed = task_id
+        elif task_id != seen.streamed:
+            raise ActorError(f"{self.name}: the remote agent's stream for task {seen.streamed} has an item "
+                             f"about task {task_id}", {"actor": self.name, "reason": "other_task",
+                                                        "remote_task_id": seen.streamed, "other_task_id": task_id})
+        return task_id
 
     def _remember_context(self, ours: str, theirs: str) -> None:
         if theirs:
