@@ -193,3 +193,34 @@ async def test_live_subscriptions_are_bounded():
     await subs.unsubscribe(first.key)
     await subs.subscribe(context=context)
     assert subs.live_count == 2 and first.items.closed
+
+
+async def test_one_token_subject_takes_at_most_its_share_of_live_subscriptions():
+    """The bound is the server's: one caller holding all of it would leave every other
+    caller refused. Callers known by a token's subject each get a share; callers with the
+    configured secret (no subject) are the operator's own, and share the whole."""
+    from cleveragents.a2a.subscriptions import EventSubscriptions
+    from cleveragents.app.calls import CallContext
+    from cleveragents.domain.caller import CallerIdentity
+    from cleveragents.domain.errors import BusinessRuleViolation
+
+    subs = EventSubscriptions(A2AEventQueue(), limit=8, per_caller=3)
+
+    def as_(subject: str | None, issuer: str = "https://issuer.example") -> CallContext:
+        identity = CallerIdentity("oauth2" if subject else "bearerAuth", subject=subject,
+                                  issuer=issuer if subject else None)
+        return CallContext(method="", dialect="", push=True, caller=identity)
+
+    for _ in range(3):
+        await subs.subscribe(context=as_("mallory"))
+    with pytest.raises(BusinessRuleViolation) as refused:
+        await subs.subscribe(context=as_("mallory"))
+    assert refused.value.data == {"limit": 3, "scope": "caller", "allowed_actions": ["_cleveragents/event/unsubscribe"]}
+    await subs.subscribe(context=as_("mallory", issuer="https://other.example"))  # another issuer's mallory
+    await subs.subscribe(context=as_("alice"))
+    for _ in range(3):
+        await subs.subscribe(context=as_(None))
+    assert subs.live_count == 8
+    with pytest.raises(BusinessRuleViolation) as full:
+        await subs.subscribe(context=as_("bob"))
+    assert full.value.data["scope"] == "server" and full.value.data["limit"] == 8

@@ -19,13 +19,19 @@ from cleveragents.domain.errors import BusinessRuleViolation, ResourceNotFoundEr
 from cleveragents.ids import new_id
 
 MAX_LIVE_SUBSCRIPTIONS = 256
+# One token subject's share: holding them all would leave every other caller refused.
+# Callers with the configured secret have no subject; they are the operator's own.
+MAX_LIVE_SUBSCRIPTIONS_PER_CALLER = 64
 
 
 class EventSubscriptions:
-    def __init__(self, queue: A2AEventQueue, limit: int = MAX_LIVE_SUBSCRIPTIONS):
+    def __init__(self, queue: A2AEventQueue, limit: int = MAX_LIVE_SUBSCRIPTIONS,
+                 per_caller: int = MAX_LIVE_SUBSCRIPTIONS_PER_CALLER):
         self.queue = queue
         self.limit = limit
+        self.per_caller = per_caller
         self._live: dict[str, EventCursor] = {}
+        self._held_by: dict[str, tuple[str | None, str]] = {}  # subscription -> its token's issuer and subject
 
     async def subscribe(
         self, plan_id: str | None = None, since: str | None = None,
@@ -41,14 +47,17 @@ class EventSubscriptions:
                 "replayed": len(events), "gap": gap, "events": [e.to_wire() for e in events],
             }
         self._forget_closed()
+        caller = context.caller
+        holder = (caller.issuer, caller.subject) if caller is not None and caller.subject is not None else None
         if len(self._live) >= self.limit:
-            raise BusinessRuleViolation(
-                "Too many live subscriptions",
-                {"limit": self.limit, "allowed_actions": ["_cleveragents/event/unsubscribe"]},
-            )
+            raise _too_many(self.limit, "server")
+        if holder is not None and sum(1 for held in self._held_by.values() if held == holder) >= self.per_caller:
+            raise _too_many(self.per_caller, "caller")
         cursor = self.queue.open_cursor(since, plan_id=plan_id, event_types=event_types)
         replayed = len(cursor.pending())
         self._live[subscription_id] = cursor
+        if holder is not None:
+            self._held_by[subscription_id] = holder
         return Followed({
             "subscription_id": subscription_id, "live": True,
             "cursor": since or self.queue.last_event_id, "replayed": replayed, "gap": cursor.gap,
@@ -56,6 +65,7 @@ class EventSubscriptions:
 
     async def unsubscribe(self, subscription_id: str, context: CallContext | None = None) -> dict[str, Any]:
         cursor = self._live.pop(subscription_id, None)
+        self._held_by.pop(subscription_id, None)
         if cursor is None or cursor.closed:
             raise ResourceNotFoundError("Subscription not found", {"subscription_id": subscription_id})
         cursor.close()
@@ -64,11 +74,18 @@ class EventSubscriptions:
     def _forget_closed(self) -> None:
         for key in [k for k, c in self._live.items() if c.closed]:
             del self._live[key]
+            self._held_by.pop(key, None)
 
     @property
     def live_count(self) -> int:
         self._forget_closed()
         return len(self._live)
+
+
+def _too_many(limit: int, scope: str) -> BusinessRuleViolation:
+    """``scope``: whose bound it is, the server's or the caller's share of it."""
+    return BusinessRuleViolation("Too many live subscriptions", {
+        "limit": limit, "scope": scope, "allowed_actions": ["_cleveragents/event/unsubscribe"]})
 
 
 class EventFeed:
