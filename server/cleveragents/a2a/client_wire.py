@@ -73,10 +73,18 @@ async def read_bounded(response: Any, method: str, url: str, limit: int = MAX_RE
 def answer(method: str, url: str, status: int, body: str) -> Any:
     """The ``result`` of a JSON-RPC response body; its ``error`` (or an HTTP error
     status) raised as the matching exception."""
+    return _answer_of(method, url, status, _parsed(body), body)
+
+
+def _parsed(text: str) -> Any:
     try:
-        message = json.loads(body)
+        return json.loads(text)
     except (ValueError, RecursionError):  # RecursionError: nested past what the parser takes
-        message = None
+        return None
+
+
+def _answer_of(method: str, url: str, status: int, message: Any, body: str) -> Any:
+    """``answer`` of a body already parsed (``message``; None if it is not JSON)."""
     if isinstance(message, dict) and message.get("error") is not None:
         exc = remote_error(message["error"], url=url, method=method, standard=method in STANDARD_METHODS,
                            status=status)
@@ -106,15 +114,12 @@ def last_of_stream(method: str, url: str, text: str) -> Any:
 
 def stream_item(method: str, url: str, data: str) -> Any:
     """One SSE ``data:``: a response's result, a notification's params, or SKIP."""
-    try:
-        message = json.loads(data)
-    except (ValueError, RecursionError):
-        message = None
+    message = _parsed(data)
     if isinstance(message, dict) and "method" in message and "id" not in message:
         return message.get("params")  # a notification, as `_cleveragents/event/subscribe` sends
     if isinstance(message, dict) and not {"result", "error", "jsonrpc"} & message.keys():
         return SKIP  # e.g. a keep-alive object
-    return answer(method, url, 200, data)
+    return _answer_of(method, url, 200, message, data)  # parsed once: the parse costs per value
 
 
 def decode(method: str, decoder: Callable[[Any], T], value: Any) -> T:
