@@ -25,13 +25,15 @@ def test_a_full_pipe_drops_lines_past_the_bound_and_then_says_how_many():
     stream = os.fdopen(write_fd, "w")
     handler = StderrLog(stream, max_queued_bytes=BOUND)
     handler.setFormatter(logging.Formatter("%(message)s"))
-    logger = logging.getLogger("tests.stderr_log")
-    logger.propagate = False
-    logger.addHandler(handler)
+
+    def warn(message: str, *args: object) -> None:
+        # To the handler itself: a logger's level or ``disabled`` is the process's state,
+        # which other tests in this worker may have changed.
+        handler.handle(logging.LogRecord("tests.stderr_log", logging.WARNING, __file__, 0, message, args, None))
+
     read: list[bytes] = []
     try:
-        logging_thread = threading.Thread(target=lambda: [logger.warning("line %04d %s", i, "x" * 90)
-                                                          for i in range(LINES)])
+        logging_thread = threading.Thread(target=lambda: [warn("line %04d %s", i, "x" * 90) for i in range(LINES)])
         logging_thread.start()
         logging_thread.join(30)
         assert not logging_thread.is_alive(), "logging blocked on the full pipe"
@@ -40,13 +42,15 @@ def test_a_full_pipe_drops_lines_past_the_bound_and_then_says_how_many():
         reader = threading.Thread(target=_read_all, args=(read_fd, read))
         reader.start()
         handler.flush()  # what waits is written, now that the pipe is read
-        logger.warning("after")  # the first line that fits: the count goes before it
+        warn("after")  # the first line that fits: the count goes before it
         handler.flush()
         stream.close()
         reader.join(30)
     finally:
-        logger.removeHandler(handler)
+        handler.close()
         os.close(read_fd)
+        if not stream.closed:  # closed here, not by its finalizer: the number may be another's by then
+            stream.close()
     lines = b"".join(read).decode().splitlines()
     assert lines[-1] == "after"
     # Line by line, in order: a gap (lines dropped while the queue was full) is said, with
