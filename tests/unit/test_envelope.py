@@ -19,8 +19,10 @@ REQUEST = '{"jsonrpc": "2.0", "id": 1, "method": "session.create", "params": {"m
     ('{"a": 1, "a": 2}', {"reason": "duplicate name", "name": "a"}),
     ('{"b": {"x": [], "x": []}}', {"reason": "duplicate name", "name": "x"}),
     ('{"\\ud800": 1, "\\ud800": 2}', {"reason": "duplicate name", "name": "\\ud800"}),
+    ("[" * 100_000 + "]" * 100_000, {"reason": "nested too deeply"}),
+    ('{"a": 1' + "0" * 5000 + "}", {"reason": "number too long"}),
 ], ids=["NaN", "Infinity", "-Infinity", "overflow", "negative overflow", "name twice", "nested name twice",
-        "surrogate name twice"])
+        "surrogate name twice", "nested past the parser", "digits past the parser"])
 def test_what_json_does_not_allow_is_a_parse_error(value, data):
     with pytest.raises(ParseError) as refused:
         envelope.decode(REQUEST % value)

@@ -80,7 +80,7 @@ def decode(body: bytes | str) -> Any:
             f"Parse error: {exc.msg}", {"line": exc.lineno, "column": exc.colno}
         ) from exc
     except RecursionError as exc:
-        raise ParseError("Parse error: the JSON is nested too deeply") from exc
+        raise ParseError("Parse error: the JSON is nested too deeply", {"reason": "nested too deeply"}) from exc
     except ValueError as exc:  # an integer longer than Python converts (sys.get_int_max_str_digits)
         raise ParseError("Parse error: a number has too many digits", {"reason": "number too long"}) from exc
     if _ESCAPED_SURROGATE.search(text):
