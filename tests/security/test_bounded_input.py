@@ -645,6 +645,29 @@ async def in_process(workspace: Path, **settings: Any) -> AsyncIterator[Callable
         facade.close()
 
 
+async def test_a_page_of_big_tasks_ends_at_the_page_budget_and_the_next_goes_on(workspace):
+    """A task holds every message sent on it, each up to the message size limit, and a
+    page may list a hundred: what a store reads and decodes for one ListTasks could be
+    gigabytes. A page ends once its tasks pass PAGE_CHARS of stored JSON (the spec lets a
+    page hold fewer than asked), and its token goes on from there."""
+    from cleveragents.app.paging import PAGE_CHARS
+
+    big = "b" * (PAGE_CHARS // 3 + 1024)
+    async with in_process(workspace) as call:
+        for n in range(6):
+            message = {**v1_message(), "contextId": "heavy", "parts": [{"text": f"{n} {big}"}]}
+            assert "result" in await call("SendMessage", {"message": message})
+        pages, token = [], ""
+        while True:
+            listed = (await call("ListTasks", {"contextId": "heavy", "pageSize": 100, "historyLength": 1,
+                                               **({"pageToken": token} if token else {})}))["result"]
+            pages.append(len(listed["tasks"]))
+            assert listed["totalSize"] == 6
+            if not (token := listed["nextPageToken"]):
+                break
+    assert pages == [3, 3], pages
+
+
 def sse_result(result: dict[str, Any]) -> bytes:
     """One SSE event of a stream's JSON-RPC result."""
     return f"data: {json.dumps({'jsonrpc': '2.0', 'id': 1, 'result': result})}\n\n".encode()

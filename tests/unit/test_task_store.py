@@ -358,3 +358,24 @@ async def test_deleting_a_context_removes_its_tasks_counts_and_push_configs_only
     assert [c.id for c in await store.list_push_configs("t2")] == ["p2"]
     await store.add_task(make_task("t0", "gone"))  # the id is free again
     assert await store.count_tasks(context_id="gone") == 1
+
+
+async def test_a_page_read_under_a_budget_ends_after_the_task_that_passes_it(store):
+    """A page of 100 tasks of 15 MiB each is 1.5 GB to read: a budget on what a page holds
+    ends it early, after the task that passed it (so a page holds at least one), and
+    says so; the next page goes on from there."""
+    from cleveragents.domain.page_budget import PageBudget
+
+    note = "n" * 10_000
+    for i in range(6):
+        await store.add_task(make_task(f"t{i}", "big", metadata={"note": note}))
+    budget = PageBudget(25_000)
+    first = await store.list_tasks(context_id="big", limit=6, budget=budget)
+    assert [t.id for _, t in first] == ["t5", "t4", "t3"] and budget.ended_early
+    budget = PageBudget(25_000)
+    rest = await store.list_tasks(context_id="big", limit=6, before=first[-1][0], budget=budget)
+    assert [t.id for _, t in rest] == ["t2", "t1", "t0"]
+    budget = PageBudget(10**9)
+    assert len(await store.list_tasks(context_id="big", limit=6, budget=budget)) == 6 and not budget.ended_early
+    budget = PageBudget(1)
+    assert [t.id for _, t in await store.list_tasks(context_id="big", limit=6, budget=budget)] == ["t5"]

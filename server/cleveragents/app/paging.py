@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import TypeVar
 
 from cleveragents.domain.errors import ValidationError
+from cleveragents.domain.page_budget import PageBudget
 
 T = TypeVar("T")
 
 MAX_POSITION = 2**63 - 1  # SQLite's largest integer
+PAGE_CHARS = 16 * 1024 * 1024  # stored JSON a page of tasks reads, past its first: a task can be megabytes
 
 
 def parse_cursor(cursor: str | None, field: str = "cursor") -> int | None:
@@ -25,3 +27,11 @@ def page(rows: list[tuple[int, T]], limit: int) -> tuple[list[T], str | None]:
     next page (``None`` on the last)."""
     items = rows[:limit]
     return [item for _, item in items], (str(items[-1][0]) if len(rows) > limit else None)
+
+
+def budgeted_page(rows: list[tuple[int, T]], limit: int, budget: PageBudget) -> tuple[list[T], str | None]:
+    """``page``, of rows read under ``budget``: a page the budget ended early goes on
+    from its last row."""
+    if budget.ended_early and rows and len(rows) <= limit:
+        return [item for _, item in rows], str(rows[-1][0])
+    return page(rows, limit)

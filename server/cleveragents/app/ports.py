@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from cleveragents.app.plan_ports import PlanRepository
 from cleveragents.domain.actor import Actor, Usage
+from cleveragents.domain.page_budget import PageBudget
 from cleveragents.domain.session import Session, SessionStatus
 from cleveragents.domain.task import Message, PushConfig, StreamEvent, StreamItem, Task, TaskState
 
@@ -56,11 +57,12 @@ class TaskRepository(Protocol):
 
     async def list_tasks(
         self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,
-        status_after: str | None = None, limit: int, before: int | None = None,
+        status_after: str | None = None, limit: int, before: int | None = None, budget: PageBudget | None = None,
     ) -> list[tuple[int, Task]]:
         """Newest first, as (position, task); ``before`` is the last position of the
         previous page. ``status_after`` (ISO 8601) keeps tasks whose status timestamp
-        is later; a malformed one raises ``ValidationError``."""
+        is later; a malformed one raises ``ValidationError``. A ``budget`` on the tasks'
+        stored JSON may end the page before ``limit`` (it says so)."""
 
     async def count_tasks(
         self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,

@@ -26,7 +26,7 @@ from cleveragents.app.calls import CallerTools, FileReader, offered_tools
 from cleveragents.app.direct_replies import FirstEvent, PrimedActor, answer_message, replies_directly
 from cleveragents.app.editor_reads import turn_reading
 from cleveragents.app.once import RunOnce
-from cleveragents.app.paging import page, parse_cursor
+from cleveragents.app.paging import PAGE_CHARS, budgeted_page, parse_cursor
 from cleveragents.app.peer_cancel import RUNNING_STATES, cancel_through_peer, follow_elsewhere
 from cleveragents.app.ports import (
     ActorSelector,
@@ -54,6 +54,7 @@ from cleveragents.domain.errors import (
     TaskNotFoundError,
     ValidationError,
 )
+from cleveragents.domain.page_budget import PageBudget
 from cleveragents.domain.replies import ReplyAs
 from cleveragents.domain.task import (
     INTERRUPTED_STATES,
@@ -433,8 +434,9 @@ class TaskService:
         await self._ready()
         before = parse_cursor(page_token, "pageToken")
         filters: dict[str, Any] = {"context_id": context_id, "states": states, "status_after": status_after}
-        rows = await self._tasks.list_tasks(**filters, limit=page_size + 1, before=before)
-        tasks, next_token = page(rows, page_size)
+        budget = PageBudget(PAGE_CHARS)
+        rows = await self._tasks.list_tasks(**filters, limit=page_size + 1, before=before, budget=budget)
+        tasks, next_token = budgeted_page(rows, page_size, budget)
         return TaskPage(
             [task.trimmed(history_length, include_artifacts) for task in tasks],
             next_token or "", page_size, await self._tasks.count_tasks(**filters),

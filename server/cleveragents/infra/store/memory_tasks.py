@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cleveragents.domain.errors import UnreadableRecordError
+from cleveragents.domain.page_budget import PageBudget
 from cleveragents.domain.task import INTERRUPTED_STATES, PushConfig, Task, TaskState
 from cleveragents.infra.store._memory import MemoryRepository
 from cleveragents.infra.store.records import RecordReader
@@ -27,6 +28,7 @@ from cleveragents.infra.store.sqlite_tasks import (
     checked_terminal_cap,
     status_instant,
 )
+from cleveragents.infra.store.task_json import dumps
 
 _CHUNK = 512
 
@@ -106,6 +108,8 @@ class _Row:
     instant: str | None  # the status timestamp as status_instant() stores it
     checked: Task | None = None  # the version of `task` that `problem` is about
     problem: str | None = None  # why `checked` can't be served
+    sized: Task | None = None  # the version of `task` that `size` is about
+    size: int = 0  # characters of its JSON, as SQLite would store it (for page budgets)
 
     @property
     def key(self) -> _Key:
@@ -242,6 +246,12 @@ class MemoryTasks(MemoryRepository):
             row.checked = row.task
         return row.problem
 
+    def _size(self, row: _Row) -> int:
+        """Characters of the row's task as stored JSON; measured once per version."""
+        if row.sized is not row.task:
+            row.size, row.sized = len(dumps(row.task.to_dict())), row.task
+        return row.size
+
     def _servable(self, seq: int) -> bool:
         return self._problem(self._rows[seq]) is None
 
@@ -305,7 +315,7 @@ class MemoryTasks(MemoryRepository):
 
     async def list_tasks(
         self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,
-        status_after: str | None = None, limit: int, before: int | None = None,
+        status_after: str | None = None, limit: int, before: int | None = None, budget: PageBudget | None = None,
     ) -> list[tuple[int, Task]]:
         self._check_open()
         wanted = _distinct(states)
@@ -315,7 +325,15 @@ class MemoryTasks(MemoryRepository):
         if limit == 0 or wanted == []:
             return []
         seqs = itertools.islice(self._newest(context_id, wanted, after, limit, before), limit)
-        return [(seq, self._rows[seq].task) for seq in seqs]
+        if budget is None:
+            return [(seq, self._rows[seq].task) for seq in seqs]
+        found = []
+        for seq in seqs:
+            found.append((seq, self._rows[seq].task))
+            if not budget.spend(self._size(self._rows[seq])):
+                budget.ended_early = next(seqs, None) is not None
+                break
+        return found
 
     async def count_tasks(
         self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,

@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 
+from cleveragents.domain.page_budget import PageBudget
 from cleveragents.domain.task import TERMINAL_STATES, PushConfig, Task, TaskState
 from cleveragents.infra.store._pg import Database, PgRepository
 from cleveragents.infra.store.postgres_schema import LIVE_RUNNERS_SQL, TERMINAL_LOCK
@@ -126,7 +127,7 @@ class PostgresTasks(PgRepository):
 
     async def list_tasks(
         self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,
-        status_after: str | None = None, limit: int, before: int | None = None,
+        status_after: str | None = None, limit: int, before: int | None = None, budget: PageBudget | None = None,
     ) -> list[tuple[int, Task]]:
         values = state_values(states)
         if limit < 0:
@@ -137,7 +138,7 @@ class PostgresTasks(PgRepository):
         async def fetch(below: int | None, n: int) -> list[tuple[Any, ...]]:
             return await self._all(*list_query(context_id, values, status_after, n, below))
 
-        return await fill_async(fetch, self._decode, before, limit)
+        return await fill_async(fetch, self._decode, before, limit, budget)
 
     async def count_tasks(
         self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,

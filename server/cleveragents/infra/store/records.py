@@ -22,6 +22,7 @@ import pydantic_core
 
 from cleveragents.domain.errors import UnreadableRecordError
 from cleveragents.domain.json_limits import MAX_RECORD_DEPTH, first_too_deep
+from cleveragents.domain.page_budget import PageBudget
 
 logger = logging.getLogger("cleveragents.store")
 T = TypeVar("T")
@@ -29,6 +30,7 @@ R = TypeVar("R")
 
 MAX_KEPT = 1000
 _READ_AHEAD = 64  # rows read at a time past skipped records
+_BUDGETED_BATCH, _BUDGETED_BATCH_MAX = 4, 16  # rows read at a time under a page budget
 _REASON_CHARS = 200
 
 
@@ -158,40 +160,51 @@ def as_is(value: Any) -> Any:
 
 
 def fill(fetch: Callable[[int | None, int], list[R]], decode: Callable[[R], T | None],
-         before: int | None, limit: int) -> list[tuple[int, T]]:
+         before: int | None, limit: int, budget: PageBudget | None = None) -> list[tuple[int, T]]:
     """Up to ``limit`` (position, record) pairs, newest first, from ``fetch(before,
-    n)`` (the next ``n`` rows below position ``before``, each row's position first),
-    reading on past the rows ``decode`` skips so a page is as full as the records
-    allow. The first read is exactly the page; only after a skip are rows read ahead,
-    a batch at a time."""
+    n)`` (the next ``n`` rows below position ``before``, each row's position first, its
+    stored JSON last), reading on past the rows ``decode`` skips so a page is as full as
+    the records allow. The first read is exactly the page; only after a skip are rows
+    read ahead, a batch at a time. Under a ``budget`` the reads are of a few rows, so
+    what is read before the page ends is bounded too."""
     found: list[tuple[int, T]] = []
-    batch = limit
-    while (step := _take(fetch(before, batch), batch, decode, found, limit)) is not None:
+    batch = _first_batch(limit, budget)
+    while (step := _take(fetch(before, batch), batch, decode, found, limit, budget)) is not None:
         before, batch = step
     return found
 
 
 async def fill_async(fetch: Callable[[int | None, int], Awaitable[list[R]]], decode: Callable[[R], T | None],
-                     before: int | None, limit: int) -> list[tuple[int, T]]:
+                     before: int | None, limit: int, budget: PageBudget | None = None) -> list[tuple[int, T]]:
     """``fill`` for a store whose reads are awaited (PostgreSQL)."""
     found: list[tuple[int, T]] = []
-    batch = limit
-    while (step := _take(await fetch(before, batch), batch, decode, found, limit)) is not None:
+    batch = _first_batch(limit, budget)
+    while (step := _take(await fetch(before, batch), batch, decode, found, limit, budget)) is not None:
         before, batch = step
     return found
 
 
+def _first_batch(limit: int, budget: PageBudget | None) -> int:
+    return limit if budget is None else min(limit, _BUDGETED_BATCH)
+
+
 def _take(rows: list[R], batch: int, decode: Callable[[R], T | None], found: list[tuple[int, T]],
-          limit: int) -> tuple[int, int] | None:
+          limit: int, budget: PageBudget | None) -> tuple[int, int] | None:
     """Adds the records of one read of ``batch`` rows to ``found``; the next read's
-    ``(before, batch)``, or ``None`` once the page is full or the rows ran out."""
-    for row in rows:
+    ``(before, batch)``, or ``None`` once the page is full (or over its budget) or the
+    rows ran out."""
+    for i, row in enumerate(rows):
         if (record := decode(row)) is not None:
             found.append((row[0], record))  # type: ignore[index]
             if len(found) == limit:
                 return None
+            if budget is not None and not budget.spend(len(row[-1])):  # type: ignore[index]
+                budget.ended_early = i + 1 < len(rows) or len(rows) == batch  # else the rows ran out here
+                return None
     if len(rows) < batch:
         return None
+    if budget is not None:  # reads grow, but stay a few rows: each row may be megabytes
+        return rows[-1][0], min(limit - len(found), 2 * batch, _BUDGETED_BATCH_MAX)  # type: ignore[index]
     return rows[-1][0], max(limit - len(found), _READ_AHEAD)  # type: ignore[index]
 
 

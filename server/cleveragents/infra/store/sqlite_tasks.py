@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from cleveragents.domain.errors import ValidationError
+from cleveragents.domain.page_budget import PageBudget
 from cleveragents.domain.task import TERMINAL_STATES, PushConfig, Task, TaskState
 from cleveragents.infra.store._sql import Runner, SqliteRepository, transaction
 from cleveragents.infra.store.records import RecordReader, fill, kept
@@ -245,7 +246,7 @@ class SqliteTasks(SqliteRepository):
 
     async def list_tasks(
         self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,
-        status_after: str | None = None, limit: int, before: int | None = None,
+        status_after: str | None = None, limit: int, before: int | None = None, budget: PageBudget | None = None,
     ) -> list[tuple[int, Task]]:
         values = state_values(states)
         if limit < 0:
@@ -259,7 +260,7 @@ class SqliteTasks(SqliteRepository):
         def decode(row: tuple[int, str, str]) -> Task | None:
             return self.records.skip("tasks", row[1], row[2], Task.from_dict)
 
-        return await self._run(self.settled, lambda: fill(fetch, decode, before, limit))
+        return await self._run(self.settled, lambda: fill(fetch, decode, before, limit, budget))
 
     async def count_tasks(
         self, *, context_id: str | None = None, states: Collection[TaskState] | None = None,
