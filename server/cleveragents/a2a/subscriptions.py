@@ -30,8 +30,8 @@ class EventSubscriptions:
         self.queue = queue
         self.limit = limit
         self.per_caller = per_caller
-        self._live: dict[str, EventCursor] = {}
-        self._held_by: dict[str, tuple[str | None, str]] = {}  # subscription -> its token's issuer and subject
+        # Each live subscription's cursor, and its holder: the token's issuer and subject, if any.
+        self._live: dict[str, tuple[EventCursor, tuple[str | None, str] | None]] = {}
 
     async def subscribe(
         self, plan_id: str | None = None, since: str | None = None,
@@ -51,30 +51,26 @@ class EventSubscriptions:
         holder = (caller.issuer, caller.subject) if caller is not None and caller.subject is not None else None
         if len(self._live) >= self.limit:
             raise _too_many(self.limit, "server")
-        if holder is not None and sum(1 for held in self._held_by.values() if held == holder) >= self.per_caller:
+        if holder is not None and sum(1 for _, held in self._live.values() if held == holder) >= self.per_caller:
             raise _too_many(self.per_caller, "caller")
         cursor = self.queue.open_cursor(since, plan_id=plan_id, event_types=event_types)
         replayed = len(cursor.pending())
-        self._live[subscription_id] = cursor
-        if holder is not None:
-            self._held_by[subscription_id] = holder
+        self._live[subscription_id] = (cursor, holder)
         return Followed({
             "subscription_id": subscription_id, "live": True,
             "cursor": since or self.queue.last_event_id, "replayed": replayed, "gap": cursor.gap,
         }, EventFeed(subscription_id, cursor), subscription_id)
 
     async def unsubscribe(self, subscription_id: str, context: CallContext | None = None) -> dict[str, Any]:
-        cursor = self._live.pop(subscription_id, None)
-        self._held_by.pop(subscription_id, None)
+        cursor, _ = self._live.pop(subscription_id, (None, None))
         if cursor is None or cursor.closed:
             raise ResourceNotFoundError("Subscription not found", {"subscription_id": subscription_id})
         cursor.close()
         return {"subscription_id": subscription_id, "status": "closed"}
 
     def _forget_closed(self) -> None:
-        for key in [k for k, c in self._live.items() if c.closed]:
+        for key in [k for k, (cursor, _) in self._live.items() if cursor.closed]:
             del self._live[key]
-            self._held_by.pop(key, None)
 
     @property
     def live_count(self) -> int:
