@@ -84,4 +84,9 @@ def utc_now() -> str:
 
 
 def format_utc(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """``moment`` in UTC, to the millisecond; ValueError when an offset moves it out of
+    years 1 to 9999 (so every parser of a timestamp refuses it as it does bad text)."""
+    try:
+        return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    except OverflowError:
+        raise ValueError("the timestamp is out of range in UTC") from None

@@ -227,10 +227,7 @@ class A2AEvent(BaseModel):
             raise ValueError("timestamp must be ISO-8601")
         if moment.tzinfo is None:
             raise ValueError("timestamp must carry a UTC offset")
-        try:
-            return format_utc(moment)
-        except OverflowError:  # an offset that moves it out of years 1 to 9999
-            raise ValueError("timestamp is out of range in UTC") from None
+        return format_utc(moment)
 
     # Read-only spellings used by older callers (`event.type`, `event.payload`).
     @property
