@@ -65,6 +65,18 @@ def test_an_error_becomes_a_status_and_back():
     assert back["data"][0]["reason"] == "TASK_NOT_FOUND"
 
 
+def test_a_status_is_read_whole_in_a_process_that_loaded_nothing_else():
+    """The details are ``Any`` messages: reading them needs their types loaded, which a
+    client process that never served gRPC has not done by itself."""
+    error = error_payload(TaskNotFoundError("Task not found: t1", {"task_id": "t1"}), dialects.A2A_V1)
+    sent = grpc_wire.status_bytes("NOT_FOUND", error).hex()
+    script = ("from cleveragents.a2a import grpc_wire\n"
+              f"back = grpc_wire.error_of_status('NOT_FOUND', '', [(grpc_wire.STATUS_DETAILS_KEY, bytes.fromhex('{sent}'))])\n"
+              "print(back['code'], back['data'][0]['reason'])\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["-32001", "TASK_NOT_FOUND"], out.stdout + out.stderr
+
+
 def test_bad_params_keep_their_field_violations():
     error = error_payload(ValidationError("Invalid params", {"errors": [
         {"loc": ["message"], "msg": "Field required", "type": "missing"}]}), dialects.A2A_V1)

@@ -183,6 +183,7 @@ def error_of_status(code_name: str, message: str, metadata: Iterable[tuple[str, 
     says (an authentication failure, say)."""
     json_format = _module("google.protobuf.json_format")
     status_pb2 = _module("google.rpc.status_pb2")
+    _module("google.rpc.error_details_pb2")  # registers ErrorInfo and the rest, which the details pack
     details: list[dict[str, Any]] = []
     for key, value in metadata:
         if key == STATUS_DETAILS_KEY and isinstance(value, bytes):
