@@ -251,19 +251,20 @@ class StdioRunner:
 
 
 class UvicornServer:
-    """An ASGI app on real uvicorn, on 127.0.0.1 and a free port, in this event loop;
-    ``async with UvicornServer(app) as url`` starts it and stops it."""
+    """An ASGI app on real uvicorn, on ``host`` (127.0.0.1 by default; an IPv4 address)
+    and a free port, in this event loop; ``async with UvicornServer(app) as url`` starts
+    it and stops it. ``options`` go to uvicorn's config (``ssl_certfile``: https)."""
 
-    def __init__(self, app: Any):
-        self.app = app
+    def __init__(self, app: Any, host: str = "127.0.0.1", **options: Any):
+        self.app, self.host, self.options = app, host, options
         self.server: Any = None
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> str:
         import uvicorn
 
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
-                                timeout_graceful_shutdown=2)
+        config = uvicorn.Config(self.app, host=self.host, port=0, log_level="warning", lifespan="on",
+                                timeout_graceful_shutdown=2, **self.options)
         self.server = uvicorn.Server(config)
         self.server.install_signal_handlers = lambda: None  # older uvicorn
         self._task = asyncio.ensure_future(self.server.serve())
@@ -273,7 +274,8 @@ class UvicornServer:
                 raise RuntimeError("uvicorn did not start")
             await asyncio.sleep(0.01)
         port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
+        scheme = "https" if self.options.get("ssl_certfile") else "http"
+        self.url = f"{scheme}://{self.host}:{port}"
         return self.url
 
     async def stop(self) -> None:

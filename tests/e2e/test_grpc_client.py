@@ -50,6 +50,23 @@ async def test_send_get_and_list(client):
     assert task.id in [t.id for t in page.tasks]
 
 
+async def test_a_grpc_interface_on_another_host_is_dialled_at_the_address_checked(served):
+    """The card names ``localhost``, not the card's own host: the client resolves and
+    checks it (``client_reach.py``), then dials the address it checked, naming the
+    host to the peer."""
+    import httpx
+
+    async with httpx.AsyncClient() as http:
+        card = (await http.get(f"{served.url}/.well-known/agent-card.json")).json()
+    for interface in card["supportedInterfaces"]:
+        interface["url"] = interface["url"].replace("127.0.0.1", "localhost")
+    assert "localhost:" in str(card["supportedInterfaces"])
+    config = ServerConnectionConfig(url=served.url, token=TOKEN, timeout_seconds=10)
+    async with A2AClient(config, card=card) as client:
+        task = await client.send("hello")
+    assert task.state is TaskState.COMPLETED and text(task) == "remote: hello"
+
+
 async def test_stream_yields_the_task_then_its_updates(client):
     async with client.stream("chunks") as stream:
         items = [item async for item in stream]

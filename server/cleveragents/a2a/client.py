@@ -117,6 +117,7 @@ from cleveragents.a2a.client_errors import (  # noqa: E402
     A2AClientConnectionError,
     A2AClientError,
     A2AClientHTTPError,
+    A2AClientTargetRefusedError,
     A2AClientTimeoutError,
     A2ARemoteError,
 )
@@ -128,6 +129,7 @@ __all__ = [
     "A2AClientConnectionError",
     "A2AClientError",
     "A2AClientHTTPError",
+    "A2AClientTargetRefusedError",
     "A2AClientTimeoutError",
     "A2ARemoteError",
     "A2AStream",

@@ -47,6 +47,11 @@ class A2AClientConnectionError(A2AClientError, ConnectionError):
     """The peer could not be reached (refused, reset, DNS, TLS)."""
 
 
+class A2AClientTargetRefusedError(A2AClientError):
+    """The peer named somewhere the client won't go (``client_reach.py``); ``data``
+    has the ``url``, the ``address`` and the ``reason``."""
+
+
 class A2AClientHTTPError(A2AClientError):
     """The peer answered with an HTTP error status."""
 

@@ -58,18 +58,32 @@ def dial_target(url: str, card_url: str) -> tuple[str, bool]:
     return (host if port is None else f"{host}:{port}"), secure
 
 
-class GrpcWire:
-    """One channel to a peer's ``A2AService``."""
+def target_host(target: str) -> str:
+    """The host of a ``dial_target`` target."""
+    return urlsplit(f"//{target}").hostname or ""
 
-    def __init__(self, url: str, card_url: str, metadata: Mapping[str, str], timeout: float | None):
+
+class GrpcWire:
+    """One channel to a peer's ``A2AService``; with ``address``, to that address (a
+    checked one of the target's host), naming the host to the peer and in TLS."""
+
+    def __init__(self, url: str, card_url: str, metadata: Mapping[str, str], timeout: float | None,
+                 address: str | None = None):
         grpc = importlib.import_module("grpc")
         self.url = url
         self.target, secure = dial_target(url, card_url)
         self.metadata = tuple((key.lower(), value) for key, value in metadata.items())
         self.timeout = timeout
-        options = [("grpc.max_receive_message_length", MAX_RESPONSE_BYTES)]
-        self._channel = (grpc.aio.secure_channel(self.target, grpc.ssl_channel_credentials(), options=options)
-                         if secure else grpc.aio.insecure_channel(self.target, options=options))
+        options: list[tuple[str, Any]] = [("grpc.max_receive_message_length", MAX_RESPONSE_BYTES)]
+        dial = self.target
+        if address is not None:
+            port = urlsplit(f"//{self.target}").port or 443
+            dial = f"ipv6:[{address}]:{port}" if ":" in address else f"ipv4:{address}:{port}"
+            options.append(("grpc.default_authority", self.target))
+            if secure:
+                options.append(("grpc.ssl_target_name_override", target_host(self.target)))
+        self._channel = (grpc.aio.secure_channel(dial, grpc.ssl_channel_credentials(), options=options)
+                         if secure else grpc.aio.insecure_channel(dial, options=options))
         self._rpcs = grpc_wire.callables(self._channel)
         self._grpc = grpc
 

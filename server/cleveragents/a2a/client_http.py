@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from cleveragents.a2a.card_signing import CardVerifier
     from cleveragents.a2a.client import ServerConnectionConfig
     from cleveragents.a2a.client_grpc import GrpcWire
+    from cleveragents.a2a.client_reach import Reach
     from cleveragents.app.tasks import TaskPage
 
 VERSION_HEADER = "A2A-Version"
@@ -82,6 +83,7 @@ class A2AClient:
         self._connecting = asyncio.Lock()
         self._bindings: Sequence[str] | None = (binding,) if binding else None
         self._grpc: GrpcWire | None = None
+        self._reach_rule: Reach | None = None
 
     def __repr__(self) -> str:
         where = (f"{self._interface.binding} {self._interface.version} at {self._interface.url}"
@@ -288,9 +290,18 @@ class A2AClient:
         if self._http is None:
             import httpx
 
+            from cleveragents.a2a.client_reach import PinnedTransport
+
             self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.config.timeout_seconds),
-                                           follow_redirects=False)
+                                           follow_redirects=False, transport=PinnedTransport(self._reach()))
         return self._http
+
+    def _reach(self) -> Reach:
+        if self._reach_rule is None:
+            from cleveragents.a2a.client_reach import Reach
+
+            self._reach_rule = Reach(self.config.url, self.config.timeout_seconds)
+        return self._reach_rule
 
     def _headers(self, accept: str) -> dict[str, str]:
         assert self._interface is not None and self._card is not None
@@ -307,16 +318,20 @@ class A2AClient:
             params = {**params, "tenant": tenant}
         return params
 
-    def _grpc_wire(self) -> GrpcWire:
-        """The channel to the chosen gRPC interface, opened on first use."""
+    async def _grpc_wire(self) -> GrpcWire:
+        """The channel to the chosen gRPC interface, opened on first use, to an address
+        the reach rule checked."""
         if self._grpc is None:
-            from cleveragents.a2a.client_grpc import GrpcWire
+            from cleveragents.a2a.client_grpc import GrpcWire, dial_target, target_host
 
             assert self._interface is not None and self._card is not None
+            url = self._interface.url
+            addresses = await self._reach().addresses(target_host(dial_target(url, self._card_url)[0]), url)
             token = self.config.token
             metadata = {VERSION_HEADER: self._interface.version,
                         **(auth_headers(self._card, token.get_secret_value()) if token is not None else {})}
-            self._grpc = GrpcWire(self._interface.url, self._card_url, metadata, self.config.timeout_seconds)
+            self._grpc = GrpcWire(url, self._card_url, metadata, self.config.timeout_seconds,
+                                  address=addresses[0] if addresses else None)
         return self._grpc
 
     async def _fetch_card(self) -> tuple[dict[str, Any], str]:
@@ -369,7 +384,7 @@ class A2AClient:
         if self._interface.binding == GRPC:
             trace: dict[str, str] = {}
             tracing.inject(trace)
-            return await self._grpc_wire().call(method, self._params(method, params), trace)
+            return await (await self._grpc_wire()).call(method, self._params(method, params), trace)
         url = self._interface.url
         headers = self._headers("application/json, text/event-stream")
         tracing.inject(headers)
@@ -393,7 +408,7 @@ class A2AClient:
             with self._span(method, self._interface.url, detached=True) as span:
                 trace: dict[str, str] = {}
                 tracing.inject(trace, span)
-                async for item in self._grpc_wire().stream(method, self._params(method, params), timeout, trace):
+                async for item in (await self._grpc_wire()).stream(method, self._params(method, params), timeout, trace):
                     yield item
             return
         url = self._interface.url
