@@ -188,4 +188,4 @@ def test_resolver_names_the_known_providers_and_aliases_ollama(monkeypatch):
     reviewer = resolve_actor("team/reviewer", Settings(), declared=declared)
     assert (reviewer.model, reviewer.settings.base_url, reviewer.budget.max_tokens) == ("gpt-4o-mini", "http://h/v1", 100)
     with pytest.raises(ValidationError):
-        resolve_actor("a2a/not-a-url", Settings(), remote=lambda url: None)
+        resolve_actor("a2a/not-a-url", Settings(), remote=lambda url, token_env: None)

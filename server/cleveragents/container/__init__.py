@@ -186,8 +186,8 @@ class Container:
                           view=lambda: self.plan_workspace.overlay(None, turn_read_through(root)),
                           workspace=root, name=name, runner=self.tool_runner)
 
-    def _remote_client(self, url: str) -> A2AClient:
-        return remote_client(self.settings, url, self.card_verifier)
+    def _remote_client(self, url: str, token_env: str | None) -> A2AClient:
+        return remote_client(self.settings, url, self.card_verifier, token_env)
 
     @functools.cached_property
     def card_verifier(self) -> CardVerifier | None:

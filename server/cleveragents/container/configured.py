@@ -118,15 +118,20 @@ def early_health_service(settings: Settings) -> tuple[HealthService, Callable[[]
     return HealthService(probe, workspace, (), ()), probe.close
 
 
-def remote_client(settings: Settings, url: str, card_verifier: CardVerifier | None = None) -> A2AClient:
-    """The outbound A2A client of a remote agent (``a2a/<url>`` actors); the token,
-    when the agent wants one, comes from ``CLEVERAGENTS_A2A_TOKEN``."""
+def remote_client(settings: Settings, url: str, card_verifier: CardVerifier | None = None,
+                  token_env: str | None = None) -> A2AClient:
+    """The outbound A2A client of a remote agent (``a2a`` actors). Its token comes from
+    ``token_env`` (a declared actor's ``api_key_env``; unset: no token), so no agent
+    sees another's; an agent declared without one gets ``CLEVERAGENTS_A2A_TOKEN``."""
     import os
 
     from cleveragents.a2a.client import ServerConnectionConfig
     from cleveragents.a2a.client_http import A2AClient
 
-    token = os.environ.get("CLEVERAGENTS_A2A_TOKEN") or "anonymous"
+    if token_env:
+        token = os.environ.get(token_env) or None
+    else:
+        token = os.environ.get("CLEVERAGENTS_A2A_TOKEN") or "anonymous"
     timeout = min(max(settings.actor_timeout, 1.0), 3600.0)
     return A2AClient(ServerConnectionConfig(url=url, token=token, timeout_seconds=timeout), card_verifier=card_verifier)
 

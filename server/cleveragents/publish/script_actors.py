@@ -33,5 +33,6 @@ def resolve_for_script(name: str | None) -> Actor | None:
     from cleveragents.a2a.card_signing import verifier_from_settings
 
     verifier = verifier_from_settings(settings)  # peers' cards are checked as a server checks them
-    return resolve_actor(name, settings, declared=declared, remote=lambda url: remote_client(settings, url, verifier))
+    return resolve_actor(name, settings, declared=declared,
+                         remote=lambda url, token_env: remote_client(settings, url, verifier, token_env))
 

@@ -22,7 +22,7 @@ from cleveragents.infra.actors.openai import DEFAULT_BASE_URL, ChatSettings, Ope
 OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
 PROVIDERS = ("a2a", "local", "ollama", "openai", "python")
 # Builds the client of a remote agent: (url) -> an object with `stream(message)`.
-RemoteClientFactory = Callable[[str], Any]
+RemoteClientFactory = Callable[[str, str | None], Any]  # (url, the variable holding its token)
 
 
 def known_providers() -> tuple[str, ...]:
@@ -53,7 +53,8 @@ def resolve_actor(name: str, settings: Settings, *, declared: Mapping[str, Mappi
         _check_url(name, url)
         if remote is None:
             raise ActorError(f"{name}: remote A2A agents are not available here", {"actor": name, "reason": "no_client"})
-        actor = RemoteA2aActor(name, url, lambda: remote(url))
+        token_env = str(spec["api_key_env"]) if spec.get("api_key_env") else None
+        actor = RemoteA2aActor(name, url, lambda: remote(url, token_env))
     elif provider == "local":
         if local is None:
             raise ActorError(f"{name}: the local actor is not available here", {"actor": name, "reason": "no_local"})
