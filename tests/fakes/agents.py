@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from cleveragents.domain.actor import InputRequired, Usage
@@ -75,3 +76,26 @@ async def recall(text: str, turn: Any):
     said = [str(item.get("content")) for item in tier.get("items", ())
             if item.get("role") == "user" and item.get("key") != turn.message.message_id]
     yield "recalls: " + " | ".join(said)
+
+
+class Gauge:
+    """Counts the turns it answers at once (``most``) and in all (``done``); each takes 0.3 s."""
+
+    name = "python/gauge"
+
+    def reset(self) -> None:
+        self.running = self.most = self.done = 0
+
+    async def respond(self, turn: Any):
+        self.running += 1
+        self.most = max(self.most, self.running)
+        try:
+            await asyncio.sleep(0.3)
+            yield "counted"
+        finally:
+            self.running -= 1
+            self.done += 1
+
+
+gauge = Gauge()
+gauge.reset()

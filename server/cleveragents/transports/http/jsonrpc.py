@@ -39,6 +39,9 @@ logger = logging.getLogger("cleveragents.http")
 JSON_TYPES = (JSON, A2A_JSON, "application/json-rpc")
 MAX_BODY_BYTES = DEFAULT_MAX_MESSAGE_SIZE  # as on stdio
 UNAUTHENTICATED_BODY_BYTES = 64 * 1024
+# Notifications are answered 202 at once and run afterwards; past this many still running, a new
+# one runs before its 202, so a caller that sends them without end waits on its own connection.
+MAX_BACKGROUND_CALLS = 64
 
 
 class BodyTooLarge(Exception):
@@ -134,7 +137,11 @@ class JsonRpcEndpoint:
             return self.refused(request, message, refusal)
         facade = await self.app.facade(request)
         if kind == "notification":
-            self._run_in_background(facade, message, self.app.call_context(request, message["method"], None, caller))
+            context = self.app.call_context(request, message["method"], None, caller)
+            if len(self._background) < MAX_BACKGROUND_CALLS:
+                self._run_in_background(facade, message, context)
+            else:
+                await facade.respond(message, context)
             return Response(status_code=202)
         spec = methods.get(message["method"])
         context = self.app.call_context(request, message["method"], message.get("id"), caller)
