@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cleveragents import tracing
+from cleveragents.a2a.card_cache import max_age
 from cleveragents.a2a.client_dialect import (
     DIALECTS,
     GRPC,
@@ -29,7 +30,7 @@ from cleveragents.a2a.client_dialect import (
     card_urls,
     select_interface,
 )
-from cleveragents.a2a.client_errors import A2AClientHTTPError, http_error
+from cleveragents.a2a.client_errors import A2AClientError, A2AClientHTTPError, http_error
 from cleveragents.a2a.client_wire import (
     SKIP,
     A2AStream,
@@ -50,6 +51,7 @@ from cleveragents.ids import new_id
 if TYPE_CHECKING:
     import httpx
 
+    from cleveragents.a2a.card_cache import CardCache
     from cleveragents.a2a.card_signing import CardVerifier
     from cleveragents.a2a.client import ServerConnectionConfig
     from cleveragents.a2a.client_grpc import GrpcWire
@@ -66,13 +68,17 @@ class A2AClient:
     "0.3"); ``card`` skips reading the card (its URLs are then taken as absolute).
     ``card_verifier`` checks the signature of the card read (and of the extended card)
     under its policy: off, warn, or require (``CardSignatureError`` when none verifies).
-    ``binding`` forces one ("JSONRPC" or "GRPC"); by default JSON-RPC is preferred."""
+    ``binding`` forces one ("JSONRPC" or "GRPC"); by default JSON-RPC is preferred.
+    ``card_cache`` keeps the card read for as long as its ``Cache-Control`` allows, for
+    the next client of the same URL; the client drops it when a call can't reach the agent."""
 
     def __init__(self, config: ServerConnectionConfig, *, version: str | None = None,
                  card: Mapping[str, Any] | None = None, http: httpx.AsyncClient | None = None,
-                 card_verifier: CardVerifier | None = None, binding: str | None = None):
+                 card_verifier: CardVerifier | None = None, binding: str | None = None,
+                 card_cache: CardCache | None = None):
         self.config = config
         self.card_verifier = card_verifier
+        self._card_cache = card_cache
         self._preference: Sequence[str] = (version,) if version else SUPPORTED_VERSIONS
         self._card: dict[str, Any] | None = dict(card) if card is not None else None
         self._card_url = config.url
@@ -99,7 +105,9 @@ class A2AClient:
             raise
         return self
 
-    async def __aexit__(self, *exc_info: Any) -> None:
+    async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        if isinstance(exc, A2AClientError) and self._card_cache is not None:
+            self._card_cache.drop(self.config.url)  # the agent may have moved: read its card again
         await self.aclose()
 
     async def aclose(self) -> None:
@@ -115,12 +123,21 @@ class A2AClient:
         async with self._connecting:
             if self._interface is None:
                 if self._card is None:
-                    card, url = await self._fetch_card()
-                    if self.card_verifier is not None:
-                        await self.card_verifier.check(card, url)
-                    self._card, self._card_url = card, url
+                    self._card, self._card_url = await self._read_card()
                 self._interface = select_interface(self._card, self._card_url, self._preference, self._bindings)
             return self._interface
+
+    async def _read_card(self) -> tuple[dict[str, Any], str]:
+        """(the card, its URL): from the cache, else fetched and checked (then kept)."""
+        cached = self._card_cache.get(self.config.url) if self._card_cache is not None else None
+        if cached is not None:
+            return cached
+        card, url, age = await self._fetch_card()
+        if self.card_verifier is not None:
+            await self.card_verifier.check(card, url)
+        if self._card_cache is not None:
+            self._card_cache.put(self.config.url, card, url, age)
+        return card, url
 
     @property
     def interface(self) -> Interface | None:
@@ -334,7 +351,8 @@ class A2AClient:
                                   address=addresses[0] if addresses else None)
         return self._grpc
 
-    async def _fetch_card(self) -> tuple[dict[str, Any], str]:
+    async def _fetch_card(self) -> tuple[dict[str, Any], str, float]:
+        """(the card, the URL it was read at, how long it may be kept)."""
         tried: list[str] = []
         timeout = self.config.timeout_seconds
         ends_at = asyncio.get_running_loop().time() + timeout  # one deadline for every path tried
@@ -346,6 +364,7 @@ class A2AClient:
                                                  follow_redirects=True) as response:
                     status = response.status_code
                     body = "" if status in _NOT_FOUND else await read_bounded(response, "GET agent card", url)
+                    age = max_age(response.headers.get("cache-control"))
             if status in _NOT_FOUND:
                 continue
             if status >= 400:
@@ -356,7 +375,7 @@ class A2AClient:
                 card = None
             if not isinstance(card, dict):
                 raise InvalidAgentResponseError(f"the agent card at {url} is not a JSON object", {"url": url})
-            return card, url
+            return card, url, age
         raise A2AClientHTTPError(f"no agent card at {self.config.url} (tried {', '.join(tried)})",
                                  {"tried": tried}, url=self.config.url, method="GET agent card", status=404)
 

@@ -25,6 +25,7 @@ from cleveragents.container.configured import (
 )
 
 if TYPE_CHECKING:
+    from cleveragents.a2a.card_cache import CardCache
     from cleveragents.a2a.card_service import AgentCardService, CardSource
     from cleveragents.a2a.card_signing import CardVerifier
     from cleveragents.a2a.client_http import A2AClient
@@ -187,7 +188,14 @@ class Container:
                           workspace=root, name=name, runner=self.tool_runner)
 
     def _remote_client(self, url: str, token_env: str | None) -> A2AClient:
-        return remote_client(self.settings, url, self.card_verifier, token_env)
+        return remote_client(self.settings, url, self.card_verifier, token_env, self.card_cache)
+
+    @functools.cached_property
+    def card_cache(self) -> CardCache:
+        """Remote agents' cards, kept as their ``Cache-Control`` allows, for this verifier's clients."""
+        from cleveragents.a2a.card_cache import CardCache
+
+        return CardCache()
 
     @functools.cached_property
     def card_verifier(self) -> CardVerifier | None:

@@ -30,9 +30,11 @@ def resolve_for_script(name: str | None) -> Actor | None:
         name = settings.default_actor
         if is_local_actor(name, declared.get(name)):
             return None
+    from cleveragents.a2a.card_cache import CardCache
     from cleveragents.a2a.card_signing import verifier_from_settings
 
     verifier = verifier_from_settings(settings)  # peers' cards are checked as a server checks them
+    cards = CardCache()
     return resolve_actor(name, settings, declared=declared,
-                         remote=lambda url, token_env: remote_client(settings, url, verifier, token_env))
+                         remote=lambda url, token_env: remote_client(settings, url, verifier, token_env, cards))
 
