@@ -4,8 +4,10 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "server" / "cleveragents"
-# Cross-cutting: ids and clocks, settings, and the spans every layer opens.
-SHARED = {"cleveragents._version", "cleveragents.ids", "cleveragents.config", "cleveragents.tracing"}
+# Cross-cutting: ids and clocks, settings, the spans every layer opens, and the TLS
+# context every outbound client shares.
+SHARED = {"cleveragents._version", "cleveragents.ids", "cleveragents.config", "cleveragents.tracing",
+          "cleveragents.tls"}
 ALLOWED = {
     "domain": {"domain"},
     "infra": {"infra", "domain"},

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from cleveragents import tls
 from cleveragents.a2a.client_errors import A2AClientConnectionError, A2AClientTargetRefusedError, A2AClientTimeoutError
 from cleveragents.domain.push_policy import METADATA, Address
 
@@ -108,7 +109,7 @@ class PinnedTransport(httpx.AsyncBaseTransport):
 
     def __init__(self, reach: Reach, **options: Any):
         self.reach = reach
-        self._inner = httpx.AsyncHTTPTransport(**options)
+        self._inner = httpx.AsyncHTTPTransport(verify=tls.client_context(), **options)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url, extensions = request.url, request.extensions

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cleveragents import tls
 from cleveragents.domain.actor import ActorError, ActorEvent, TextChunk, ToolCall, Turn, Usage
 from cleveragents.domain.bounded_read import read_up_to
 from cleveragents.domain.errors import StructuredError
@@ -73,7 +74,7 @@ class OpenAIActor:
         if key := os.environ.get(self.settings.api_key_env, ""):
             headers["Authorization"] = f"Bearer {key}"
         timeout = httpx.Timeout(self.settings.timeout, connect=min(10.0, self.settings.timeout))
-        async with httpx.AsyncClient(timeout=timeout, headers=headers) as client:
+        async with httpx.AsyncClient(timeout=timeout, headers=headers, verify=tls.client_context()) as client:
             for _round in range(self.settings.max_tool_rounds + 1):
                 reply = _Reply()
                 async for event in self._complete(client, messages, definitions, reply):
