@@ -218,6 +218,7 @@ def _kib(size: int) -> str:
 
 def limits_section() -> list[str]:
     from cleveragents.app.context import MAX_VALUE_BYTES
+    from cleveragents.domain.json_cost import MAX_PARSE_COST
     from cleveragents.domain.json_limits import MAX_DEPTH, MAX_DEPTH_CEILING, MAX_METADATA_SIZE, MAX_RECORD_DEPTH
     from cleveragents.transports.lsp.framing import DEFAULT_MAX_MESSAGE_SIZE
 
@@ -229,6 +230,10 @@ def limits_section() -> list[str]:
         f"- A message (a stdio frame, an HTTP body) is at most {_kib(DEFAULT_MAX_MESSAGE_SIZE)} "
         "(`--max-message-size` on stdio); a larger one is refused with -32600. JSON nested deeper than the "
         "parser takes (about a thousand levels) is -32700 (`Parse error: the JSON is nested too deeply`).",
+        f"- A message whose values would take more than {_kib(MAX_PARSE_COST)} of memory once parsed is "
+        "-32700 with `data.reason` `\"too many values\"`, refused unparsed: `[{},{},...]` takes about 25 "
+        "bytes for each byte of text. The bound is counted from the characters that open values "
+        "(`domain/json_cost.py`); text that is mostly strings is far below it.",
         f"- In a request's `params`, objects and arrays nest at most {MAX_DEPTH} levels: `params` is level 1, "
         f"`message` level 2, `message.metadata` level 3. This holds for every member, known or not, the "
         "transport's `workDoneToken` too. Past it the answer is -32602 naming the first value too deep: "

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import itertools
-import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +37,7 @@ from cleveragents.a2a.client_wire import (
     answer,
     decode,
     last_of_stream,
+    parsed,
     read_bounded,
     stream_item,
 )
@@ -369,10 +369,7 @@ class A2AClient:
                 continue
             if status >= 400:
                 raise http_error(status, url=url, method="GET agent card", body=body)
-            try:
-                card = json.loads(body)
-            except (ValueError, RecursionError):  # RecursionError: nested past what the parser takes
-                card = None
+            card = parsed(body, "GET agent card", url)
             if not isinstance(card, dict):
                 raise InvalidAgentResponseError(f"the agent card at {url} is not a JSON object", {"url": url})
             return card, url, age

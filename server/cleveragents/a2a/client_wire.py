@@ -19,6 +19,7 @@ from cleveragents.a2a.client_errors import (
     with_auth_kind,
 )
 from cleveragents.a2a.errors import InvalidAgentResponseError
+from cleveragents.domain import json_cost
 from cleveragents.domain.bounded_read import read_up_to
 from cleveragents.domain.errors import ValidationError
 from cleveragents.domain.event_stream import LineSplitter, SseParser, SseTooLargeError
@@ -73,10 +74,17 @@ async def read_bounded(response: Any, method: str, url: str, limit: int = MAX_RE
 def answer(method: str, url: str, status: int, body: str) -> Any:
     """The ``result`` of a JSON-RPC response body; its ``error`` (or an HTTP error
     status) raised as the matching exception."""
-    return _answer_of(method, url, status, _parsed(body), body)
+    return _answer_of(method, url, status, parsed(body, method, url), body)
 
 
-def _parsed(text: str) -> Any:
+def parsed(text: str, method: str, url: str) -> Any:
+    """The JSON value of a peer's ``text``, or None when it is not JSON; refused
+    unparsed when its values would take more than ``MAX_PARSE_COST`` of memory."""
+    if not json_cost.within_budget(text):
+        raise InvalidAgentResponseError(
+            f"{method} at {url} answered with too many values: they would take more than "
+            f"{json_cost.MAX_PARSE_COST} bytes of memory (counted before parsing)",
+            {"url": url, "method": method, "limit": json_cost.MAX_PARSE_COST})
     try:
         return json.loads(text)
     except (ValueError, RecursionError):  # RecursionError: nested past what the parser takes
@@ -114,7 +122,7 @@ def last_of_stream(method: str, url: str, text: str) -> Any:
 
 def stream_item(method: str, url: str, data: str) -> Any:
     """One SSE ``data:``: a response's result, a notification's params, or SKIP."""
-    message = _parsed(data)
+    message = parsed(data, method, url)
     if isinstance(message, dict) and "method" in message and "id" not in message:
         return message.get("params")  # a notification, as `_cleveragents/event/subscribe` sends
     if isinstance(message, dict) and not {"result", "error", "jsonrpc"} & message.keys():

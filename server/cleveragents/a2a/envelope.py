@@ -21,6 +21,7 @@ from cleveragents.a2a.errors import (
     internal_error_payload,
     is_known,
 )
+from cleveragents.domain import json_cost
 
 Kind = Literal["request", "notification", "response"]
 
@@ -71,6 +72,10 @@ def decode(body: bytes | str) -> Any:
         text = body.decode("utf-8") if isinstance(body, (bytes, bytearray)) else body
     except UnicodeDecodeError as exc:
         raise ParseError("Parse error: the body is not valid UTF-8", {"position": exc.start}) from exc
+    if not json_cost.within_budget(text):
+        raise ParseError(f"Parse error: the JSON holds too many values: they would take more than "
+                         f"{json_cost.MAX_PARSE_COST} bytes of memory (counted before parsing)",
+                         {"reason": "too many values", "max_bytes": json_cost.MAX_PARSE_COST})
     try:
         message = _DECODER.decode(text)
     except _NotJson as exc:
