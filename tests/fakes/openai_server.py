@@ -42,6 +42,7 @@ class FakeOpenAI:
         self.script: list[Reply] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.connections: set[tuple[str, int]] = set()  # the client's address of each connection used
         self.closed_early = threading.Event()
         self.sent = 0  # the bytes of ``endless`` answers written
         self._lock = threading.Lock()
@@ -85,6 +86,7 @@ class FakeOpenAI:
                 pass
 
             def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+                fake.connections.add(self.client_address)
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 if self.path.rstrip("/") != "/v1/chat/completions":

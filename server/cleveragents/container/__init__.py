@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from cleveragents.domain.events import EventBus
     from cleveragents.domain.guards import GuardPolicy
     from cleveragents.domain.plan import Plan
+    from cleveragents.infra.actors.model_http import ModelHttp
     from cleveragents.infra.state_dir import StateDirOwner
     from cleveragents.infra.store.memory import MemoryStore
     from cleveragents.infra.store.postgres import PostgresStore
@@ -169,7 +170,7 @@ class Container:
 
         declared = getattr(self.config, "declared_actors", None)
         return resolve_actor(name, self.settings, declared=declared() if declared else None,
-                             local=self._local_actor, remote=self._remote_client)
+                             local=self._local_actor, remote=self._remote_client, model_http=self.model_http)
 
     def _default_is_local(self) -> bool:
         from cleveragents.infra.actors.resolve import is_local_actor
@@ -189,6 +190,13 @@ class Container:
 
     def _remote_client(self, url: str, token_env: str | None) -> A2AClient:
         return remote_client(self.settings, url, self.card_verifier, token_env, self.card_cache)
+
+    @functools.cached_property
+    def model_http(self) -> ModelHttp:
+        """The HTTP client the model actors share, so connections outlive a turn."""
+        from cleveragents.infra.actors.model_http import ModelHttp
+
+        return ModelHttp()
 
     @functools.cached_property
     def card_cache(self) -> CardCache:
@@ -369,6 +377,7 @@ class Container:
         await self.task_service.aclose()
         await self.plan_service.aclose()
         await self.push_sender.aclose()
+        await self.model_http.aclose()
         self._webhooks.close()
         self.tool_runner.close()
         self.bridge.stop()

@@ -12,9 +12,10 @@ fails the turn instead of filling memory.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,10 +61,14 @@ class _Reply:
 
 
 class OpenAIActor:
-    def __init__(self, name: str, model: str, settings: ChatSettings | None = None):
+    def __init__(self, name: str, model: str, settings: ChatSettings | None = None,
+                 http: Callable[[], Any] | None = None):
+        """``http`` gives the client to call through (``ModelHttp``), shared with other
+        actors so that connections outlive a turn; without it, each turn makes its own."""
         self.name = name
         self.model = model
         self.settings = settings or ChatSettings()
+        self._http = http
 
     async def respond(self, turn: Turn) -> AsyncIterator[ActorEvent]:
         import httpx
@@ -74,10 +79,13 @@ class OpenAIActor:
         if key := os.environ.get(self.settings.api_key_env, ""):
             headers["Authorization"] = f"Bearer {key}"
         timeout = httpx.Timeout(self.settings.timeout, connect=min(10.0, self.settings.timeout))
-        async with httpx.AsyncClient(timeout=timeout, headers=headers, verify=tls.client_context()) as client:
+        request = {"headers": headers, "timeout": timeout}
+        shared = self._http() if self._http is not None else None
+        async with (contextlib.nullcontext(shared) if shared is not None
+                    else httpx.AsyncClient(verify=tls.client_context())) as client:
             for _round in range(self.settings.max_tool_rounds + 1):
                 reply = _Reply()
-                async for event in self._complete(client, messages, definitions, reply):
+                async for event in self._complete(client, messages, definitions, reply, request):
                     yield event
                 if not reply.calls:
                     return
@@ -116,7 +124,7 @@ class OpenAIActor:
         return ToolCall(tool, arguments, result, rationale), result
 
     async def _complete(self, client: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                        reply: _Reply) -> AsyncIterator[ActorEvent]:
+                        reply: _Reply, request: Mapping[str, Any]) -> AsyncIterator[ActorEvent]:
         import httpx
 
         body: dict[str, Any] = {**self.settings.extra_body, "model": self.model, "messages": messages,
@@ -127,7 +135,7 @@ class OpenAIActor:
             body["tools"] = tools
         url = self.settings.base_url.rstrip("/") + "/chat/completions"
         try:
-            async with client.stream("POST", url, json=body) as response:
+            async with client.stream("POST", url, json=body, **request) as response:
                 if response.status_code >= 400:
                     error_body, _ = await read_up_to(response.aiter_bytes(), MAX_ERROR_BODY_BYTES)
                     raise self._status_error(response.status_code, error_body, response.headers)

@@ -30,10 +30,12 @@ def known_providers() -> tuple[str, ...]:
 
 
 def resolve_actor(name: str, settings: Settings, *, declared: Mapping[str, Mapping[str, Any]] | None = None,
-                  local: Callable[[str], Actor] | None = None, remote: RemoteClientFactory | None = None) -> Actor:
+                  local: Callable[[str], Actor] | None = None, remote: RemoteClientFactory | None = None,
+                  model_http: Callable[[], Any] | None = None) -> Actor:
     """The actor called ``name``. ``ValidationError`` (naming the known providers) for a
     name no provider serves. ``local`` builds local actors and ``remote`` the clients
-    of remote agents (the composition root has what they need)."""
+    of remote agents (the composition root has what they need); ``model_http`` is the
+    HTTP client model actors share (``ModelHttp``)."""
     spec = dict((declared or {}).get(name) or {})
     provider_part, _, model_part = name.partition("/")
     provider = str(spec.get("provider") or provider_part)
@@ -41,7 +43,7 @@ def resolve_actor(name: str, settings: Settings, *, declared: Mapping[str, Mappi
     if not model:
         raise _invalid(name, "an actor is named provider/model, e.g. openai/gpt-4o")
     if provider in ("openai", "ollama"):
-        actor: Any = OpenAIActor(name, model, _chat_settings(provider, spec, settings))
+        actor: Any = OpenAIActor(name, model, _chat_settings(provider, spec, settings), http=model_http)
     elif provider == "python":
         from cleveragents.infra.actors.python import PythonActor
 
