@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import itertools
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from cleveragents.app.tasks import TaskPage
 
 VERSION_HEADER = "A2A-Version"
+FINISH_SECONDS, FINISH_BYTES = 0.05, 64 * 1024  # of a stream its reader left
 _NOT_FOUND = (404, 405, 410)
 _UNSET: Any = object()
 
@@ -445,13 +447,30 @@ class A2AClient:
                     # A peer may answer a stream call with one JSON-RPC response (often an error).
                     yield answer(method, url, response.status_code, body)
                     return
+                chunks = response.aiter_bytes()
                 try:
-                    async for event in parse_sse(response.aiter_bytes(), parser):
+                    async for event in parse_sse(chunks, parser):
                         item = stream_item(method, url, event.data)
                         if item is not SKIP:
                             yield item
                 except SseTooLargeError as exc:
                     raise InvalidAgentResponseError(f"{method} at {url}: {exc}", {"url": url}) from None
+                except GeneratorExit:  # the reader stopped (at the task's end, say)
+                    await _finish(chunks)
+                    raise
+
+
+async def _finish(chunks: AsyncIterator[bytes]) -> None:
+    """Read the rest of a stream that is ending anyway: a peer ends it right after the
+    last event, and a response read to its end leaves its connection for the next call.
+    At most ``FINISH_BYTES`` within ``FINISH_SECONDS``; past that it is closed unread."""
+    left = FINISH_BYTES
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(FINISH_SECONDS):
+            async for chunk in chunks:
+                left -= len(chunk)
+                if left < 0:
+                    return
 
 
 def _message(message: Message | str) -> Message:

@@ -25,6 +25,7 @@ from cleveragents.container.configured import (
 )
 
 if TYPE_CHECKING:
+    from cleveragents.a2a.agent_connections import AgentConnections
     from cleveragents.a2a.card_cache import CardCache
     from cleveragents.a2a.card_service import AgentCardService, CardSource
     from cleveragents.a2a.card_signing import CardVerifier
@@ -189,7 +190,8 @@ class Container:
                           workspace=root, name=name, runner=self.tool_runner)
 
     def _remote_client(self, url: str, token_env: str | None) -> A2AClient:
-        return remote_client(self.settings, url, self.card_verifier, token_env, self.card_cache)
+        return remote_client(self.settings, url, self.card_verifier, token_env, self.card_cache,
+                             self.agent_connections)
 
     @functools.cached_property
     def model_http(self) -> ModelHttp:
@@ -197,6 +199,13 @@ class Container:
         from cleveragents.infra.actors.model_http import ModelHttp
 
         return ModelHttp()
+
+    @functools.cached_property
+    def agent_connections(self) -> AgentConnections:
+        """The connections to remote agents, kept between turns."""
+        from cleveragents.a2a.agent_connections import AgentConnections
+
+        return AgentConnections()
 
     @functools.cached_property
     def card_cache(self) -> CardCache:
@@ -378,6 +387,7 @@ class Container:
         await self.plan_service.aclose()
         await self.push_sender.aclose()
         await self.model_http.aclose()
+        await self.agent_connections.aclose()
         self._webhooks.close()
         self.tool_runner.close()
         self.bridge.stop()
