@@ -165,6 +165,39 @@ def test_callers_without_a_credential_sending_slow_bodies_hold_no_connection(ide
         assert refused.status_code == 401 and refused.json()["id"] == 7
 
 
+def test_a_caller_with_a_credential_holds_at_most_its_share_of_slow_bodies(identity):
+    """A body being read is a request being served, which the connection limit never
+    makes room from: one caller with a token sending slow bodies on every connection
+    would leave everyone else none. Past its share, its requests are refused 429
+    before their bodies are read, and their connections can be made room from."""
+    from cleveragents.transports.http.body_reads import MAX_BODY_READS
+
+    assert MAX_BODY_READS < LIMIT
+    args = ("--auth-token", "tok-slow", "--body-timeout", "60", "--max-connections", str(LIMIT))
+    with HttpProcess(identity, *args) as server:
+        answered: list[bytes] = []
+        for path in ("/a2a", "/message:send"):
+            head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nAuthorization: Bearer tok-slow\r\n"
+                    "Content-Type: application/json\r\nContent-Length: 60000\r\n\r\n{").encode()
+            slow = _open(server.port, LIMIT + 16, head)
+            _trickle(slow)
+            took = []
+            for _ in range(5):  # a new connection each time, which a refused one makes room for
+                with httpx.Client(base_url=server.url, timeout=5) as fresh:
+                    took.append(_served(fresh))
+                _trickle(slow)
+            assert max(took) < 2.0, (path, took)
+            for sock in slow:
+                try:
+                    answered.append(sock.recv(65536))
+                except OSError:
+                    pass
+                sock.close()
+        refused = [a for a in answered if a.startswith(b"HTTP/1.1 429")]
+        assert refused and all(b"too_many_bodies" in a or b"Too many requests" in a for a in refused), answered[:3]
+        assert "Traceback" not in server.stderr()
+
+
 def test_the_defaults_bound_every_connection():
     from cleveragents.transports.http.connections import HttpLimits
 

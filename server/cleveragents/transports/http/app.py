@@ -41,6 +41,7 @@ from cleveragents.a2a.version import EMPTY_HEADER_VERSION
 from cleveragents.config import Settings
 from cleveragents.transports import redaction
 from cleveragents.transports.http.auth import Caller, HttpAuth
+from cleveragents.transports.http.body_reads import BodyReads
 from cleveragents.transports.http.cards import CARD_V03_PATH, CARD_V1_PATH, JWKS_PATH, CardRoutes
 from cleveragents.transports.http.guards import GuardPolicy, HttpGuard
 from cleveragents.transports.http.jsonrpc import MAX_BODY_BYTES, JsonRpcEndpoint
@@ -81,6 +82,7 @@ class A2AHttpApp:
                  public_url: str | None = None):
         self.runtime = runtime
         self.auth = auth or HttpAuth()
+        self.body_reads = BodyReads()
         self.prefix = _normal_prefix(prefix)
         self.public_url = public_url
         self.card_modified = time.time()

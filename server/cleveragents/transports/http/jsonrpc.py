@@ -25,6 +25,7 @@ from cleveragents.a2a.errors import ContentTypeNotSupportedError, error_payload
 from cleveragents.a2a.facade import CallContext
 from cleveragents.a2a.streams import EVENT_NOTIFICATION, StreamItem
 from cleveragents.transports.http.auth import Caller, Refusal
+from cleveragents.transports.http.body_reads import TooManyBodies
 from cleveragents.transports.http.connections import mark_refused
 from cleveragents.transports.http.media import A2A_JSON, JSON, json_answer
 from cleveragents.transports.http.sse import EventStreamResponse, ServerSentEvent
@@ -111,7 +112,10 @@ class JsonRpcEndpoint:
         allowed = isinstance(caller, Caller)
         mark_refused(request.scope, reading=not allowed)
         try:
-            body = await read_body(request, MAX_BODY_BYTES if allowed else UNAUTHENTICATED_BODY_BYTES)
+            with self.app.body_reads.reading(caller) if isinstance(caller, Caller) else contextlib.nullcontext():
+                body = await read_body(request, MAX_BODY_BYTES if allowed else UNAUTHENTICATED_BODY_BYTES)
+        except TooManyBodies as exc:
+            return self.refused(request, None, exc.refusal)
         except BodyTooLarge:
             return too_large(request) if isinstance(caller, Caller) else self.refused(request, None, caller)
         except ClientDisconnect:  # gone, or cut off (the body timeout, room made): no one to answer

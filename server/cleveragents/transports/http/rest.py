@@ -27,6 +27,7 @@ from cleveragents.a2a.errors import (
 )
 from cleveragents.a2a.rpc_status import status_of
 from cleveragents.transports.http.auth import Caller, Refusal
+from cleveragents.transports.http.body_reads import TooManyBodies
 from cleveragents.transports.http.cards import extended_card_headers
 from cleveragents.transports.http.jsonrpc import JSON_TYPES, BodyTooLarge, is_json, read_body
 from cleveragents.transports.http.media import json_answer
@@ -132,14 +133,15 @@ class RestBinding:
         caller = await self.app.auth.authenticate(request.headers)
         refusal = caller if isinstance(caller, Refusal) else self.app.auth.authorize(caller, method)
         if refusal is not None:
-            _, content = version.status(error_payload(refusal.error, dialects.A2A_V1))
-            if refusal.status == 503:  # the keys to check a token could not be read: not the caller's fault
-                content["error"].update(code=503, status="UNAVAILABLE")
-            return json_answer(request, content, refusal.status, refusal.headers)
+            return _refused(request, version, refusal)
+        assert isinstance(caller, Caller)
         body: Any = None
         if request.method == "POST":
             try:
-                raw = await read_body(request)
+                with self.app.body_reads.reading(caller):
+                    raw = await read_body(request)
+            except TooManyBodies as exc:
+                return _refused(request, version, exc.refusal)
             except BodyTooLarge:
                 return json_answer(request, {"error": {"code": 413, "status": "INVALID_ARGUMENT",
                                                        "message": "The body is too large"}}, 413)
@@ -160,7 +162,6 @@ class RestBinding:
                     return error_response(request, ParseError("The body must be a JSON object"), version=version)
         message = {"jsonrpc": "2.0", "id": "rest", "method": method, "params": route.params(request, body or {})}
         facade = await self.app.facade(request)
-        assert isinstance(caller, Caller)
         context = self.app.call_context(request, method, "rest", caller)
         spec = methods.get(method)
         try:
@@ -234,3 +235,14 @@ def _config_body(request: Request, body: dict[str, Any]) -> dict[str, Any]:
 
 def _config_query(request: Request, body: dict[str, Any]) -> dict[str, Any]:
     return {**_query(request, body), "taskId": request.path_params["id"]}
+
+
+_STATUS_OF_REFUSAL = {429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}
+
+
+def _refused(request: Request, version: RestVersion, refusal: Refusal) -> Response:
+    """A request that does not get in, in the REST error shape."""
+    _, content = version.status(error_payload(refusal.error, dialects.A2A_V1))
+    if refusal.status in _STATUS_OF_REFUSAL:  # a bound or the keys' server, not a fault of the request
+        content["error"].update(code=refusal.status, status=_STATUS_OF_REFUSAL[refusal.status])
+    return json_answer(request, content, refusal.status, refusal.headers)
