@@ -4,10 +4,10 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "server" / "cleveragents"
-# Cross-cutting: ids and clocks, settings, the spans every layer opens, and the TLS
-# context every outbound client shares.
+# Cross-cutting: ids and clocks, settings, the spans every layer opens, and what every
+# outbound HTTP client shares (the TLS context, clients kept between calls).
 SHARED = {"cleveragents._version", "cleveragents.ids", "cleveragents.config", "cleveragents.tracing",
-          "cleveragents.tls"}
+          "cleveragents.http_clients"}
 ALLOWED = {
     "domain": {"domain"},
     "infra": {"infra", "domain"},

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from cleveragents import tls
 from cleveragents.a2a.card_keys import CardKey, CardKeyError, keys_from_jwks, load_signing_keys, load_trusted_keys
 from cleveragents.a2a.card_schema import signing_view, v03_signing_view, v1_reading
 from cleveragents.a2a.errors import InvalidAgentResponseError
+from cleveragents.http_clients import tls_context
 
 if TYPE_CHECKING:
     from cleveragents.config import Settings
@@ -208,7 +208,7 @@ class TrustedKeys:
         try:
             # The timeout bounds the whole fetch: the check, and the connect waiting on it.
             async with (TransportErrors("GET JWK Set", self.jwks_url, self.timeout, deadline=True),
-                        httpx.AsyncClient(timeout=self.timeout, follow_redirects=False, verify=tls.client_context()) as http,
+                        httpx.AsyncClient(timeout=self.timeout, follow_redirects=False, verify=tls_context()) as http,
                         http.stream("GET", self.jwks_url, headers={"Accept": "application/json"}) as response):
                 body = await read_bounded(response, "GET JWK Set", self.jwks_url, MAX_JWKS_BYTES)
                 status = response.status_code

@@ -307,12 +307,9 @@ class A2AClient:
 
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
-            import httpx
+            from cleveragents.a2a.client_reach import guarded_client
 
-            from cleveragents.a2a.client_reach import PinnedTransport
-
-            self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.config.timeout_seconds),
-                                           follow_redirects=False, transport=PinnedTransport(self._reach()))
+            self._http = guarded_client(self._reach(), self.config.timeout_seconds)
         return self._http
 
     def _reach(self) -> Reach:

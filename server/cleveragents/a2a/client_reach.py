@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from cleveragents import tls
 from cleveragents.a2a.client_errors import A2AClientConnectionError, A2AClientTargetRefusedError, A2AClientTimeoutError
 from cleveragents.domain.push_policy import METADATA, Address
+from cleveragents.http_clients import KEEPALIVE_SECONDS, tls_context
 
 LOOPBACK, LOCAL, INTERNET = 0, 1, 2
 _NEARNESS_NAMES = ("loopback", "local")
@@ -109,7 +109,7 @@ class PinnedTransport(httpx.AsyncBaseTransport):
 
     def __init__(self, reach: Reach, **options: Any):
         self.reach = reach
-        self._inner = httpx.AsyncHTTPTransport(verify=tls.client_context(), **options)
+        self._inner = httpx.AsyncHTTPTransport(verify=tls_context(), **options)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url, extensions = request.url, request.extensions
@@ -133,3 +133,16 @@ class PinnedTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+def guarded_client(reach: Reach, timeout: float, **transport: Any) -> httpx.AsyncClient:
+    """An httpx client whose every request goes where ``reach`` allows, to an address
+    it checked; ``transport`` takes the transport's options (``limits``)."""
+    return httpx.AsyncClient(timeout=httpx.Timeout(timeout), follow_redirects=False,
+                             transport=PinnedTransport(reach, **transport))
+
+
+def agent_client(key: tuple[str, float]) -> httpx.AsyncClient:
+    """The client kept for the agent at a URL with a timeout (``KeptClients``'s key)."""
+    url, timeout = key
+    return guarded_client(Reach(url, timeout), timeout, limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS))

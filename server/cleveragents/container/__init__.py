@@ -25,7 +25,6 @@ from cleveragents.container.configured import (
 )
 
 if TYPE_CHECKING:
-    from cleveragents.a2a.agent_connections import AgentConnections
     from cleveragents.a2a.card_cache import CardCache
     from cleveragents.a2a.card_service import AgentCardService, CardSource
     from cleveragents.a2a.card_signing import CardVerifier
@@ -43,7 +42,7 @@ if TYPE_CHECKING:
     from cleveragents.domain.events import EventBus
     from cleveragents.domain.guards import GuardPolicy
     from cleveragents.domain.plan import Plan
-    from cleveragents.infra.actors.model_http import ModelHttp
+    from cleveragents.http_clients import KeptClients
     from cleveragents.infra.state_dir import StateDirOwner
     from cleveragents.infra.store.memory import MemoryStore
     from cleveragents.infra.store.postgres import PostgresStore
@@ -171,7 +170,8 @@ class Container:
 
         declared = getattr(self.config, "declared_actors", None)
         return resolve_actor(name, self.settings, declared=declared() if declared else None,
-                             local=self._local_actor, remote=self._remote_client, model_http=self.model_http)
+                             local=self._local_actor, remote=self._remote_client,
+                             model_http=lambda: self.model_clients.get(None))
 
     def _default_is_local(self) -> bool:
         from cleveragents.infra.actors.resolve import is_local_actor
@@ -194,18 +194,20 @@ class Container:
                              self.agent_connections)
 
     @functools.cached_property
-    def model_http(self) -> ModelHttp:
-        """The HTTP client the model actors share, so connections outlive a turn."""
-        from cleveragents.infra.actors.model_http import ModelHttp
+    def model_clients(self) -> KeptClients[None]:
+        """The one HTTP client the model actors share, so connections outlive a turn."""
+        from cleveragents.http_clients import KeptClients
+        from cleveragents.infra.actors.openai import model_client
 
-        return ModelHttp()
+        return KeptClients(model_client, size=1)
 
     @functools.cached_property
-    def agent_connections(self) -> AgentConnections:
-        """The connections to remote agents, kept between turns."""
-        from cleveragents.a2a.agent_connections import AgentConnections
+    def agent_connections(self) -> KeptClients[tuple[str, float]]:
+        """The connections to remote agents, kept between turns, by URL and timeout."""
+        from cleveragents.a2a.client_reach import agent_client
+        from cleveragents.http_clients import KeptClients
 
-        return AgentConnections()
+        return KeptClients(agent_client)
 
     @functools.cached_property
     def card_cache(self) -> CardCache:
@@ -386,7 +388,7 @@ class Container:
         await self.task_service.aclose()
         await self.plan_service.aclose()
         await self.push_sender.aclose()
-        await self.model_http.aclose()
+        await self.model_clients.aclose()
         await self.agent_connections.aclose()
         self._webhooks.close()
         self.tool_runner.close()

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 from cleveragents.config import OAuth2, Settings
 
 if TYPE_CHECKING:
-    from cleveragents.a2a.agent_connections import AgentConnections
     from cleveragents.a2a.card_cache import CardCache
     from cleveragents.a2a.card_signing import CardVerifier
     from cleveragents.a2a.client_http import A2AClient
     from cleveragents.app.health import HealthService
     from cleveragents.domain.guards import GuardPolicy
     from cleveragents.domain.json_limits import JsonLimits
+    from cleveragents.http_clients import KeptClients
     from cleveragents.infra.config_file import Configuration
 
 
@@ -122,7 +122,7 @@ def early_health_service(settings: Settings) -> tuple[HealthService, Callable[[]
 
 def remote_client(settings: Settings, url: str, card_verifier: CardVerifier | None = None,
                   token_env: str | None = None, card_cache: CardCache | None = None,
-                  connections: AgentConnections | None = None) -> A2AClient:
+                  connections: KeptClients[tuple[str, float]] | None = None) -> A2AClient:
     """The outbound A2A client of a remote agent (``a2a`` actors). Its token comes from
     ``token_env`` (a declared actor's ``api_key_env``; unset: no token), so no agent
     sees another's; an agent declared without one gets ``CLEVERAGENTS_A2A_TOKEN``.
@@ -138,7 +138,7 @@ def remote_client(settings: Settings, url: str, card_verifier: CardVerifier | No
         token = os.environ.get("CLEVERAGENTS_A2A_TOKEN") or "anonymous"
     timeout = min(max(settings.actor_timeout, 1.0), 3600.0)
     return A2AClient(ServerConnectionConfig(url=url, token=token, timeout_seconds=timeout), card_verifier=card_verifier,
-                     card_cache=card_cache, http=connections.client(url, timeout) if connections is not None else None)
+                     card_cache=card_cache, http=connections.get((url, timeout)) if connections is not None else None)
 
 
 def configured_oauth2(settings: Settings) -> OAuth2 | None:

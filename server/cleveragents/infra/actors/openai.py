@@ -17,14 +17,17 @@ import json
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cleveragents import tls
 from cleveragents.domain.actor import ActorError, ActorEvent, TextChunk, ToolCall, Turn, Usage
 from cleveragents.domain.bounded_read import read_up_to
 from cleveragents.domain.errors import StructuredError
 from cleveragents.domain.event_stream import SseTooLargeError, sse_lines
+from cleveragents.http_clients import KEEPALIVE_SECONDS, tls_context
 from cleveragents.infra.actors.chat import conversation, function_definitions, tool_result_message
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -60,11 +63,21 @@ class _Reply:
         call["arguments"] += function.get("arguments") or ""
 
 
+def model_client(_key: object = None) -> httpx.AsyncClient:
+    """A client for model calls: headers and time limits go with each request, so one
+    serves every endpoint and key (``KeptClients`` keeps it between turns)."""
+    import httpx
+
+    return httpx.AsyncClient(verify=tls_context(), follow_redirects=False,
+                             limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
+
+
 class OpenAIActor:
     def __init__(self, name: str, model: str, settings: ChatSettings | None = None,
                  http: Callable[[], Any] | None = None):
-        """``http`` gives the client to call through (``ModelHttp``), shared with other
-        actors so that connections outlive a turn; without it, each turn makes its own."""
+        """``http`` gives the client to call through (a kept ``model_client``), shared
+        with other actors so that connections outlive a turn; without it, each turn
+        makes its own."""
         self.name = name
         self.model = model
         self.settings = settings or ChatSettings()
@@ -82,7 +95,7 @@ class OpenAIActor:
         request = {"headers": headers, "timeout": timeout}
         shared = self._http() if self._http is not None else None
         async with (contextlib.nullcontext(shared) if shared is not None
-                    else httpx.AsyncClient(verify=tls.client_context())) as client:
+                    else model_client()) as client:
             for _round in range(self.settings.max_tool_rounds + 1):
                 reply = _Reply()
                 async for event in self._complete(client, messages, definitions, reply, request):

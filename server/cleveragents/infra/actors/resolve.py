@@ -35,7 +35,7 @@ def resolve_actor(name: str, settings: Settings, *, declared: Mapping[str, Mappi
     """The actor called ``name``. ``ValidationError`` (naming the known providers) for a
     name no provider serves. ``local`` builds local actors and ``remote`` the clients
     of remote agents (the composition root has what they need); ``model_http`` is the
-    HTTP client model actors share (``ModelHttp``)."""
+    HTTP client model actors share (a kept ``openai.model_client``)."""
     spec = dict((declared or {}).get(name) or {})
     provider_part, _, model_part = name.partition("/")
     provider = str(spec.get("provider") or provider_part)

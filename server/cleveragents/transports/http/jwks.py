@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cleveragents import tls
 from cleveragents.config import JWT_ALGORITHMS
+from cleveragents.http_clients import tls_context
 
 logger = logging.getLogger("cleveragents.http.oauth")
 
@@ -180,7 +180,7 @@ async def _fetch(url: str) -> bytes:
 
     try:
         async with httpx.AsyncClient(timeout=FETCH_TIMEOUT, follow_redirects=False,
-                                     verify=tls.client_context()) as client:
+                                     verify=tls_context()) as client:
             async with client.stream("GET", url, headers={"Accept": "application/json"}) as response:
                 if response.status_code != 200:
                     raise KeySetUnavailable(f"the key set at {url} answered {response.status_code}, not 200")
