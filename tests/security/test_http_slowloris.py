@@ -76,6 +76,23 @@ def _served(client: httpx.Client) -> float:
     return time.monotonic() - started
 
 
+def _slow_bodies_leave_room(server: HttpProcess, path: str, credential: str) -> list[socket.socket]:
+    """Past the connection limit, connections that send a body slowly to ``path`` (with
+    the ``credential`` header line, if any); a normal client is served at once all the
+    while, on a new connection each time, which one of those must make room for."""
+    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n{credential}"
+            "Content-Type: application/json\r\nContent-Length: 60000\r\n\r\n{").encode()
+    slow = _open(server.port, LIMIT + 16, head)
+    _trickle(slow)
+    took = []
+    for _ in range(5):
+        with httpx.Client(base_url=server.url, timeout=5) as fresh:
+            took.append(_served(fresh))
+        _trickle(slow)
+    assert max(took) < 2.0, (path, took)
+    return slow
+
+
 def test_slowloris_and_idle_connections_are_cut_off_and_normal_clients_are_served(identity):
     args = ("--auth-token", "tok-slow", "--header-timeout", str(HEADER_TIMEOUT), "--body-timeout", str(BODY_TIMEOUT),
             "--max-connections", str(LIMIT))
@@ -148,16 +165,7 @@ def test_callers_without_a_credential_sending_slow_bodies_hold_no_connection(ide
     a few hundred such callers, who need no token, would leave everyone else 503."""
     args = ("--auth-token", "tok-slow", "--body-timeout", "60", "--max-connections", str(LIMIT))
     with HttpProcess(identity, *args) as server:
-        head = (f"POST /a2a HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nContent-Type: application/json\r\n"
-                "Content-Length: 60000\r\n\r\n{").encode()
-        slow = _open(server.port, LIMIT + 16, head)
-        _trickle(slow)
-        took = []
-        for _ in range(5):  # a new connection each time, which a slow one makes room for
-            with httpx.Client(base_url=server.url, timeout=5) as fresh:
-                took.append(_served(fresh))
-            _trickle(slow)
-        assert max(took) < 2.0, took
+        slow = _slow_bodies_leave_room(server, "/a2a", "")
         for sock in slow:
             sock.close()
         with httpx.Client(base_url=server.url, timeout=5) as client:  # with its body at once, its id is echoed
@@ -177,16 +185,7 @@ def test_a_caller_with_a_credential_holds_at_most_its_share_of_slow_bodies(ident
     with HttpProcess(identity, *args) as server:
         answered: list[bytes] = []
         for path in ("/a2a", "/message:send"):
-            head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nAuthorization: Bearer tok-slow\r\n"
-                    "Content-Type: application/json\r\nContent-Length: 60000\r\n\r\n{").encode()
-            slow = _open(server.port, LIMIT + 16, head)
-            _trickle(slow)
-            took = []
-            for _ in range(5):  # a new connection each time, which a refused one makes room for
-                with httpx.Client(base_url=server.url, timeout=5) as fresh:
-                    took.append(_served(fresh))
-                _trickle(slow)
-            assert max(took) < 2.0, (path, took)
+            slow = _slow_bodies_leave_room(server, path, "Authorization: Bearer tok-slow\r\n")
             for sock in slow:
                 try:
                     answered.append(sock.recv(65536))
