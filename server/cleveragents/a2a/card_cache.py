@@ -1,6 +1,7 @@
-"""Agent cards the outbound client read, kept by the URL they were read for, as long as
-the card's own ``Cache-Control`` allows: its ``max-age``, at most an hour. A card sent
-with ``no-store`` or ``no-cache``, or without a ``max-age``, is not kept.
+"""The agent cards the outbound client reads: fetched (``fetch_card``), and kept by
+the URL they were read for, as long as the card's own ``Cache-Control`` allows: its
+``max-age``, at most an hour. A card sent with ``no-store`` or ``no-cache``, or
+without a ``max-age``, is not kept.
 
 One cache serves the clients of one card verifier: a card is checked when it is read,
 and a client that takes it from the cache trusts that check. A client whose call could
@@ -10,13 +11,50 @@ found again at the next call.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from cleveragents.a2a.client_dialect import card_urls
+from cleveragents.a2a.client_errors import A2AClientHTTPError, http_error
+from cleveragents.a2a.client_wire import TransportErrors, parsed, read_bounded
+from cleveragents.a2a.errors import InvalidAgentResponseError
+
+if TYPE_CHECKING:
+    import httpx
 
 MAX_AGE = 3600.0
 MAX_CARDS = 256
+_NOT_FOUND = (404, 405, 410)
+_METHOD = "GET agent card"
+
+
+async def fetch_card(http: httpx.AsyncClient, base_url: str, timeout: float) -> tuple[dict[str, Any], str, float]:
+    """(the card of the agent at ``base_url``, the URL it was read at, how long it may
+    be kept), trying each well-known path in turn under one deadline of ``timeout``."""
+    tried: list[str] = []
+    ends_at = asyncio.get_running_loop().time() + timeout  # one deadline for every path tried
+    for url in card_urls(base_url):
+        tried.append(url)
+        async with TransportErrors(_METHOD, url, timeout, deadline=True, ends_at=ends_at):
+            # The card is public: following a redirect (to https, say) is safe.
+            async with http.stream("GET", url, headers={"Accept": "application/json"},
+                                   follow_redirects=True) as response:
+                status = response.status_code
+                body = "" if status in _NOT_FOUND else await read_bounded(response, _METHOD, url)
+                age = max_age(response.headers.get("cache-control"))
+        if status in _NOT_FOUND:
+            continue
+        if status >= 400:
+            raise http_error(status, url=url, method=_METHOD, body=body)
+        card = parsed(body, _METHOD, url)
+        if not isinstance(card, dict):
+            raise InvalidAgentResponseError(f"the agent card at {url} is not a JSON object", {"url": url})
+        return card, url, age
+    raise A2AClientHTTPError(f"no agent card at {base_url} (tried {', '.join(tried)})",
+                             {"tried": tried}, url=base_url, method=_METHOD, status=404)
 
 
 def max_age(cache_control: str | None) -> float:

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cleveragents import tracing
-from cleveragents.a2a.card_cache import max_age
+from cleveragents.a2a.card_cache import fetch_card
 from cleveragents.a2a.client_dialect import (
     DIALECTS,
     GRPC,
@@ -27,10 +27,9 @@ from cleveragents.a2a.client_dialect import (
     Dialect,
     Interface,
     auth_headers,
-    card_urls,
     select_interface,
 )
-from cleveragents.a2a.client_errors import A2AClientError, A2AClientHTTPError, http_error
+from cleveragents.a2a.client_errors import A2AClientError
 from cleveragents.a2a.client_wire import (
     SKIP,
     A2AStream,
@@ -38,7 +37,6 @@ from cleveragents.a2a.client_wire import (
     answer,
     decode,
     last_of_stream,
-    parsed,
     read_bounded,
     stream_item,
 )
@@ -61,7 +59,6 @@ if TYPE_CHECKING:
 
 VERSION_HEADER = "A2A-Version"
 FINISH_SECONDS, FINISH_BYTES = 0.05, 64 * 1024  # of a stream its reader left
-_NOT_FOUND = (404, 405, 410)
 _UNSET: Any = object()
 
 
@@ -134,7 +131,7 @@ class A2AClient:
         cached = self._card_cache.get(self.config.url) if self._card_cache is not None else None
         if cached is not None:
             return cached
-        card, url, age = await self._fetch_card()
+        card, url, age = await fetch_card(self._client(), self.config.url, self.config.timeout_seconds)
         if self.card_verifier is not None:
             await self.card_verifier.check(card, url)
         if self._card_cache is not None:
@@ -349,31 +346,6 @@ class A2AClient:
             self._grpc = GrpcWire(url, self._card_url, metadata, self.config.timeout_seconds,
                                   address=addresses[0] if addresses else None)
         return self._grpc
-
-    async def _fetch_card(self) -> tuple[dict[str, Any], str, float]:
-        """(the card, the URL it was read at, how long it may be kept)."""
-        tried: list[str] = []
-        timeout = self.config.timeout_seconds
-        ends_at = asyncio.get_running_loop().time() + timeout  # one deadline for every path tried
-        for url in card_urls(self.config.url):
-            tried.append(url)
-            async with TransportErrors("GET agent card", url, timeout, deadline=True, ends_at=ends_at):
-                # The card is public: following a redirect (to https, say) is safe.
-                async with self._client().stream("GET", url, headers={"Accept": "application/json"},
-                                                 follow_redirects=True) as response:
-                    status = response.status_code
-                    body = "" if status in _NOT_FOUND else await read_bounded(response, "GET agent card", url)
-                    age = max_age(response.headers.get("cache-control"))
-            if status in _NOT_FOUND:
-                continue
-            if status >= 400:
-                raise http_error(status, url=url, method="GET agent card", body=body)
-            card = parsed(body, "GET agent card", url)
-            if not isinstance(card, dict):
-                raise InvalidAgentResponseError(f"the agent card at {url} is not a JSON object", {"url": url})
-            return card, url, age
-        raise A2AClientHTTPError(f"no agent card at {self.config.url} (tried {', '.join(tried)})",
-                                 {"tried": tried}, url=self.config.url, method="GET agent card", status=404)
 
     def _span(self, method: str, url: str, *, detached: bool = False) -> Any:
         """The span of one outbound call (a no-op while tracing is off); ``detached``
