@@ -6,8 +6,8 @@ it (``connections.py``). So a caller with a credential that sent bodies slowly, 
 connection, could hold every connection there is. Each holder (an access token's
 issuer and subject; every caller with a configured secret, or no auth, is one holder)
 may be sending ``MAX_BODY_READS`` bodies at once. Past that, a request is refused with
-429 before its body is read; its connection then waits for a request head, and can be
-made room from.
+429 before its body is read, and its connection is closed: with a body unread, it can't
+carry another request, and left open it would stay a request being served.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class TooManyBodies(Exception):
         error = BusinessRuleViolation(
             f"Too many requests sending their bodies at once: at most {most} per caller; "
             "finish one or wait", {"limit": most, "scope": "caller", "reason": "too_many_bodies"})
-        self.refusal = Refusal(429, error, {"Retry-After": RETRY_AFTER_SECONDS})
+        self.refusal = Refusal(429, error, {"Retry-After": RETRY_AFTER_SECONDS, "Connection": "close"})
         super().__init__(error.message)
 
 
