@@ -48,7 +48,7 @@ class EventSubscriptions:
             }
         self._forget_closed()
         caller = context.caller
-        holder = (caller.issuer, caller.subject) if caller is not None and caller.subject is not None else None
+        holder = caller.holder if caller is not None else None
         if len(self._live) >= self.limit:
             raise _too_many(self.limit, "server")
         if holder is not None and sum(1 for _, held in self._live.values() if held == holder) >= self.per_caller:

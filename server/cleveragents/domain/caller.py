@@ -41,6 +41,12 @@ class CallerIdentity:
         return cls(OAUTH2, _text(claims.get("sub")), _text(claims.get("client_id")) or _text(claims.get("azp")),
                    scopes, _text(claims.get("iss")), claims)
 
+    @property
+    def holder(self) -> tuple[str | None, str] | None:
+        """Whose share of a per-caller bound this caller takes: an access token's issuer
+        and subject, or None for a caller with no subject (a configured secret)."""
+        return (self.issuer, self.subject) if self.subject is not None else None
+
     def has_scope(self, scope: str) -> bool:
         return scope in self.scopes
 

@@ -42,8 +42,7 @@ class BodyReads:
     @contextlib.contextmanager
     def reading(self, caller: Caller) -> Iterator[None]:
         """Around reading one body of ``caller``'s; ``TooManyBodies`` past its share."""
-        identity = caller.identity
-        holder = (identity.issuer, identity.subject) if identity is not None and identity.subject else None
+        holder = caller.identity.holder if caller.identity is not None else None
         if self._reading[holder] >= self.most:
             raise TooManyBodies(self.most)
         self._reading[holder] += 1
