@@ -76,14 +76,21 @@ def _served(client: httpx.Client) -> float:
     return time.monotonic() - started
 
 
-def _slow_bodies_leave_room(server: HttpProcess, path: str, credential: str) -> list[socket.socket]:
+def _slow_bodies_leave_room(server: HttpProcess, path: str, credential: str, answered: int = 0) -> list[socket.socket]:
     """Past the connection limit, connections that send a body slowly to ``path`` (with
     the ``credential`` header line, if any); a normal client is served at once all the
-    while, on a new connection each time, which one of those must make room for."""
+    while, on a new connection each time, which one of those must make room for. With
+    ``answered``, the normal client comes once that many have their answer: until the
+    server has refused a request, it is one being served, and a burst of them on a
+    loaded machine can hold every slot for a moment."""
     head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n{credential}"
             "Content-Type: application/json\r\nContent-Length: 60000\r\n\r\n{").encode()
     slow = _open(server.port, LIMIT + 16, head)
     _trickle(slow)
+    ends = time.monotonic() + 10
+    while len(select.select(slow, [], [], 0.25)[0]) < answered:
+        assert time.monotonic() < ends, f"fewer than {answered} of the slow requests were answered"
+        _trickle(slow)
     took = []
     for _ in range(5):
         with httpx.Client(base_url=server.url, timeout=5) as fresh:
@@ -185,7 +192,8 @@ def test_a_caller_with_a_credential_holds_at_most_its_share_of_slow_bodies(ident
     with HttpProcess(identity, *args) as server:
         answered: list[bytes] = []
         for path in ("/a2a", "/message:send"):
-            slow = _slow_bodies_leave_room(server, path, "Authorization: Bearer tok-slow\r\n")
+            slow = _slow_bodies_leave_room(server, path, "Authorization: Bearer tok-slow\r\n",
+                                           answered=LIMIT - MAX_BODY_READS)
             for sock in slow:
                 try:
                     answer = sock.recv(65536)
