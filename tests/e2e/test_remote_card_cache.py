@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from tests.contract.runners import UvicornServer
+from tests.in_process import in_process
 
 
 class Agent:
@@ -51,35 +52,23 @@ async def agent_and_sender(tmp_path: Path, workspace: Path,
                            cache_control: str) -> AsyncIterator[tuple[Agent, Callable[..., Any]]]:
     """The agent, and ``await send()``: one turn of a session with ``a2a/<its url>``,
     answering its local task."""
-    from cleveragents.a2a.facade import A2ALocalFacade
     from cleveragents.config import Settings
-    from cleveragents.container import Container
     from cleveragents.transports.http.app import build_app
 
     agent = Agent(build_app(settings=Settings(workspace=tmp_path, memory=True)), cache_control)
     async with UvicornServer(agent) as url:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=agent.real), base_url=url) as real:
             agent.card = (await real.get("/.well-known/agent-card.json")).json()
-        container = Container(Settings(workspace=workspace, memory=True))
-        facade = A2ALocalFacade(container)
-        ids = iter(range(1, 1_000_000))
+        async with in_process(workspace) as call:
+            session = (await call("session.create", {"actor_name": f"a2a/{url}"}))["result"]["session_id"]
+            sent = iter(range(1, 1_000_000))
 
-        async def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
-            message = {"jsonrpc": "2.0", "id": next(ids), "method": method, "params": params}
-            return (await facade.dispatch(message)).to_wire()
+            async def send() -> dict[str, Any]:
+                message = {"role": "ROLE_USER", "parts": [{"text": "hi"}], "messageId": f"m-{next(sent)}",
+                           "contextId": session}
+                return (await call("SendMessage", {"message": message}))["result"]["task"]
 
-        session = (await call("session.create", {"actor_name": f"a2a/{url}"}))["result"]["session_id"]
-
-        async def send() -> dict[str, Any]:
-            message = {"role": "ROLE_USER", "parts": [{"text": "hi"}], "messageId": f"m-{next(ids)}",
-                       "contextId": session}
-            return (await call("SendMessage", {"message": message}))["result"]["task"]
-
-        try:
             yield agent, send
-        finally:
-            await container.aclose()
-            facade.close()
 
 
 def state(task: dict[str, Any]) -> str:

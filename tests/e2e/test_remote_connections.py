@@ -7,10 +7,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from cleveragents.a2a.facade import A2ALocalFacade
 from cleveragents.config import Settings
-from cleveragents.container import Container
 from tests.contract.runners import UvicornServer
+from tests.in_process import in_process
 
 
 async def test_turns_to_a_remote_agent_share_one_connection(tmp_path, workspace):
@@ -24,23 +23,13 @@ async def test_turns_to_a_remote_agent_share_one_connection(tmp_path, workspace)
             connections.add(tuple(scope["client"]))
         await real(scope, receive, send)
 
-    async with UvicornServer(agent) as url:
-        container = Container(Settings(workspace=workspace, memory=True))
-        facade = A2ALocalFacade(container)
-
-        async def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
-            return (await facade.dispatch({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})).to_wire()
-
-        try:
-            session = (await call("session.create", {"actor_name": f"a2a/{url}"}))["result"]["session_id"]
-            for n in range(3):
-                message = {"role": "ROLE_USER", "parts": [{"text": "hi"}], "messageId": f"m{n}", "contextId": session}
-                task = (await call("SendMessage", {"message": message}))["result"]["task"]
-                assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
-                # A user's pause: the answer comes as the task completes, and the turn
-                # gives its connection back just after.
-                await asyncio.sleep(0.2)
-        finally:
-            await container.aclose()
-            facade.close()
+    async with UvicornServer(agent) as url, in_process(workspace) as call:
+        session = (await call("session.create", {"actor_name": f"a2a/{url}"}))["result"]["session_id"]
+        for n in range(3):
+            message = {"role": "ROLE_USER", "parts": [{"text": "hi"}], "messageId": f"m{n}", "contextId": session}
+            task = (await call("SendMessage", {"message": message}))["result"]["task"]
+            assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
+            # A user's pause: the answer comes as the task completes, and the turn
+            # gives its connection back just after.
+            await asyncio.sleep(0.2)
     assert len(connections) == 1, connections

@@ -16,6 +16,7 @@ from typing import Any
 
 from tests.conftest import REPO
 from tests.contract.runners import UvicornServer
+from tests.in_process import in_process
 
 SHARED, OWN = "shared-a2a-token-5e1f", "own-agent-token-77c2"
 
@@ -47,10 +48,6 @@ def documented_declaration(url: str) -> str:
 
 
 async def test_each_agent_gets_its_own_token_and_no_other(tmp_path, workspace, monkeypatch):
-    from cleveragents.a2a.facade import A2ALocalFacade
-    from cleveragents.config import Settings
-    from cleveragents.container import Container
-
     monkeypatch.setenv("CLEVERAGENTS_A2A_TOKEN", SHARED)
     monkeypatch.setenv("HELPER_A2A_TOKEN", OWN)
     monkeypatch.delenv("UNSET_AGENT_TOKEN", raising=False)
@@ -64,22 +61,13 @@ async def test_each_agent_gets_its_own_token_and_no_other(tmp_path, workspace, m
             documented_declaration(own_url) +
             f'[actors."team/shared"]\nprovider = "a2a"\nmodel = "{shared_url}"\n'
             f'[actors."team/unset"]\nprovider = "a2a"\nmodel = "{unset_url}"\napi_key_env = "UNSET_AGENT_TOKEN"\n')
-        container = Container(Settings(workspace=workspace, memory=True))
-        facade = A2ALocalFacade(container)
-
-        async def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
-            return (await facade.dispatch({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})).to_wire()
-
-        try:
+        async with in_process(workspace) as call:
             for actor in ("team/helper", "team/shared", "team/unset"):
                 session = (await call("session.create", {"actor_name": actor}))["result"]["session_id"]
                 message = {"role": "ROLE_USER", "parts": [{"text": "hi"}], "messageId": f"m-{actor}",
                            "contextId": session}
                 task = (await call("SendMessage", {"message": message}))["result"]["task"]
                 assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
-        finally:
-            await container.aclose()
-            facade.close()
     assert own_seen and set(own_seen) == {f"Bearer {OWN}"}, own_seen
     assert shared_seen and set(shared_seen) == {f"Bearer {SHARED}"}, shared_seen
     assert unset_seen and set(unset_seen) == {None}, unset_seen

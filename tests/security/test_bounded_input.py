@@ -27,6 +27,7 @@ import pytest
 
 from tests.e2e.rawclient import RawServer
 from tests.http_answers import jsonrpc_answer
+from tests.in_process import in_process
 from tests.security.identities import Identity
 from tests.socket_buffers import in_flight_bytes
 
@@ -622,27 +623,6 @@ async def remote_agent(workspace: Path, answer: Callable[[], Any]) -> AsyncItera
 
     async with UvicornServer(app) as url:
         yield url
-
-
-@asynccontextmanager
-async def in_process(workspace: Path, **settings: Any) -> AsyncIterator[Callable[..., Any]]:
-    """``await call(method, params)`` on a server of its own, in this process."""
-    from cleveragents.a2a.facade import A2ALocalFacade
-    from cleveragents.config import Settings
-    from cleveragents.container import Container
-
-    container = Container(Settings(workspace=workspace, memory=True, **settings))
-    facade = A2ALocalFacade(container)
-    ids = iter(range(1, 1_000_000))
-
-    async def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
-        return (await facade.dispatch({"jsonrpc": "2.0", "id": next(ids), "method": method, "params": params})).to_wire()
-
-    try:
-        yield call
-    finally:
-        await container.aclose()
-        facade.close()
 
 
 async def test_a_page_of_big_tasks_ends_at_the_page_budget_and_the_next_goes_on(workspace):

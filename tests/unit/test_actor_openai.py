@@ -194,24 +194,17 @@ def test_resolver_names_the_known_providers_and_aliases_ollama(monkeypatch):
 async def test_a_containers_turns_share_their_connection_to_the_model(fake, workspace, monkeypatch):
     """A hosted model is a TLS handshake away: a connection made for one turn serves
     the next, within the container's keep-alive."""
-    from cleveragents.a2a.facade import A2ALocalFacade
-    from cleveragents.container import Container
+    from tests.in_process import in_process
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     fake.reply(Reply(text="one"), Reply(text="two"), Reply(text="three"))
     (workspace / ".cleveragents").mkdir(exist_ok=True)
     (workspace / ".cleveragents" / "config.toml").write_text(
         f'[actors."openai/gpt-test"]\nbase_url = "{fake.base_url}"\nstream = false\n')
-    container = Container(Settings(workspace=workspace, memory=True, default_actor="openai/gpt-test"))
-    facade = A2ALocalFacade(container)
-    try:
+    async with in_process(workspace, default_actor="openai/gpt-test") as call:
         for n in range(3):
             message = {"role": "ROLE_USER", "parts": [{"text": "hi"}], "messageId": f"m{n}"}
-            answer = (await facade.dispatch({"jsonrpc": "2.0", "id": n, "method": "SendMessage",
-                                             "params": {"message": message}})).to_wire()
+            answer = await call("SendMessage", {"message": message})
             assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", answer
-    finally:
-        await container.aclose()
-        facade.close()
     assert len(fake.requests) == 3 and len(fake.connections) == 1, fake.connections
     assert {h["authorization"] for h in fake.headers} == {"Bearer sk-test"}
