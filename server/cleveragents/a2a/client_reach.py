@@ -33,9 +33,8 @@ _NEARNESS_NAMES = ("loopback", "local")
 
 
 def nearness(address: Address) -> int:
-    """LOOPBACK, LOCAL or INTERNET: how near ``address`` is to this machine."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """LOOPBACK, LOCAL or INTERNET: how near ``address`` (as ``_address`` reads it,
+    an IPv4-mapped one as IPv4) is to this machine."""
     if address.is_loopback or address.is_unspecified:  # 0.0.0.0 reaches this machine too
         return LOOPBACK
     return INTERNET if address.is_global else LOCAL
