@@ -24,10 +24,10 @@ ECHO_ACTOR_CONFIG = '[defaults]\ndefault_actor = "python/tests.fakes.agents:echo
 @contextmanager
 def grpc_server(workspace: Path, *args: str) -> Iterator[SimpleNamespace]:
     """Serve ``workspace`` in memory with ``args`` (credentials, limits); yields
-    ``url`` (HTTP, for the card) and ``target`` (gRPC). It must exit 0 when stopped."""
+    ``url`` (HTTP, for the card), ``target`` (gRPC) and ``pid``. It must exit 0 when stopped."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLEVERAGENTS_")}
     env["PYTHONPATH"] = str(REPO)
     with listening([str(AGENTS), "serve", "--grpc-port", "0", "--port", "0", "--host", "127.0.0.1", "--memory",
                     "--workspace", str(workspace), *args], clean_exit=True, env=env, cwd=workspace) as served:
         target = next(m.group(1) for s in served.before if (m := re.match(r"gRPC listening on (\S+)", s)))
-        yield SimpleNamespace(url=served.url, target=target)
+        yield SimpleNamespace(url=served.url, target=target, pid=served.process.pid)

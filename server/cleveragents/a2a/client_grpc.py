@@ -12,13 +12,14 @@ grpc is imported when the first wire is made (the ``grpc`` extra).
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from cleveragents.a2a import grpc_wire
+from cleveragents.a2a import grpc_cost, grpc_wire
 from cleveragents.a2a.client_errors import (
     A2AClientConnectionError,
     A2AClientError,
@@ -105,8 +106,21 @@ class GrpcWire:
             raise A2AClientError(f"{rpc.name}: the params are not a valid {rpc.request}: {exc}",
                                  {"method": rpc.name}, url=self.url, method=rpc.name) from None
 
-    def _result(self, rpc: grpc_wire.Rpc, message: Any) -> Any:
-        return None if rpc.response == grpc_wire.EMPTY else grpc_wire.to_dict(message)
+    async def _result(self, rpc: grpc_wire.Rpc, method: str, data: bytes) -> Any:
+        """An answer's bytes as its 1.0 JSON-RPC result; one long enough to be walked
+        (``grpc_cost``) is read beside the event loop."""
+        if rpc.response == grpc_wire.EMPTY:
+            return None
+        read = functools.partial(grpc_wire.read, grpc_wire.message_class(rpc.response), data)
+        try:
+            return await asyncio.to_thread(read) if grpc_cost.walked(len(data)) else read()
+        except grpc_cost.TooManyValues as exc:
+            raise InvalidAgentResponseError(
+                f"{method} at {self.url} answered with too many values: {exc}",
+                {"url": self.url, "method": method, "limit": grpc_cost.MAX_PARSE_COST}) from None
+        except grpc_cost.MalformedMessage as exc:
+            raise InvalidAgentResponseError(f"{method} at {self.url} answered with {exc}",
+                                            {"url": self.url, "method": method}) from None
 
     async def call(self, method: str, params: dict[str, Any], extra: Mapping[str, str] | None = None) -> Any:
         """The result of one unary RPC, as its 1.0 JSON-RPC result."""
@@ -121,7 +135,7 @@ class GrpcWire:
             answer = await handler(self._request(rpc, params), metadata=self._metadata(extra), timeout=self.timeout)
         except self._grpc.aio.AioRpcError as exc:
             raise self._error(method, exc) from None
-        return self._result(rpc, answer)
+        return await self._result(rpc, method, answer)
 
     async def stream(self, method: str, params: dict[str, Any], timeout: float | None,
                      extra: Mapping[str, str] | None = None) -> AsyncIterator[Any]:
@@ -141,7 +155,7 @@ class GrpcWire:
                     raise self._error(method, exc) from None
                 if item is self._grpc.aio.EOF:
                     return
-                yield self._result(rpc, item)
+                yield await self._result(rpc, method, item)
         finally:
             call.cancel()  # a no-op once the stream has ended
 

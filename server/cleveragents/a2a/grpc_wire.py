@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cleveragents.a2a import grpc_cost
 from cleveragents.a2a.errors import A2A_ERROR_CODES, INTERNAL_ERROR
 from cleveragents.a2a.grpc_proto import pool
 from cleveragents.a2a.rpc_status import status_of
@@ -111,12 +112,11 @@ def path(rpc: Rpc) -> str:
 
 def callables(channel: Any) -> dict[str, Any]:
     """Each RPC's multi-callable on a grpc(.aio) ``channel``, by RPC name: a client stub
-    without generated code."""
+    without generated code. Answers come as bytes, for ``read``."""
     stubs = {}
     for rpc in RPCS.values():
         make = channel.unary_stream if rpc.streaming else channel.unary_unary
-        stubs[rpc.name] = make(path(rpc), request_serializer=message_class(rpc.request).SerializeToString,
-                               response_deserializer=message_class(rpc.response).FromString)
+        stubs[rpc.name] = make(path(rpc), request_serializer=message_class(rpc.request).SerializeToString)
     return stubs
 
 
@@ -128,6 +128,22 @@ def to_dict(message: Any) -> dict[str, Any]:
 
 class ConversionError(ValueError):
     """A JSON value that is not a valid message of the type."""
+
+
+def read(message_class: Any, data: bytes) -> dict[str, Any]:
+    """A serialized message of ``message_class`` as ProtoJSON. ``TooManyValues`` (unparsed)
+    when its values would take more than ``MAX_PARSE_COST`` (``grpc_cost``);
+    ``MalformedMessage`` for bytes that are not one."""
+    descriptor = message_class.DESCRIPTOR
+    if not grpc_cost.within_budget(descriptor, data):
+        raise grpc_cost.TooManyValues(
+            f"the {descriptor.name} holds too many values: they would take more than {grpc_cost.MAX_PARSE_COST} "
+            "bytes of memory (counted before parsing)")
+    try:
+        message = message_class.FromString(data)
+    except _module("google.protobuf.message").DecodeError as exc:
+        raise grpc_cost.MalformedMessage(f"not a valid {descriptor.name}: {exc}") from None
+    return to_dict(message)
 
 
 def from_dict(value: Any, name: str, classes: Callable[[str], Any] | None = None) -> Any:

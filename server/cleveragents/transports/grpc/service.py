@@ -18,6 +18,7 @@ as over HTTP.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -27,8 +28,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import grpc
 
 from cleveragents import tracing
-from cleveragents.a2a import dialects, extensions, grpc_wire
-from cleveragents.a2a.errors import DomainError, error_payload, internal_error_payload
+from cleveragents.a2a import dialects, extensions, grpc_cost, grpc_wire
+from cleveragents.a2a.errors import DomainError, ParseError, error_payload, internal_error_payload
 from cleveragents.a2a.facade import CallContext
 from cleveragents.transports.http.auth import Caller, Refusal
 
@@ -57,9 +58,9 @@ class V1Binding:
     def method(self, rpc: RpcShape) -> str:
         return rpc.name
 
-    def call(self, rpc: RpcShape, request: Any, headers: dict[str, str]) -> tuple[str, dict[str, Any], str]:
+    def call(self, rpc: RpcShape, request: bytes, headers: dict[str, str]) -> tuple[str, dict[str, Any], str]:
         version = headers.get(grpc_wire.VERSION_KEY, "").strip() or CURRENT_VERSION
-        return rpc.name, grpc_wire.to_dict(request), version
+        return rpc.name, grpc_wire.read(rpc.request_class, request), version
 
     def answer(self, rpc: RpcShape, value: Any) -> Any:
         return grpc_wire.from_dict(value, rpc.wire.response)
@@ -90,9 +91,9 @@ class Binding(Protocol):
     def method(self, rpc: RpcShape) -> str:
         """The JSON-RPC method the RPC is (what the caller must be allowed)."""
 
-    def call(self, rpc: RpcShape, request: Any, headers: dict[str, str]) -> tuple[str, dict[str, Any], str]:
-        """(JSON-RPC method, params, A2A version) of a call; a DomainError when the
-        request can't be read as one."""
+    def call(self, rpc: RpcShape, request: bytes, headers: dict[str, str]) -> tuple[str, dict[str, Any], str]:
+        """(JSON-RPC method, params, A2A version) of a call, from the request's bytes
+        (``grpc_wire.read``: its errors, or a DomainError when it can't be read as one)."""
 
     def answer(self, rpc: RpcShape, value: Any) -> Any:
         """A result (or a stream item) as the response message; ConversionError when it isn't one."""
@@ -116,8 +117,8 @@ class A2AGrpcService:
         for rpc in self.binding.rpcs():
             make = grpc.unary_stream_rpc_method_handler if rpc.streaming else grpc.unary_unary_rpc_method_handler
             behaviour = self._streaming(rpc) if rpc.streaming else self._unary(rpc)
-            handlers[rpc.name] = make(behaviour, request_deserializer=rpc.request_class.FromString,
-                                      response_serializer=rpc.response_class.SerializeToString)
+            # No request deserializer: a request's bytes are read once its caller is known (``_open``).
+            handlers[rpc.name] = make(behaviour, response_serializer=rpc.response_class.SerializeToString)
         return grpc.method_handlers_generic_handler(self.binding.service, handlers)
 
     # -- the two shapes of RPC ------------------------------------------------------
@@ -164,10 +165,17 @@ class A2AGrpcService:
             refusal = self.shared.auth.authorize(caller, self.binding.method(rpc))
         if refusal is not None:
             await self._refuse(context, refusal)
-        try:
-            method, params, version = self.binding.call(rpc, request, headers)
+        read = functools.partial(self.binding.call, rpc, request, headers)
+        try:  # a message long enough to be walked is read beside the event loop
+            method, params, version = await asyncio.to_thread(read) if grpc_cost.walked(len(request)) else read()
         except DomainError as exc:  # a request the binding can't read (a bad resource name)
             await self._abort(context, error_payload(exc, dialect))
+        except grpc_cost.TooManyValues as exc:
+            await self._abort(context, error_payload(ParseError(
+                f"Parse error: {exc}", {"reason": "too many values", "max_bytes": grpc_cost.MAX_PARSE_COST}), dialect))
+        except grpc_cost.MalformedMessage as exc:
+            await self._abort(context, error_payload(ParseError(f"Parse error: {exc}", {"reason": "malformed"}),
+                                                     dialect))
         try:
             facade = await self.shared.runtime.facade()
         except Exception as exc:

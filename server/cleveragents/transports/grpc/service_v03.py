@@ -27,8 +27,8 @@ class V03Binding:
         method: str = rpc.wire.method
         return method
 
-    def call(self, rpc: RpcShape, request: Any, headers: dict[str, str]) -> tuple[str, dict[str, Any], str]:
-        return rpc.wire.method, rpc.wire.params(grpc_wire.to_dict(request)), grpc_wire_v03.VERSION
+    def call(self, rpc: RpcShape, request: bytes, headers: dict[str, str]) -> tuple[str, dict[str, Any], str]:
+        return rpc.wire.method, rpc.wire.params(grpc_wire.read(rpc.request_class, request)), grpc_wire_v03.VERSION
 
     def answer(self, rpc: RpcShape, value: Any) -> Any:
         return grpc_wire_v03.from_dict(rpc.wire.result(value), rpc.wire.response)
