@@ -102,14 +102,20 @@ def test_json_rpc_is_preferred_then_grpc_within_a_version():
         select_interface({"supportedInterfaces": [GRPC]}, CARD_URL, bindings=["JSONRPC"])
 
 
+def where(url: str, card_url: str) -> tuple[str, bool]:
+    dial = dial_target(url, card_url)
+    return dial.target, dial.secure
+
+
 def test_grpc_targets_and_tls():
-    assert dial_target("agent.example:50051", CARD_URL) == ("agent.example:50051", False)
-    assert dial_target("agent.example:50051", "https://agent.example/card.json") == ("agent.example:50051", True)
-    assert dial_target("grpcs://agent.example", CARD_URL) == ("agent.example:443", True)
-    assert dial_target("grpc://[::1]:7000", CARD_URL) == ("[::1]:7000", False)
-    assert dial_target("10.0.0.1:50051", CARD_URL) == ("10.0.0.1:50051", False)
-    assert dial_target("[::1]:7000", CARD_URL) == ("[::1]:7000", False)
-    assert dial_target("agent.example", CARD_URL) == ("agent.example", False)
+    assert where("agent.example:50051", CARD_URL) == ("agent.example:50051", False)
+    assert where("agent.example:50051", "https://agent.example/card.json") == ("agent.example:50051", True)
+    assert where("grpcs://agent.example", CARD_URL) == ("agent.example:443", True)
+    assert where("grpc://[::1]:7000", CARD_URL) == ("[::1]:7000", False)
+    assert where("10.0.0.1:50051", CARD_URL) == ("10.0.0.1:50051", False)
+    assert where("[::1]:7000", CARD_URL) == ("[::1]:7000", False)
+    assert where("agent.example", CARD_URL) == ("agent.example", False)
+    assert (dial_target("grpc://[::1]:7000", CARD_URL).host, dial_target("agent.example", CARD_URL).port) == ("::1", None)
     with pytest.raises(A2AClientError):
         dial_target("ftp://agent.example", CARD_URL)
 

@@ -16,6 +16,7 @@ import functools
 import importlib
 import re
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -36,8 +37,24 @@ _PLAIN_SCHEMES = ("grpc", "http")
 _NETLOC = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:[0-9]+)?", re.IGNORECASE)  # HOST, [IPv6], :PORT
 
 
-def dial_target(url: str, card_url: str) -> tuple[str, bool]:
-    """(the ``HOST:PORT`` to dial, whether over TLS) of a card's gRPC interface URL.
+@dataclass(frozen=True, slots=True)
+class DialTarget:
+    """Where a card's gRPC interface is dialled: its host, its port (None: gRPC's
+    default, 443) and whether over TLS."""
+
+    host: str
+    port: int | None
+    secure: bool
+
+    @property
+    def target(self) -> str:
+        """``HOST:PORT``, as gRPC dials it and as the peer is told."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port is None else f"{host}:{self.port}"
+
+
+def dial_target(url: str, card_url: str) -> DialTarget:
+    """Where to dial a card's gRPC interface URL, and whether over TLS.
 
     The target is made from the host and port alone: gRPC reads a bare target with
     naming schemes of its own (``unix:``, ``ipv4:``, ``vsock:``...), which would send
@@ -55,36 +72,31 @@ def dial_target(url: str, card_url: str) -> tuple[str, bool]:
     secure = urlsplit(card_url).scheme == "https" if bare else parts.scheme in _SECURE_SCHEMES
     if port is None and not bare:
         port = 443 if secure else 80
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    return (host if port is None else f"{host}:{port}"), secure
-
-
-def target_host(target: str) -> str:
-    """The host of a ``dial_target`` target."""
-    return urlsplit(f"//{target}").hostname or ""
+    return DialTarget(parts.hostname, port, secure)
 
 
 class GrpcWire:
-    """One channel to a peer's ``A2AService``; with ``address``, to that address (a
-    checked one of the target's host), naming the host to the peer and in TLS."""
+    """One channel to a peer's ``A2AService`` at ``url`` (dialled at ``where``); with
+    ``address``, to that address (a checked one of its host), naming the host to the
+    peer and in TLS."""
 
-    def __init__(self, url: str, card_url: str, metadata: Mapping[str, str], timeout: float | None,
+    def __init__(self, url: str, where: DialTarget, metadata: Mapping[str, str], timeout: float | None,
                  address: str | None = None):
         grpc = importlib.import_module("grpc")
         self.url = url
-        self.target, secure = dial_target(url, card_url)
+        self.target = where.target
         self.metadata = tuple((key.lower(), value) for key, value in metadata.items())
         self.timeout = timeout
         options: list[tuple[str, Any]] = [("grpc.max_receive_message_length", MAX_RESPONSE_BYTES)]
         dial = self.target
         if address is not None:
-            port = urlsplit(f"//{self.target}").port or 443
+            port = where.port or 443
             dial = f"ipv6:[{address}]:{port}" if ":" in address else f"ipv4:{address}:{port}"
             options.append(("grpc.default_authority", self.target))
-            if secure:
-                options.append(("grpc.ssl_target_name_override", target_host(self.target)))
+            if where.secure:
+                options.append(("grpc.ssl_target_name_override", where.host))
         self._channel = (grpc.aio.secure_channel(dial, grpc.ssl_channel_credentials(), options=options)
-                         if secure else grpc.aio.insecure_channel(dial, options=options))
+                         if where.secure else grpc.aio.insecure_channel(dial, options=options))
         self._rpcs = grpc_wire.callables(self._channel)
         self._grpc = grpc
 

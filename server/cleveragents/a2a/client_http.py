@@ -335,15 +335,16 @@ class A2AClient:
         """The channel to the chosen gRPC interface, opened on first use, to an address
         the reach rule checked."""
         if self._grpc is None:
-            from cleveragents.a2a.client_grpc import GrpcWire, dial_target, target_host
+            from cleveragents.a2a.client_grpc import GrpcWire, dial_target
 
             assert self._interface is not None and self._card is not None
             url = self._interface.url
-            addresses = await self._reach().addresses(target_host(dial_target(url, self._card_url)[0]), url)
+            where = dial_target(url, self._card_url)
+            addresses = await self._reach().addresses(where.host, url)
             token = self.config.token
             metadata = {VERSION_HEADER: self._interface.version,
                         **(auth_headers(self._card, token.get_secret_value()) if token is not None else {})}
-            self._grpc = GrpcWire(url, self._card_url, metadata, self.config.timeout_seconds,
+            self._grpc = GrpcWire(url, where, metadata, self.config.timeout_seconds,
                                   address=addresses[0] if addresses else None)
         return self._grpc
 
