@@ -17,7 +17,6 @@ the proxy's to confine.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import socket
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,7 +24,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from cleveragents.a2a.client_errors import A2AClientConnectionError, A2AClientTargetRefusedError, A2AClientTimeoutError
-from cleveragents.domain.push_policy import METADATA, Address
+from cleveragents.domain.addresses import METADATA, Address, literal_address, read_address
 from cleveragents.http_clients import KEEPALIVE_SECONDS, tls_context
 
 LOOPBACK, LOCAL, INTERNET = 0, 1, 2
@@ -33,18 +32,11 @@ _NEARNESS_NAMES = ("loopback", "local")
 
 
 def nearness(address: Address) -> int:
-    """LOOPBACK, LOCAL or INTERNET: how near ``address`` (as ``_address`` reads it,
-    an IPv4-mapped one as IPv4) is to this machine."""
+    """LOOPBACK, LOCAL or INTERNET: how near ``address`` (as ``read_address`` reads
+    it) is to this machine."""
     if address.is_loopback or address.is_unspecified:  # 0.0.0.0 reaches this machine too
         return LOOPBACK
     return INTERNET if address.is_global else LOCAL
-
-
-def _address(text: str) -> Address:
-    address = ipaddress.ip_address(text.split("%", 1)[0])
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    return address
 
 
 class Reach:
@@ -64,12 +56,12 @@ class Reach:
             return None
         if self._floor is None:
             found = await self._resolve(self.origin, self.origin)
-            own = frozenset(_address(text) for text in found)
+            own = frozenset(read_address(text) for text in found)
             self._floor = min(nearness(address) for address in own), own
         floor, own = self._floor
         found = await self._resolve(host, url)
         for text in found:
-            address = _address(text)
+            address = read_address(text)
             if address in METADATA and address not in own:
                 self._refuse(url, address, "metadata", "a cloud metadata address")
             if (near := nearness(address)) < floor:
@@ -83,10 +75,8 @@ class Reach:
             {"url": url, "address": str(address), "reason": reason, "agent": self.origin}, url=url)
 
     async def _resolve(self, host: str, url: str) -> tuple[str, ...]:
-        try:
-            return (str(ipaddress.ip_address(host.split("%", 1)[0])),)
-        except ValueError:
-            pass
+        if (literal := literal_address(host)) is not None:
+            return (literal,)
         try:
             async with asyncio.timeout(self.timeout):
                 infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)

@@ -15,15 +15,10 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 
+from cleveragents.domain.addresses import METADATA, Address, read_address
 from cleveragents.domain.errors import ValidationError
 
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-# Cloud instance metadata services (AWS, GCP, Azure, OpenStack, Oracle, Alibaba, ...).
-METADATA = frozenset(ipaddress.ip_address(a) for a in (
-    "169.254.169.254", "169.254.170.2", "169.254.169.123", "169.254.169.250", "169.254.169.251",
-    "100.100.100.200", "192.0.0.192", "fd00:ec2::254", "fd00:ec2::23"))
 
 
 class PushTargetRefused(ValidationError):
@@ -45,9 +40,7 @@ class PushPolicy:
         self.allowed: tuple[Network, ...] = tuple(_network(n) for n in allowed if n and n.strip())
 
     def refusal(self, address: Address) -> str | None:
-        """Why ``address`` is refused (a reason word), or None."""
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
+        """Why ``address`` (as ``read_address`` reads it) is refused (a reason word), or None."""
         if address in METADATA:
             exact = any(address in n and n.num_addresses == 1 for n in self.allowed)
             return None if exact else "metadata"
@@ -63,7 +56,7 @@ class PushPolicy:
     def check(self, addresses: Iterable[str]) -> None:
         """Refuse if any of ``addresses`` is refused."""
         for text in addresses:
-            address = ipaddress.ip_address(text.split("%", 1)[0])
+            address = read_address(text)
             if (reason := self.refusal(address)) is not None:
                 raise PushTargetRefused(reason, f"the host resolves to {address}, a {reason.replace('_', '-')} "
                                                 "address (allow its network with --push-allow-network)", str(address))

@@ -8,12 +8,12 @@ each delivery; the delivery then connects to exactly the addresses it checked
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from cleveragents.domain.addresses import literal_address
 from cleveragents.domain.push_policy import PushPolicy, PushTargetRefused
 
 Resolver = Callable[[str, int], list[str]]
@@ -51,13 +51,11 @@ class PushTargets:
         except ValueError:
             raise PushTargetRefused("port", "the URL's port is not a number from 1 to 65535") from None
         host = parts.hostname
+        literal = literal_address(host)
         try:
-            found = [str(ipaddress.ip_address(host.split("%", 1)[0]))]
-        except ValueError:
-            try:
-                found = self.resolve(host, port)
-            except (OSError, UnicodeError) as exc:
-                raise PushTargetRefused("unresolved", f"the host does not resolve ({type(exc).__name__})") from None
+            found = [literal] if literal is not None else self.resolve(host, port)
+        except (OSError, UnicodeError) as exc:
+            raise PushTargetRefused("unresolved", f"the host does not resolve ({type(exc).__name__})") from None
         if not found:
             raise PushTargetRefused("unresolved", "the host resolves to no address")
         self.policy.check(found)
