@@ -299,6 +299,28 @@ def test_the_entry_point_serves_on_loopback_and_a_free_port(tmp_path):
         assert health.json()["result"]["status"] == "ok"
 
 
+async def test_sigterm_ends_an_open_event_stream_cleanly_and_at_once(tmp_path):
+    """A service manager stops the server with SIGTERM: an open stream ends as a stream
+    ends, within a second, rather than being cut when uvicorn's graceful shutdown
+    times out (5 s, and a broken chunked body for the client)."""
+    import signal
+    import time
+
+    with listening([sys.executable, "-m", "cleveragents.transports.http", "--memory", "--workspace", str(tmp_path),
+                    "--port", "0", "--auth-token", "t"], clean_exit=True) as served:
+        async with httpx.AsyncClient(timeout=30) as client:
+            async with client.stream("POST", served.url + "/a2a", json=rpc("_cleveragents/event/subscribe"),
+                                     headers={"Authorization": "Bearer t", "Accept": "text/event-stream"}) as stream:
+                lines = stream.aiter_lines()
+                assert "subscription_id" in await anext(lines)
+                sent = time.monotonic()
+                served.process.send_signal(signal.SIGTERM)
+                rest = [line async for line in lines]  # a broken body raises here
+                ended = time.monotonic() - sent
+        assert served.process.wait(10) == 0
+    assert ended < 2, f"the stream ended {ended:.1f} s after SIGTERM ({rest})"
+
+
 async def test_the_app_mounts_inside_another_asgi_app(tmp_path):
     from starlette.applications import Starlette
     from starlette.routing import Mount

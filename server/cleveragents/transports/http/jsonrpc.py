@@ -28,7 +28,7 @@ from cleveragents.transports.http.auth import Caller, Refusal
 from cleveragents.transports.http.body_reads import TooManyBodies
 from cleveragents.transports.http.connections import mark_refused
 from cleveragents.transports.http.media import A2A_JSON, JSON, json_answer
-from cleveragents.transports.http.sse import EventStreamResponse, ServerSentEvent
+from cleveragents.transports.http.sse import EventStreamResponse, ServerSentEvent, sse_event
 from cleveragents.transports.http.streams import ERROR, StreamCall, one_event, resuming, sse_response
 from cleveragents.transports.serving import DEFAULT_MAX_MESSAGE_SIZE
 
@@ -231,12 +231,12 @@ async def event_stream(items: AsyncIterable[StreamItem], first: dict[str, Any] |
     notification; task and plan events are ``task/*`` ones."""
     try:
         if first is not None:
-            yield ServerSentEvent(first)
+            yield sse_event(first)
         async for item in items:
             method, params = EVENT_NOTIFICATION, item.payload
             if item.update is not None:
                 method, params = item.update.notification, {**item.update.payload, **params}
-            yield ServerSentEvent({"jsonrpc": "2.0", "method": method, "params": params},
+            yield sse_event({"jsonrpc": "2.0", "method": method, "params": params},
                                   event=item.event_type, id=item.event_id)
     finally:
         if callable(close := getattr(items, "close", None)):

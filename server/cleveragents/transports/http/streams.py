@@ -21,7 +21,7 @@ from cleveragents.a2a.errors import internal_error_payload
 from cleveragents.a2a.facade import CallContext
 from cleveragents.a2a.models import A2AResponse
 from cleveragents.a2a.streams import StreamItem
-from cleveragents.transports.http.sse import EventStreamResponse, ServerSentEvent
+from cleveragents.transports.http.sse import EventStreamResponse, ServerSentEvent, sse_event
 from cleveragents.transports.output_limit import max_output_buffer_default
 
 logger = logging.getLogger(__name__)
@@ -127,7 +127,7 @@ def item_event(value: tuple[str | None, str], frame: Callable[[str, Any], Any]) 
     """The SSE event of an item: its id is the item's event id, which ``Last-Event-ID``
     resumes from."""
     event_id, text = value
-    return ServerSentEvent(frame(ITEM, text), id=event_id or None)
+    return sse_event(frame(ITEM, text), id=event_id or None)
 
 
 async def _no_more() -> AsyncIterator[ServerSentEvent]:
@@ -138,7 +138,7 @@ async def _no_more() -> AsyncIterator[ServerSentEvent]:
 def one_event(data: Any, event: str | None = None, headers: dict[str, str] | None = None) -> EventStreamResponse:
     """An event stream of one event: how a streaming call refused before its first
     item answers, since its client reads the event stream (a2a-sdk servers do the same)."""
-    return EventStreamResponse(_no_more(), first=ServerSentEvent(data, event=event), headers=headers)
+    return EventStreamResponse(_no_more(), first=sse_event(data, event=event), headers=headers)
 
 
 def sse_response(call: StreamCall, first: tuple[str | None, str], frame: Callable[[str, Any], Any],
@@ -152,7 +152,7 @@ def sse_response(call: StreamCall, first: tuple[str | None, str], frame: Callabl
         while (next_item := await call.next())[0] != END:
             kind, value = next_item
             if kind == ERROR:
-                yield ServerSentEvent(frame(kind, value), event=error_event)
+                yield sse_event(frame(kind, value), event=error_event)
                 return
             yield item_event(value, frame)
 
