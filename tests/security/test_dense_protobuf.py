@@ -39,9 +39,9 @@ def varint(value: int) -> bytes:
     return bytes(out)
 
 
-def field(message: str, name: str, body: bytes) -> bytes:
-    """``body`` as the length-delimited field ``name`` of ``message``."""
-    number = grpc_wire.message_class(message).DESCRIPTOR.fields_by_name[name].number
+def field(message: str, name: str, body: bytes, classes: Any = grpc_wire.message_class) -> bytes:
+    """``body`` as the length-delimited field ``name`` of ``message`` (of ``classes``: 1.0's)."""
+    number = classes(message).DESCRIPTOR.fields_by_name[name].number
     return varint(number << 3 | 2) + varint(len(body)) + body
 
 
@@ -91,6 +91,19 @@ async def test_a_request_dense_with_values_is_refused_unparsed(tmp_path):
                 await send(b"\x0a\x05abc", metadata=auth, timeout=30)  # a field that runs past the message
             assert malformed.value.code() is grpc.StatusCode.INVALID_ARGUMENT, malformed.value
             assert status_error(malformed.value)["code"] == -32700, status_error(malformed.value)
+
+            # The 0.3 service reads its requests the same way, and answers as the 0.3 SDK does.
+            from cleveragents.a2a import grpc_wire_v03
+
+            parts = field("Message", "content", b"", grpc_wire_v03.message_class) * PARTS
+            send_v03 = channel.unary_unary(f"/{grpc_wire_v03.SERVICE}/SendMessage")
+            with pytest.raises(grpc.aio.AioRpcError) as caller_v03:
+                await send_v03(field("SendMessageRequest", "request", parts, grpc_wire_v03.message_class),
+                               metadata=auth, timeout=60)
+            grown = peak_rss_mib(served.pid) - before
+            assert grown < 150, f"the server's peak memory grew by {grown:.0f} MiB"
+            assert (caller_v03.value.details() or "").startswith("JSONParseError: Parse error: the SendMessageRequest "
+                                                                 "holds too many values"), caller_v03.value
 
             text = "int main(void) { return f(a, b[1]); }\n" * (12 * 2**20 // 38)
             long = grpc_wire.message_class("SendMessageRequest")()

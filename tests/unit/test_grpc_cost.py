@@ -34,6 +34,9 @@ SHAPES: dict[str, tuple[str, bytes]] = {
     "metadata of numbers": ("Message", field("Message", "metadata", b"".join(
         _struct_entry(b"%x" % i, b"\x11" + bytes(8)) for i in range(N // 4)))),
     "raw bytes": ("Message", field("Message", "parts", b"\x12" + varint(8 * N) + bytes(8 * N))),
+    "long ASCII text": ("Message", field("Message", "parts", b"\x0a" + varint(8 * N) + b"a" * (8 * N))),
+    "text made wide by one accent": ("Message", field("Message", "parts", b"\x0a" + varint(8 * N + 2)
+                                                      + b"a" * (8 * N) + "\N{LATIN SMALL LETTER C WITH ACUTE}".encode())),
     "text made wide by one emoji": ("Message", field("Message", "parts", b"\x0a" + varint(8 * N + 4)
                                                      + b"a" * (8 * N) + "\N{GRINNING FACE}".encode())),
 }

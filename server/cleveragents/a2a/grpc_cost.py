@@ -5,24 +5,31 @@ Two bytes of protobuf make an empty message, which upb and then ``MessageToDict`
 make about 185 bytes of: a 12 MiB message of empty parts would take a gigabyte. The
 JSON a client or an agent sends is bounded the same way before it is parsed
 (``domain.json_cost``), and with the same budget. ``parse_cost`` walks the fields
-with the message's descriptor, stepping over every string and bytes value whole,
-and weighs each field by the most it can take, measured on CPython 3.11 with
-protobuf 7 (``tests/unit/test_grpc_cost.py``): a message of any type, and any other
-field, each with its slot in the dict it lands in. Only a message long enough to pass
+with the message's descriptor, stepping over every string and bytes value (a long
+string is searched, at C speed, for how wide its characters are), and weighs each
+field by the most it can take, measured on CPython 3.11 with protobuf 7
+(``tests/unit/test_grpc_cost.py``): a message of any type, and any other field, each
+with its slot in the dict it lands in. Only a message long enough to pass
 the budget at the worst weight is walked, and the walk stops as soon as it passes.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from cleveragents.domain.json_cost import MAX_PARSE_COST
 
 __all__ = ["MAX_PARSE_COST", "MalformedMessage", "TooManyValues", "parse_cost", "walked", "within_budget"]
 
-_MESSAGE = 200  # bytes at most, per submessage on the wire: upb's message, its dict and slot
+_MESSAGE = 256  # bytes at most, per submessage on the wire: upb's message, its dict and slot
 _FIELD = 200  # per other field: upb's slot, the value's object and its dict member
-_PER_BYTE = 5  # per byte of a string or bytes value: upb's copy, the value read, its base64 and str
+_PER_BYTE = 6  # per byte of a bytes value (or a short string): upb's copy, the bytes read, their base64 and str
+# A string is upb's copy and a str of 1, 2 or 4 bytes a character, as wide as its widest
+# one (and the narrower start of a str that widened while it was decoded). Strings this
+# long are read for their width at C speed; shorter ones cost the most.
+_TEXT_READ_AT = 4096
+_ASTRAL = re.compile(rb"[\xf0-\xf4]")  # leads a character past U+FFFF: 4 bytes each
 _PER_PACKED_BYTE = 64  # per byte of a packed run of numbers: each element takes at least one
 _MOST_PER_BYTE = _MESSAGE // 2  # a field takes at least two bytes: no byte costs more
 _NESTING = 100  # upb's own limit; past it the parse fails anyway
@@ -80,6 +87,8 @@ def parse_cost(descriptor: Any, data: bytes, budget: int | None = None) -> int:
                         fields, end, position = kind, position, start
                     elif kind is _PACKED:
                         cost += _FIELD + _PER_PACKED_BYTE * length
+                    elif kind is _TEXT and length >= _TEXT_READ_AT:
+                        cost += _FIELD + (2 + _width(data, start, position)) * length
                     else:
                         cost += _FIELD + _PER_BYTE * length
                 elif wire == _VARINT:
@@ -101,13 +110,14 @@ def parse_cost(descriptor: Any, data: bytes, budget: int | None = None) -> int:
         raise MalformedMessage("the message ends inside a field") from None
 
 
-_PACKED = "packed"
+_PACKED, _TEXT = "packed", "text"
 _WALKS: dict[Any, dict[int, Any]] = {}
 
 
 def _fields(descriptor: Any) -> dict[int, Any]:
     """Field number -> the walk of the message it holds (a dict, shared by every
-    message of that type), ``_PACKED`` for a repeated number, else None."""
+    message of that type), ``_TEXT`` for a string, ``_PACKED`` for a repeated number,
+    else None."""
     known = _WALKS.get(descriptor)
     if known is not None:
         return known
@@ -116,11 +126,21 @@ def _fields(descriptor: Any) -> dict[int, Any]:
     for field in descriptor.fields:
         if field.message_type is not None:
             walk[field.number] = _fields(field.message_type)
-        elif field.is_repeated and field.type not in (field.TYPE_STRING, field.TYPE_BYTES):
+        elif field.type == field.TYPE_STRING:
+            walk[field.number] = _TEXT
+        elif field.is_repeated and field.type != field.TYPE_BYTES:
             walk[field.number] = _PACKED
         else:
             walk[field.number] = None
     return walk
+
+
+def _width(data: bytes, start: int, end: int) -> int:
+    """Bytes a character of the str the UTF-8 at ``data[start:end]`` decodes to, at
+    most (ASCII: 1; past U+FFFF: 4; else 2)."""
+    if data[start:end].isascii():  # a copy, and a check a word at a time: far quicker than a search
+        return 1
+    return 4 if _ASTRAL.search(data, start, end) else 2
 
 
 def _varint(view: memoryview, position: int) -> tuple[int, int]:
