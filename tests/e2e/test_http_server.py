@@ -22,6 +22,7 @@ from google.protobuf import json_format
 from cleveragents import A2A, Agent
 from cleveragents.config import Settings
 from cleveragents.transports.http.app import build_app
+from tests.conftest import REPO
 from tests.contract.runners import UvicornServer, sse_messages
 from tests.e2e.test_http_sdk import handler, message
 from tests.listening import listening
@@ -319,6 +320,53 @@ async def test_sigterm_ends_an_open_event_stream_cleanly_and_at_once(tmp_path):
                 ended = time.monotonic() - sent
         assert served.process.wait(10) == 0
     assert ended < 2, f"the stream ended {ended:.1f} s after SIGTERM ({rest})"
+
+
+SERVE_TWICE = """
+import sys
+from cleveragents import A2A, Agent
+from tests.e2e.test_http_sdk import handler
+
+a2a = A2A(agent=Agent(name="Echo", handler=handler), auth_token="t")
+for _ in range(2):  # Ctrl-C stops the first; the second serves on
+    print("served, exit code", a2a.serve(port=0, workspace=sys.argv[1], memory=True), file=sys.stderr, flush=True)
+"""
+
+
+async def test_a_server_started_after_one_was_interrupted_keeps_its_streams_open(tmp_path):
+    """A program that serves again after Ctrl-C stopped its first server: the streams
+    of the second stay open (sse-starlette's own shutdown flag, set by the first
+    interrupt, would end them at once)."""
+    import signal
+    import subprocess
+
+    process = subprocess.Popen([sys.executable, "-c", SERVE_TWICE, str(tmp_path)], cwd=REPO, text=True,
+                               stderr=subprocess.PIPE)
+    try:
+        def url() -> str:
+            while "listening on" not in (line := process.stderr.readline()):
+                assert line, "the program ended before it listened"
+            return line.split()[-1]
+
+        await asyncio.to_thread(url)
+        process.send_signal(signal.SIGINT)
+        second = await asyncio.to_thread(url)
+        async with httpx.AsyncClient(timeout=30) as client:
+            async with client.stream("POST", second + "/a2a", json=rpc("_cleveragents/event/subscribe"),
+                                     headers={"Authorization": "Bearer t", "Accept": "text/event-stream"}) as stream:
+                lines = stream.aiter_lines()
+                assert "subscription_id" in await anext(lines)
+
+                async def to_the_end() -> list[str]:
+                    return [line async for line in lines]
+                with pytest.raises(TimeoutError):  # open: nothing more to say, and no end
+                    await asyncio.wait_for(to_the_end(), 2)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(15) == 0
+    finally:
+        process.kill()
+        process.wait()
+        process.stderr.close()
 
 
 async def test_the_app_mounts_inside_another_asgi_app(tmp_path):

@@ -29,7 +29,7 @@ from cleveragents.transports.serving import DEFAULT_MAX_MESSAGE_SIZE
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 # What the http extra adds to a base install; this module imports neither up front.
-HTTP_EXTRA = ("starlette", "uvicorn")
+HTTP_EXTRA = ("starlette", "uvicorn", "sse_starlette")
 
 
 def missing_extra() -> str | None:
@@ -133,6 +133,12 @@ async def serve_app(app: Any, host: str, port: int, *, log_level: str = "warning
                             timeout_graceful_shutdown=5, log_config=None,
                             **(limits or HttpLimits()).uvicorn_options())
     server = uvicorn.Server(config)
+    from sse_starlette.sse import AppStatus
+
+    # sse-starlette ends every stream once a signal has stopped a server, and nothing
+    # resets that: a server started after one in the same process would end its streams
+    # at once.
+    AppStatus.should_exit = False
     if threading.current_thread() is threading.main_thread():
         # uvicorn shuts down gracefully on SIGTERM, then raises it again once done:
         # this handler makes that second one a plain return: a service stopped on purpose exits 0.
