@@ -119,13 +119,13 @@ class GrpcWire:
                                  {"method": rpc.name}, url=self.url, method=rpc.name) from None
 
     async def _result(self, rpc: grpc_wire.Rpc, method: str, data: bytes) -> Any:
-        """An answer's bytes as its 1.0 JSON-RPC result; one long enough to be walked
-        (``grpc_cost``) is read beside the event loop."""
+        """An answer's bytes as its 1.0 JSON-RPC result; a long one is read in a worker
+        thread (``grpc_wire.READ_IN_THREAD_AT``)."""
         if rpc.response == grpc_wire.EMPTY:
             return None
         read = functools.partial(grpc_wire.read, grpc_wire.message_class(rpc.response), data)
         try:
-            return await asyncio.to_thread(read) if grpc_cost.walked(len(data)) else read()
+            return await asyncio.to_thread(read) if len(data) >= grpc_wire.READ_IN_THREAD_AT else read()
         except grpc_cost.TooManyValues as exc:
             raise InvalidAgentResponseError(
                 f"{method} at {self.url} answered with too many values: {exc}",

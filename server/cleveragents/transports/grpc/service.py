@@ -166,8 +166,9 @@ class A2AGrpcService:
         if refusal is not None:
             await self._refuse(context, refusal)
         read = functools.partial(self.binding.call, rpc, request, headers)
-        try:  # a message long enough to be walked is read beside the event loop
-            method, params, version = await asyncio.to_thread(read) if grpc_cost.walked(len(request)) else read()
+        try:
+            method, params, version = (await asyncio.to_thread(read) if len(request) >= grpc_wire.READ_IN_THREAD_AT
+                                       else read())
         except DomainError as exc:  # a request the binding can't read (a bad resource name)
             await self._abort(context, error_payload(exc, dialect))
         except grpc_cost.TooManyValues as exc:
