@@ -42,6 +42,7 @@ from cleveragents.a2a.codecs import (
     timestamp_in,
 )
 from cleveragents.domain.task import (
+    MAX_MESSAGE_PARTS,
     Artifact,
     Message,
     Part,
@@ -237,6 +238,9 @@ class V1Codec:
     def decode_message(self, value: Any, loc: Loc = ()) -> Message:
         d = self._open(value, "message", loc)
         parts = req_list(d, "parts", loc)
+        if len(parts) > MAX_MESSAGE_PARTS:  # before any is read
+            raise invalid((*loc, "parts"), f"List should have at most {MAX_MESSAGE_PARTS} items, not {len(parts)}",
+                          "too_long")
         return Message(
             message_id=(opt_str(d, "messageId", loc) or new_id()) if self.lenient else req_str(d, "messageId", loc),
             role=parse_role(required(d, "role", loc), (*loc, "role")),

@@ -38,6 +38,9 @@ class TaskState(str, Enum):
 
 TERMINAL_STATES = frozenset({TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, TaskState.REJECTED})
 INTERRUPTED_STATES = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
+# The most parts a client's message may hold. Each is decoded, stored and encoded again
+# on the event loop: 300,000 one-letter parts held it for over a second.
+MAX_MESSAGE_PARTS = 10_000
 
 _S = TaskState
 TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
