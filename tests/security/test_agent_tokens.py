@@ -71,3 +71,16 @@ async def test_each_agent_gets_its_own_token_and_no_other(tmp_path, workspace, m
     assert own_seen and set(own_seen) == {f"Bearer {OWN}"}, own_seen
     assert shared_seen and set(shared_seen) == {f"Bearer {SHARED}"}, shared_seen
     assert unset_seen and set(unset_seen) == {None}, unset_seen
+
+
+async def test_without_the_shared_token_an_undeclared_agent_gets_no_credential(tmp_path, workspace, monkeypatch):
+    """No ``CLEVERAGENTS_A2A_TOKEN``: an agent named only as ``a2a/<url>`` is called
+    without an ``Authorization`` header, not with a made-up token."""
+    monkeypatch.delenv("CLEVERAGENTS_A2A_TOKEN", raising=False)
+    async with recording_agent(tmp_path) as (url, seen):
+        async with in_process(workspace) as call:
+            session = (await call("session.create", {"actor_name": f"a2a/{url}"}))["result"]["session_id"]
+            message = {"role": "ROLE_USER", "parts": [{"text": "hi"}], "messageId": "m-bare", "contextId": session}
+            task = (await call("SendMessage", {"message": message}))["result"]["task"]
+            assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
+    assert seen and set(seen) == {None}, seen

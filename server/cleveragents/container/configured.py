@@ -124,18 +124,15 @@ def remote_client(settings: Settings, url: str, card_verifier: CardVerifier | No
                   token_env: str | None = None, card_cache: CardCache | None = None,
                   connections: KeptClients[tuple[str, float]] | None = None) -> A2AClient:
     """The outbound A2A client of a remote agent (``a2a`` actors). Its token comes from
-    ``token_env`` (a declared actor's ``api_key_env``; unset: no token), so no agent
-    sees another's; an agent declared without one gets ``CLEVERAGENTS_A2A_TOKEN``.
+    ``token_env`` (a declared actor's ``api_key_env``), so no agent sees another's; an
+    agent declared without one gets ``CLEVERAGENTS_A2A_TOKEN``. Unset: no token.
     With ``connections``, its connection to the agent is kept between turns."""
     import os
 
     from cleveragents.a2a.client import ServerConnectionConfig
     from cleveragents.a2a.client_http import A2AClient
 
-    if token_env:
-        token = os.environ.get(token_env) or None
-    else:
-        token = os.environ.get("CLEVERAGENTS_A2A_TOKEN") or "anonymous"
+    token = os.environ.get(token_env or "CLEVERAGENTS_A2A_TOKEN") or None  # unset: no credential is sent
     timeout = min(max(settings.actor_timeout, 1.0), 3600.0)
     return A2AClient(ServerConnectionConfig(url=url, token=token, timeout_seconds=timeout), card_verifier=card_verifier,
                      card_cache=card_cache, http=connections.get((url, timeout)) if connections is not None else None)
