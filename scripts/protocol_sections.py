@@ -220,7 +220,7 @@ def limits_section() -> list[str]:
     from cleveragents.app.context import MAX_VALUE_BYTES
     from cleveragents.domain.json_cost import MAX_PARSE_COST
     from cleveragents.domain.json_limits import MAX_DEPTH, MAX_DEPTH_CEILING, MAX_METADATA_SIZE, MAX_RECORD_DEPTH
-    from cleveragents.domain.task import MAX_MESSAGE_PARTS
+    from cleveragents.domain.task import MAX_PARTS
     from cleveragents.transports.lsp.framing import DEFAULT_MAX_MESSAGE_SIZE
 
     sizes = {"metadata": f"{_kib(MAX_METADATA_SIZE)} each", "message": "the message's",
@@ -242,7 +242,7 @@ def limits_section() -> list[str]:
         "`google.rpc.BadRequest`, with the location dotted).",
         f"- Every object held by a member named `metadata` is at most {_kib(MAX_METADATA_SIZE)} of compact "
         "UTF-8 JSON (`type: \"too_large\"` past it).",
-        f"- A message holds at most {MAX_MESSAGE_PARTS:,} parts; past that it is -32602 naming "
+        f"- A message holds at most {MAX_PARTS:,} parts; past that it is -32602 naming "
         "`message.parts` (`type: \"too_long\"`), before any part is read.",
         f"- The configuration may set both: `max_json_depth` (8 to {MAX_DEPTH_CEILING}) and "
         "`max_metadata_size` (bytes), in `[defaults]` or as `CLEVERAGENTS_MAX_JSON_DEPTH` and "

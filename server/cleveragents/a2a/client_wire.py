@@ -142,7 +142,10 @@ def decode(method: str, decoder: Callable[[Any], T], value: Any) -> T:
     try:
         return decoder(value)
     except ValidationError as exc:
-        raise InvalidAgentResponseError(f"{method} answered with an invalid result: {exc.message}",
+        errors = exc.data.get("errors")
+        first = errors[0] if isinstance(errors, list) and errors and isinstance(errors[0], dict) else None
+        what = f"{'.'.join(map(str, first.get('loc', ())))}: {first.get('msg')}" if first else exc.message
+        raise InvalidAgentResponseError(f"{method} answered with an invalid result: {what}",
                                         {"method": method, **exc.data}) from None
 
 

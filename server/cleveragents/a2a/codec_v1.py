@@ -34,15 +34,14 @@ from cleveragents.a2a.codecs import (
     opt_str,
     parse_role,
     parse_state,
+    parts_list,
     put,
-    req_list,
     req_str,
     required,
     str_tuple,
     timestamp_in,
 )
 from cleveragents.domain.task import (
-    MAX_MESSAGE_PARTS,
     Artifact,
     Message,
     Part,
@@ -237,10 +236,7 @@ class V1Codec:
 
     def decode_message(self, value: Any, loc: Loc = ()) -> Message:
         d = self._open(value, "message", loc)
-        parts = req_list(d, "parts", loc)
-        if len(parts) > MAX_MESSAGE_PARTS:  # before any is read
-            raise invalid((*loc, "parts"), f"List should have at most {MAX_MESSAGE_PARTS} items, not {len(parts)}",
-                          "too_long")
+        parts = parts_list(d, loc)
         return Message(
             message_id=(opt_str(d, "messageId", loc) or new_id()) if self.lenient else req_str(d, "messageId", loc),
             role=parse_role(required(d, "role", loc), (*loc, "role")),
@@ -260,7 +256,7 @@ class V1Codec:
 
     def decode_artifact(self, value: Any, loc: Loc = ()) -> Artifact:
         d = as_object(value, loc)
-        parts = req_list(d, "parts", loc)
+        parts = parts_list(d, loc)
         return Artifact(
             artifact_id=req_str(d, "artifactId", loc),
             parts=tuple(self.decode_part(p, (*loc, "parts", i)) for i, p in enumerate(parts)),

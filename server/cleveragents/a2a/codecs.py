@@ -36,6 +36,7 @@ from cleveragents.domain.errors import ValidationError
 from cleveragents.domain.records import record
 from cleveragents.domain.task import (
     INTERRUPTED_STATES,
+    MAX_PARTS,
     Artifact,
     Message,
     Part,
@@ -187,6 +188,15 @@ def opt_list(d: Json, key: str, loc: Loc) -> list[Any]:
 def req_list(d: Json, key: str, loc: Loc) -> list[Any]:
     required(d, key, loc)
     return opt_list(d, key, loc)
+
+
+def parts_list(d: Json, loc: Loc) -> list[Any]:
+    """The ``parts`` of a message or an artifact, refused past ``MAX_PARTS`` before any
+    is read."""
+    parts = req_list(d, "parts", loc)
+    if len(parts) > MAX_PARTS:
+        raise invalid((*loc, "parts"), f"List should have at most {MAX_PARTS} items, not {len(parts)}", "too_long")
+    return parts
 
 
 def str_tuple(d: Json, key: str, loc: Loc) -> tuple[str, ...]:

@@ -38,9 +38,10 @@ class TaskState(str, Enum):
 
 TERMINAL_STATES = frozenset({TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, TaskState.REJECTED})
 INTERRUPTED_STATES = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
-# The most parts a client's message may hold. Each is decoded, stored and encoded again
-# on the event loop: 300,000 one-letter parts held it for over a second.
-MAX_MESSAGE_PARTS = 10_000
+# The most parts a message or an artifact read from a peer (a client's message, a remote
+# agent's answer) may hold. Each is decoded, stored and encoded again on the event loop:
+# 300,000 one-letter parts held it for over a second.
+MAX_PARTS = 10_000
 
 _S = TaskState
 TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
