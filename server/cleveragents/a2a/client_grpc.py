@@ -119,16 +119,16 @@ class GrpcWire:
                                  {"method": rpc.name}, url=self.url, method=rpc.name) from None
 
     async def _result(self, rpc: grpc_wire.Rpc, method: str, data: bytes) -> Any:
-        """An answer's bytes as its 1.0 JSON-RPC result; a long one is read in a worker
-        thread (``grpc_wire.READ_IN_THREAD_AT``)."""
+        """An answer's bytes as its 1.0 JSON-RPC result (a long one read in a worker
+        thread: ``grpc_wire.read_aside``)."""
         if rpc.response == grpc_wire.EMPTY:
             return None
         read = functools.partial(grpc_wire.read, grpc_wire.message_class(rpc.response), data)
         try:
-            return await asyncio.to_thread(read) if len(data) >= grpc_wire.READ_IN_THREAD_AT else read()
+            return await grpc_wire.read_aside(read, len(data))
         except grpc_cost.TooManyValues as exc:
             raise InvalidAgentResponseError(
-                f"{method} at {self.url} answered with too many values: {exc}",
+                f"{method} at {self.url} answered: {exc}",
                 {"url": self.url, "method": method, "limit": grpc_cost.MAX_PARSE_COST}) from None
         except grpc_cost.MalformedMessage as exc:
             raise InvalidAgentResponseError(f"{method} at {self.url} answered with {exc}",

@@ -18,11 +18,12 @@ extra is optional.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.util
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from cleveragents.a2a import grpc_cost
 from cleveragents.a2a.errors import A2A_ERROR_CODES, INTERNAL_ERROR
@@ -133,6 +134,13 @@ class ConversionError(ValueError):
 # A message this long is read in a worker thread, not on the event loop: MessageToDict
 # takes about a microsecond a value, and 16 KiB holds up to 8,192 values (8 ms of it).
 READ_IN_THREAD_AT = 16 * 1024
+T = TypeVar("T")
+
+
+async def read_aside(work: Callable[[], T], size: int) -> T:
+    """``work``, which reads a message of ``size`` bytes: on the event loop when it is
+    short, else in a worker thread (``READ_IN_THREAD_AT``)."""
+    return await asyncio.to_thread(work) if size >= READ_IN_THREAD_AT else work()
 
 
 def read(message_class: Any, data: bytes) -> dict[str, Any]:

@@ -165,10 +165,9 @@ class A2AGrpcService:
             refusal = self.shared.auth.authorize(caller, self.binding.method(rpc))
         if refusal is not None:
             await self._refuse(context, refusal)
-        read = functools.partial(self.binding.call, rpc, request, headers)
         try:
-            method, params, version = (await asyncio.to_thread(read) if len(request) >= grpc_wire.READ_IN_THREAD_AT
-                                       else read())
+            method, params, version = await grpc_wire.read_aside(
+                functools.partial(self.binding.call, rpc, request, headers), len(request))
         except DomainError as exc:  # a request the binding can't read (a bad resource name)
             await self._abort(context, error_payload(exc, dialect))
         except grpc_cost.TooManyValues as exc:
