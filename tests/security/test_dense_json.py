@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -52,32 +54,41 @@ async def test_a_request_dense_with_values_is_refused_unparsed(identity, kind, t
         assert sent["task"]["history"][0]["parts"][0]["text"] == TEXT
 
 
-@pytest.mark.parametrize("where", ["answer", "stream"])
-async def test_a_remote_agent_answering_dense_json_is_refused_unparsed(where):
+@asynccontextmanager
+async def agent_answering(body: bytes, streamed: bool = False) -> AsyncIterator[str]:
+    """An agent whose card names its JSON-RPC interface, and which answers every call
+    with ``body`` (as one SSE event when ``streamed``); yields its URL."""
     from starlette.applications import Starlette
-    from starlette.responses import Response
+    from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
-    from cleveragents.a2a.client import A2AClient, ServerConnectionConfig
-    from cleveragents.a2a.errors import InvalidAgentResponseError
     from tests.contract.runners import UvicornServer
 
-    card = {"name": "dense", "description": "answers densely", "version": "1",
+    card = {"name": "answering", "description": "answers what the test says", "version": "1",
             "supportedInterfaces": [{"url": "/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
             "capabilities": {"streaming": True}, "defaultInputModes": ["text/plain"],
             "defaultOutputModes": ["text/plain"], "skills": []}
-    dense = b'{"jsonrpc":"2.0","id":1,"result":' + DENSE + b"}"
 
     async def read_card(request: Any) -> Response:
-        return Response(json.dumps(card), media_type="application/json")
+        return JSONResponse(card)
 
     async def call(request: Any) -> Response:
-        if where == "stream":
-            return Response(b"data: " + dense + b"\n\n", media_type="text/event-stream")
-        return Response(dense, media_type="application/json")
+        if streamed:
+            return Response(b"data: " + body + b"\n\n", media_type="text/event-stream")
+        return Response(body, media_type="application/json")
 
     app = Starlette(routes=[Route("/.well-known/{name}", read_card), Route("/a2a", call, methods=["POST"])])
     async with UvicornServer(app) as url:
+        yield url
+
+
+@pytest.mark.parametrize("where", ["answer", "stream"])
+async def test_a_remote_agent_answering_dense_json_is_refused_unparsed(where):
+    from cleveragents.a2a.client import A2AClient, ServerConnectionConfig
+    from cleveragents.a2a.errors import InvalidAgentResponseError
+
+    dense = b'{"jsonrpc":"2.0","id":1,"result":' + DENSE + b"}"
+    async with agent_answering(dense, streamed=where == "stream") as url:
         async with A2AClient(ServerConnectionConfig(url=url, timeout_seconds=30)) as client:
             with pytest.raises(InvalidAgentResponseError, match="too many values") as caught:
                 if where == "stream":

@@ -16,6 +16,7 @@ import pytest
 from cleveragents.domain.task import MAX_PARTS
 from tests.in_process import in_process
 from tests.security.test_bounded_input import INVALID_PARAMS, field_errors, v03_message, v1_message
+from tests.security.test_dense_json import agent_answering
 
 MANY = 300_000
 
@@ -46,32 +47,14 @@ async def test_a_remote_agent_answering_an_artifact_of_too_many_parts_is_refused
     """A remote agent is untrusted too: an artifact of 300,000 parts in its answer is an
     invalid answer, read no further than its count."""
     import json
-    from typing import Any
-
-    from starlette.applications import Starlette
-    from starlette.responses import Response
-    from starlette.routing import Route
 
     from cleveragents.a2a.client import A2AClient, ServerConnectionConfig
     from cleveragents.a2a.errors import InvalidAgentResponseError
-    from tests.contract.runners import UvicornServer
 
-    card = {"name": "many", "description": "answers with many parts", "version": "1",
-            "supportedInterfaces": [{"url": "/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
-            "capabilities": {}, "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
-            "skills": []}
     task = {"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"},
             "artifacts": [{"artifactId": "a", "parts": [{"text": "a"}] * MANY}]}
-    answer = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"task": task}})
-
-    async def read_card(request: Any) -> Response:
-        return Response(json.dumps(card), media_type="application/json")
-
-    async def call(request: Any) -> Response:
-        return Response(answer, media_type="application/json")
-
-    app = Starlette(routes=[Route("/.well-known/{name}", read_card), Route("/a2a", call, methods=["POST"])])
-    async with UvicornServer(app) as url:
+    answer = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"task": task}}).encode()
+    async with agent_answering(answer) as url:
         async with A2AClient(ServerConnectionConfig(url=url, timeout_seconds=30)) as client:
             with pytest.raises(InvalidAgentResponseError) as caught:
                 await client.send("hi")
